@@ -1,0 +1,67 @@
+import { commitSchema, fieldOf, type Commit, type StoredEvent } from '../../domain/events/envelope.js';
+import type { EventRegistry } from '../../domain/events/registry.js';
+import { CorruptEventError, MeshError } from '../../errors.js';
+
+// A commit on the wire is UTF-8 JSON. Reading it back validates the envelope, checks that it sits
+// on its own aggregate's subject, upcasts each event to its current schema version and validates
+// the result: a reader either gets events it can trust or an error naming the sequence and field.
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+export const encodeCommit = (commit: Commit): Uint8Array => encoder.encode(JSON.stringify(commit));
+
+export const decodeCommit = (registry: EventRegistry, seq: number, aggregate: string, payload: Uint8Array): StoredEvent[] => {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(decoder.decode(payload));
+  } catch (cause) {
+    throw new CorruptEventError(`log message at seq ${seq} is not UTF-8 JSON`, { seq, field: 'payload' }, { cause });
+  }
+  const parsed = commitSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = fieldOf('', issue);
+    throw new CorruptEventError(`log message at seq ${seq} (${aggregate}): ${field || 'commit'}: ${issue?.message ?? 'invalid'}`, {
+      seq,
+      field,
+    });
+  }
+  const commit = parsed.data as Commit;
+  return commit.events.map((envelope, index) => {
+    if (envelope.aggregate !== aggregate) {
+      throw new CorruptEventError(
+        `log message at seq ${seq}: events.${index}.aggregate is ${envelope.aggregate} but the message is on ${aggregate}'s subject`,
+        { seq, field: `events.${index}.aggregate` },
+      );
+    }
+    let upcast: { version: number; data: unknown };
+    try {
+      upcast = registry.upcast(envelope.type, envelope.schemaVersion, envelope.data, { seq });
+    } catch (error) {
+      if (error instanceof MeshError) throw error;
+      throw new CorruptEventError(`log message at seq ${seq}: upcasting ${envelope.type} from version ${envelope.schemaVersion} failed`, {
+        seq,
+        field: `events.${index}.data`,
+      }, { cause: error });
+    }
+    const data = registry.schemaOf(envelope.type).safeParse(upcast.data);
+    if (!data.success) {
+      const issue = data.error.issues[0];
+      const field = fieldOf(`events.${index}.data`, issue);
+      throw new CorruptEventError(`log message at seq ${seq} (${envelope.type} v${envelope.schemaVersion}): ${field}: ${issue?.message ?? 'invalid'}`, {
+        seq,
+        field,
+        type: envelope.type,
+      });
+    }
+    return {
+      ...envelope,
+      schemaVersion: upcast.version,
+      data: data.data,
+      seq,
+      index,
+      version: commit.firstVersion + index,
+    };
+  });
+};

@@ -1,0 +1,50 @@
+import type { CommandMetadata, ProposedEvent, StoredEvent } from '../../domain/events/envelope.js';
+
+// The port every part of the control plane writes and reads the mesh's history through.
+
+export interface AppendResult {
+  aggregate: string;
+  /** The aggregate's version before the append (what the command was decided against). */
+  expectedVersion: number;
+  /** The aggregate's version after its events. */
+  version: number;
+  /** The LOG sequence of the commit. */
+  seq: number;
+  /** True when this command had been appended before: the original outcome is returned, nothing is added. */
+  duplicate: boolean;
+  events: StoredEvent[];
+}
+
+export interface AggregateHistory {
+  aggregate: string;
+  version: number;
+  events: StoredEvent[];
+}
+
+export interface ReadOptions {
+  /** The first LOG sequence to read (1 when absent). */
+  fromSeq?: number;
+  /** An aggregate, or a subject pattern under the log prefix: `seat` (every seat), `seat.*`, `assignment.alpha.>`. */
+  aggregate?: string;
+}
+
+export type FollowItem =
+  | { kind: 'event'; event: StoredEvent }
+  /** Everything stored when the follower started has been delivered; what follows is live. */
+  | { kind: 'caught-up'; seq: number };
+
+export interface EventLog {
+  /**
+   * Appends the events one command decided, atomically, only if the aggregate is still at
+   * `expectedVersion` (0: it has no events yet). A retry of the same command id returns the
+   * original outcome and appends nothing.
+   */
+  append(aggregate: string, events: readonly ProposedEvent[], expectedVersion: number, metadata: CommandMetadata): Promise<AppendResult>;
+  readAggregate(aggregate: string): Promise<AggregateHistory>;
+  /** Every event stored now from `fromSeq`, in log order; ends at the head as it was when called. */
+  read(options?: ReadOptions): AsyncIterable<StoredEvent>;
+  /** Catch up from `fromSeq`, say so, then tail: no gap and no duplicate at the seam, across reconnects. */
+  follow(options?: ReadOptions & { signal?: AbortSignal }): AsyncIterable<FollowItem>;
+  /** The LOG sequence of the newest commit (0 when empty). */
+  headSeq(): Promise<number>;
+}

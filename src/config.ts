@@ -1,0 +1,63 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { userInfo, hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// Configuration comes from the environment, falling back to what `mesh dev up` recorded, falling
+// back to the local stack's default addresses: `npx mesh dev up` then any verb works with no flags.
+
+export const projectRoot = resolve(fileURLToPath(new URL('../', import.meta.url)));
+
+/** The one git-ignored folder that holds every server's data: the dev stack, the test stack, scratch servers. */
+export const meshHome = (env: NodeJS.ProcessEnv = process.env): string =>
+  resolve(env.MESH_HOME ?? join(projectRoot, '.mesh'));
+
+export const devStackDir = (env: NodeJS.ProcessEnv = process.env): string =>
+  resolve(env.MESH_DEV_DIR ?? join(meshHome(env), 'dev'));
+
+export const DEFAULT_PORTS = { nats: 14222, natsMonitor: 18222, postgres: 15432 } as const;
+
+export interface StackAddresses {
+  natsUrl: string;
+  databaseUrl: string;
+}
+
+export const stackFile = (dir: string): string => join(dir, 'stack.json');
+
+const recordedAddresses = (dir: string): Partial<StackAddresses> => {
+  const file = stackFile(dir);
+  if (!existsSync(file)) return {};
+  try {
+    const parsed = JSON.parse(readFileSync(file, 'utf8')) as Partial<StackAddresses>;
+    return parsed;
+  } catch {
+    return {};
+  }
+};
+
+export interface MeshConfig extends StackAddresses {
+  meshName: string;
+  logStream: string;
+  logSubjectPrefix: string;
+  actor: string;
+}
+
+export const loadConfig = (env: NodeJS.ProcessEnv = process.env): MeshConfig => {
+  const recorded = recordedAddresses(devStackDir(env));
+  return {
+    natsUrl: env.MESH_NATS_URL ?? recorded.natsUrl ?? `nats://127.0.0.1:${DEFAULT_PORTS.nats}`,
+    databaseUrl: env.MESH_DATABASE_URL ?? recorded.databaseUrl ?? `postgres://mesh@127.0.0.1:${DEFAULT_PORTS.postgres}/mesh`,
+    meshName: env.MESH_NAME ?? 'local',
+    logStream: env.MESH_LOG_STREAM ?? 'LOG',
+    logSubjectPrefix: env.MESH_LOG_SUBJECT_PREFIX ?? 'mesh.log',
+    actor: env.MESH_ACTOR ?? `operator:${safeUser()}@${hostname()}`,
+  };
+};
+
+const safeUser = (): string => {
+  try {
+    return userInfo().username;
+  } catch {
+    return 'unknown';
+  }
+};

@@ -1,0 +1,136 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, openSync, writeFileSync, closeSync, existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { RefusedError, UnavailableError } from '../errors.js';
+import { ensureInstalled, NATS_SERVER } from './packages.js';
+import { isListening, waitFor } from './ports.js';
+import { isAlive, ourProcess, waitForExit } from './processes.js';
+
+// One nats-server with JetStream on file storage, on loopback, its data and config in `dir`.
+// Debian ships 2.9: no `sync_interval` (2.10), no atomic batch publish (2.12). Every JetStream
+// write still reaches the kernel before the publish is acknowledged, so a killed server loses no
+// acknowledged message; an OS crash may lose the last seconds (see docs/decisions.md).
+
+export interface NatsServerOptions {
+  dir: string;
+  port: number;
+  monitorPort: number;
+  say?: (line: string) => void;
+}
+
+export interface NatsServerStatus {
+  running: boolean;
+  pid?: number;
+  url: string;
+  port: number;
+  monitorPort: number;
+  dir: string;
+}
+
+const paths = (dir: string) => ({
+  config: join(dir, 'nats-server.conf'),
+  pidFile: join(dir, 'nats-server.pid'),
+  logFile: join(dir, 'nats-server.log'),
+  store: join(dir, 'jetstream'),
+});
+
+export const natsUrl = (port: number): string => `nats://127.0.0.1:${port}`;
+
+const writeConfig = (options: NatsServerOptions): void => {
+  const p = paths(options.dir);
+  const config = [
+    `# written by mesh dev: edits are overwritten on the next start`,
+    `server_name: mesh_dev_${options.port}`,
+    `listen: 127.0.0.1:${options.port}`,
+    `http: 127.0.0.1:${options.monitorPort}`,
+    `pid_file: "${p.pidFile}"`,
+    `max_payload: 1MB`,
+    `jetstream {`,
+    `  store_dir: "${p.store}"`,
+    `}`,
+    ``,
+  ].join('\n');
+  writeFileSync(p.config, config);
+};
+
+export const natsServerStatus = (options: Pick<NatsServerOptions, 'dir' | 'port' | 'monitorPort'>): NatsServerStatus => {
+  const p = paths(options.dir);
+  const pid = ourProcess(p.pidFile, p.config);
+  return {
+    running: pid !== undefined,
+    ...(pid !== undefined ? { pid } : {}),
+    url: natsUrl(options.port),
+    port: options.port,
+    monitorPort: options.monitorPort,
+    dir: options.dir,
+  };
+};
+
+const healthy = async (monitorPort: number): Promise<boolean> => {
+  try {
+    const response = await fetch(`http://127.0.0.1:${monitorPort}/healthz?js-enabled-only=true`);
+    return response.ok;
+  } catch {
+    return false;
+  }
+};
+
+/** Starts the server unless ours already runs; refuses when another process holds a port. */
+export const startNatsServer = async (options: NatsServerOptions): Promise<NatsServerStatus & { started: boolean }> => {
+  const say = options.say ?? (() => undefined);
+  const current = natsServerStatus(options);
+  if (current.running) return { ...current, started: false };
+
+  for (const [port, role] of [
+    [options.port, 'NATS client'],
+    [options.monitorPort, 'NATS monitoring'],
+  ] as const) {
+    if (await isListening(port)) {
+      throw new RefusedError(
+        `port ${port} (${role}) on 127.0.0.1 is already taken by another process; stop it, or choose another port with MESH_DEV_NATS_PORT / MESH_DEV_NATS_MONITOR_PORT`,
+        { port, role },
+      );
+    }
+  }
+
+  const binary = ensureInstalled(NATS_SERVER, say);
+  const p = paths(options.dir);
+  mkdirSync(p.store, { recursive: true });
+  writeConfig(options);
+  const logFd = openSync(p.logFile, 'a');
+  const child = spawn(binary, ['-c', p.config], { detached: true, stdio: ['ignore', logFd, logFd] });
+  closeSync(logFd);
+  child.unref();
+  const exited = new Promise<number | null>((resolveExit) => child.once('exit', (code) => resolveExit(code)));
+
+  try {
+    await Promise.race([
+      waitFor(`nats-server on port ${options.port}`, () => healthy(options.monitorPort), 20_000),
+      exited.then((code) => {
+        throw new UnavailableError(`nats-server exited with code ${code} while starting; its log: ${p.logFile}\n${tail(p.logFile)}`);
+      }),
+    ]);
+  } catch (error) {
+    if (child.pid && isAlive(child.pid)) process.kill(child.pid, 'SIGKILL');
+    throw error;
+  }
+  say(`nats-server started on ${natsUrl(options.port)} (pid ${child.pid}, data in ${options.dir})`);
+  return { ...natsServerStatus(options), started: true };
+};
+
+export const stopNatsServer = async (
+  options: Pick<NatsServerOptions, 'dir' | 'port' | 'monitorPort'>,
+  signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM',
+): Promise<boolean> => {
+  const status = natsServerStatus(options);
+  if (!status.running || status.pid === undefined) return false;
+  process.kill(status.pid, signal);
+  if (!(await waitForExit(status.pid, 15_000))) {
+    process.kill(status.pid, 'SIGKILL');
+    await waitForExit(status.pid, 5_000);
+  }
+  return true;
+};
+
+const tail = (file: string, lines = 15): string =>
+  existsSync(file) ? readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n') : '';

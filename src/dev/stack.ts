@@ -1,0 +1,133 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { DEFAULT_PORTS, stackFile, type StackAddresses } from '../config.js';
+import { connectNats } from '../adapters/nats/connect.js';
+import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
+import { bootstrapControlPlane, type BootstrapResult } from '../controller/bootstrap.js';
+import { meshEventRegistry } from '../domain/registry.js';
+import { natsServerStatus, startNatsServer, stopNatsServer, type NatsServerStatus } from './nats-server.js';
+import { postgresStatus, startPostgres, stopPostgres, type PostgresStatus } from './postgres.js';
+
+// The local stack: a nats-server and a PostgreSQL cluster of the project's own, each on a
+// loopback port, their data in one folder; then the control plane's start-up. Used by
+// `mesh dev up|down|status`, by the test setup and by the demo, so all three run the same way.
+
+export interface StackPorts {
+  nats: number;
+  natsMonitor: number;
+  postgres: number;
+}
+
+export interface StackOptions {
+  dir: string;
+  ports: StackPorts;
+  meshName: string;
+  actor: string;
+  logStream: string;
+  logSubjectPrefix: string;
+  say?: (line: string) => void;
+}
+
+export interface StackStatus {
+  dir: string;
+  nats: NatsServerStatus;
+  postgres: PostgresStatus;
+  log?: { stream: string; messages: number; firstSeq: number; lastSeq: number; lastTime: string } | { stream: string; error: string };
+}
+
+const portFromEnv = (name: string): number | undefined => {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`${name}=${raw} is not a TCP port`);
+  return port;
+};
+
+/** Ports: the environment's, else the ones this stack was last started with, else the defaults. */
+export const stackPorts = (dir: string): StackPorts => {
+  let recorded: Partial<StackPorts> = {};
+  if (existsSync(stackFile(dir))) {
+    try {
+      recorded = (JSON.parse(readFileSync(stackFile(dir), 'utf8')) as { ports?: Partial<StackPorts> }).ports ?? {};
+    } catch {
+      recorded = {};
+    }
+  }
+  return {
+    nats: portFromEnv('MESH_DEV_NATS_PORT') ?? recorded.nats ?? DEFAULT_PORTS.nats,
+    natsMonitor: portFromEnv('MESH_DEV_NATS_MONITOR_PORT') ?? recorded.natsMonitor ?? DEFAULT_PORTS.natsMonitor,
+    postgres: portFromEnv('MESH_DEV_PG_PORT') ?? recorded.postgres ?? DEFAULT_PORTS.postgres,
+  };
+};
+
+const natsOptions = (options: Pick<StackOptions, 'dir' | 'ports'>) => ({
+  dir: join(options.dir, 'nats'),
+  port: options.ports.nats,
+  monitorPort: options.ports.natsMonitor,
+});
+
+const postgresOptions = (options: Pick<StackOptions, 'dir' | 'ports'>) => ({ dir: join(options.dir, 'postgres'), port: options.ports.postgres });
+
+export const stackUp = async (options: StackOptions): Promise<StackStatus & { bootstrap: BootstrapResult; addresses: StackAddresses }> => {
+  const say = options.say ?? (() => undefined);
+  mkdirSync(options.dir, { recursive: true });
+  const nats = await startNatsServer({ ...natsOptions(options), say });
+  if (!nats.started) say(`nats-server already running on ${nats.url} (pid ${nats.pid})`);
+  const postgres = await startPostgres({ ...postgresOptions(options), say });
+  if (!postgres.started) say(`PostgreSQL already running on ${postgres.url} (pid ${postgres.pid})`);
+
+  const addresses: StackAddresses = { natsUrl: nats.url, databaseUrl: postgres.url };
+  writeFileSync(stackFile(options.dir), `${JSON.stringify({ ...addresses, ports: options.ports }, null, 2)}\n`);
+
+  const nc = await connectNats(nats.url, { name: 'mesh-dev' });
+  try {
+    const log = new JetStreamEventLog(nc, { stream: options.logStream, subjectPrefix: options.logSubjectPrefix, registry: meshEventRegistry() });
+    const bootstrap = await bootstrapControlPlane(nc, log, {
+      stream: options.logStream,
+      subjectPrefix: options.logSubjectPrefix,
+      meshName: options.meshName,
+      actor: options.actor,
+    });
+    if (bootstrap.stream.created) say(`created the mesh log (stream ${options.logStream}, subjects ${options.logSubjectPrefix}.>)`);
+    if (bootstrap.stream.updated.length > 0) say(`brought stream ${options.logStream} back to the mesh log's settings: ${bootstrap.stream.updated.join(', ')}`);
+    if (bootstrap.genesis.appended) say(`the log opens with mesh.initialised for mesh "${options.meshName}" at seq ${bootstrap.genesis.seq}`);
+    return { ...(await stackStatus(options)), bootstrap, addresses };
+  } finally {
+    await nc.close();
+  }
+};
+
+export const stackDown = async (options: Pick<StackOptions, 'dir' | 'ports' | 'say'>): Promise<{ nats: boolean; postgres: boolean }> => {
+  const say = options.say ?? (() => undefined);
+  const postgres = await stopPostgres(postgresOptions(options));
+  say(postgres ? 'PostgreSQL stopped' : 'PostgreSQL was not running');
+  const nats = await stopNatsServer(natsOptions(options));
+  say(nats ? 'nats-server stopped' : 'nats-server was not running');
+  return { nats, postgres };
+};
+
+export const stackStatus = async (options: Pick<StackOptions, 'dir' | 'ports' | 'logStream'>): Promise<StackStatus> => {
+  const nats = natsServerStatus(natsOptions(options));
+  const postgres = postgresStatus(postgresOptions(options));
+  const status: StackStatus = { dir: options.dir, nats, postgres };
+  if (!nats.running) return status;
+  try {
+    const nc = await connectNats(nats.url, { name: 'mesh-dev-status' });
+    try {
+      const info = await (await jetstreamManager(nc)).streams.info(options.logStream);
+      status.log = {
+        stream: options.logStream,
+        messages: info.state.messages,
+        firstSeq: info.state.first_seq,
+        lastSeq: info.state.last_seq,
+        lastTime: info.state.last_ts,
+      };
+    } finally {
+      await nc.close();
+    }
+  } catch (error) {
+    status.log = { stream: options.logStream, error: (error as Error).message };
+  }
+  return status;
+};

@@ -1,0 +1,54 @@
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { connectNats } from '../../src/adapters/nats/connect.js';
+import { JetStreamEventLog, type JetStreamEventLogOptions } from '../../src/adapters/eventlog/jetstream-log.js';
+import { assertLogStream, type LogStreamSettings } from '../../src/adapters/eventlog/log-stream.js';
+import { uniqueName } from './names.js';
+import { testRegistry } from './test-events.js';
+
+export const testNatsUrl = (): string => {
+  const url = process.env.MESH_NATS_URL;
+  if (!url) throw new Error('MESH_NATS_URL is not set: the jest global setup starts the test stack and sets it');
+  return url;
+};
+
+export interface TestLog {
+  nc: NatsConnection;
+  jsm: JetStreamManager;
+  log: JetStreamEventLog;
+  settings: LogStreamSettings;
+  /** Another log over the same stream, as a second process would have (its own cache). */
+  another: (overrides?: Partial<JetStreamEventLogOptions>) => JetStreamEventLog;
+  close: () => Promise<void>;
+}
+
+/** A fresh log stream of the test's own, asserted as the control plane asserts LOG. */
+export const openTestLog = async (
+  options: { url?: string; duplicateWindowMs?: number; log?: Partial<JetStreamEventLogOptions> } = {},
+): Promise<TestLog> => {
+  const name = uniqueName('t');
+  const settings: LogStreamSettings = {
+    stream: `LOG_${name}`,
+    subjectPrefix: `${name}.log`,
+    ...(options.duplicateWindowMs ? { duplicateWindowMs: options.duplicateWindowMs } : {}),
+  };
+  const nc = await connectNats(options.url ?? testNatsUrl(), { name: `test-${name}`, persistent: true });
+  const jsm = await jetstreamManager(nc);
+  await assertLogStream(jsm, settings);
+  const make = (overrides: Partial<JetStreamEventLogOptions> = {}): JetStreamEventLog =>
+    new JetStreamEventLog(nc, { ...settings, registry: testRegistry(), ...options.log, ...overrides });
+  return {
+    nc,
+    jsm,
+    log: make(),
+    settings,
+    another: make,
+    close: async () => {
+      // The log denies purges and message deletes, not the stream's removal: tests clean up after themselves.
+      await jsm.streams.delete(settings.stream).catch(() => undefined);
+      await nc.close();
+    },
+  };
+};
+
+export const meta = (commandId: string, actor = 'test') => ({ commandId, actor });
