@@ -129,6 +129,8 @@ export const stopNatsServer = async (
     process.kill(status.pid, 'SIGKILL');
     await waitForExit(status.pid, 5_000);
   }
+  // The kernel releases the listening socket a moment after the process is gone.
+  await waitFor(`port ${options.port} to be released`, async () => !(await isListening(options.port)), 5_000);
   return true;
 };
 

@@ -19,6 +19,9 @@ export interface TestLog {
   settings: LogStreamSettings;
   /** Another log over the same stream, as a second process would have (its own cache). */
   another: (overrides?: Partial<JetStreamEventLogOptions>) => JetStreamEventLog;
+  /** Resolves once the connection has reconnected more times than `count`. */
+  reconnected: (count: number) => Promise<void>;
+  reconnects: () => number;
   close: () => Promise<void>;
 }
 
@@ -33,6 +36,15 @@ export const openTestLog = async (
     ...(options.duplicateWindowMs ? { duplicateWindowMs: options.duplicateWindowMs } : {}),
   };
   const nc = await connectNats(options.url ?? testNatsUrl(), { name: `test-${name}`, persistent: true });
+  let reconnects = 0;
+  const waiting: { count: number; resolve: () => void }[] = [];
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type !== 'reconnect') continue;
+      reconnects++;
+      for (const w of waiting.filter((w) => reconnects > w.count)) w.resolve();
+    }
+  })();
   const jsm = await jetstreamManager(nc);
   await assertLogStream(jsm, settings);
   const make = (overrides: Partial<JetStreamEventLogOptions> = {}): JetStreamEventLog =>
@@ -43,6 +55,8 @@ export const openTestLog = async (
     log: make(),
     settings,
     another: make,
+    reconnects: () => reconnects,
+    reconnected: (count) => (reconnects > count ? Promise.resolve() : new Promise((resolve) => waiting.push({ count, resolve }))),
     close: async () => {
       // The log denies purges and message deletes, not the stream's removal: tests clean up after themselves.
       await jsm.streams.delete(settings.stream).catch(() => undefined);

@@ -9,7 +9,7 @@ import {
   type PubAck,
   type StoredMsg,
 } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/nats-core';
+import { errors as natsErrors, type NatsConnection } from '@nats-io/nats-core';
 import { commandMetadataSchema, fieldOf, type Commit, type CommandMetadata, type ProposedEvent, type StoredEvent } from '../../domain/events/envelope.js';
 import type { EventRegistry } from '../../domain/events/registry.js';
 import { ConcurrencyError, ValidationError } from '../../errors.js';
@@ -66,7 +66,7 @@ export class JetStreamEventLog implements EventLog {
     private readonly options: JetStreamEventLogOptions,
   ) {
     this.js = jetstream(nc);
-    this.jsm = jetstreamManager(nc);
+    this.jsm = jetstreamManager(nc, { checkAPI: false });
     this.now = options.now ?? (() => new Date());
     this.newId = options.newId ?? randomUUID;
     this.publish = options.publish ?? realPublish;
@@ -96,7 +96,7 @@ export class JetStreamEventLog implements EventLog {
 
     let ack: PubAck;
     try {
-      ack = await this.publish(this.js, subject, payload, {
+      ack = await this.publishOnce(subject, payload, {
         // Scoped by aggregate: a command may legitimately write to more than one aggregate.
         msgID: `${aggregate}:${metadata.commandId}`,
         expect: { lastSubjectSequence },
@@ -115,6 +115,24 @@ export class JetStreamEventLog implements EventLog {
     const version = expectedVersion + events.length;
     this.heads.set(aggregate, { version, seq: ack.seq });
     return { aggregate, expectedVersion, version, seq: ack.seq, duplicate: false, events: stored };
+  }
+
+  /**
+   * Publishing the same command again is safe — the server answers a repeat with the original
+   * sequence, and after its window the expectation fails and we find our own events — so an
+   * answer lost to a timeout or a server that is still starting is simply asked for again.
+   */
+  private async publishOnce(subject: string, payload: Uint8Array, options: PublishOptions): Promise<PubAck> {
+    const attempts = 3;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.publish(this.js, subject, payload, options);
+      } catch (error) {
+        const retryable = error instanceof natsErrors.TimeoutError || (error instanceof natsErrors.RequestError && error.isNoResponders());
+        if (!retryable || attempt >= attempts) throw error;
+        await new Promise((r) => setTimeout(r, 100 * attempt));
+      }
+    }
   }
 
   async readAggregate(aggregate: string): Promise<AggregateHistory> {
