@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { MeshError } from '../../src/errors.js';
+import type { MeshError } from '../../src/errors.js';
 import { meta, openTestLog, type TestLog } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
 
