@@ -30,18 +30,24 @@ export class ValidationError extends MeshError {
   }
 }
 
-/** An append whose expected aggregate version is not the aggregate's actual version. */
+/**
+ * An append decided against a state that has since moved: the aggregate's version is not the one
+ * expected, or (for commands checked against the whole mesh) the log grew past the sequence the
+ * decision read.
+ */
 export class ConcurrencyError extends MeshError {
   readonly aggregate: string;
   readonly expected: number;
   readonly actual: number;
 
-  constructor(aggregate: string, expected: number, actual: number, options?: { cause?: unknown }) {
+  constructor(aggregate: string, expected: number, actual: number, options?: { cause?: unknown; logMoved?: { expectedSeq: number } }) {
     super(
       'concurrency',
-      `append to ${aggregate} refused: expected version ${expected}, but the aggregate is at version ${actual}`,
-      { aggregate, expected, actual },
-      options,
+      options?.logMoved
+        ? `append to ${aggregate} refused: it was decided against the log at seq ${options.logMoved.expectedSeq}, and the log has moved on since`
+        : `append to ${aggregate} refused: expected version ${expected}, but the aggregate is at version ${actual}`,
+      { aggregate, expected, actual, ...(options?.logMoved ? { expectedSeq: options.logMoved.expectedSeq } : {}) },
+      options?.cause === undefined ? undefined : { cause: options.cause },
     );
     this.name = 'ConcurrencyError';
     this.aggregate = aggregate;

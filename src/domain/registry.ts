@@ -1,5 +1,10 @@
+import { assignmentEvents } from './assignments/events.js';
+import { catalogueEvents } from './catalogue/events.js';
 import { EventRegistry } from './events/registry.js';
 import { meshEvents } from './mesh/events.js';
+import { nodeEvents } from './nodes/events.js';
+import { seatEvents } from './seats/events.js';
 
 /** Every event type of the mesh, as the log reads and writes them. */
-export const meshEventRegistry = (): EventRegistry => new EventRegistry([...meshEvents]);
+export const meshEventRegistry = (): EventRegistry =>
+  new EventRegistry([...meshEvents, ...catalogueEvents, ...seatEvents, ...nodeEvents, ...assignmentEvents]);

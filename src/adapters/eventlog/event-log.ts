@@ -33,13 +33,21 @@ export type FollowItem =
   /** Everything stored when the follower started has been delivered; what follows is live. */
   | { kind: 'caught-up'; seq: number };
 
+export interface AppendOptions {
+  /**
+   * Also require the whole log to end at this sequence: the command was decided against the mesh
+   * as of that sequence and must not land if anything was appended since (Nats-Expected-Last-Sequence).
+   */
+  expectedLogSeq?: number;
+}
+
 export interface EventLog {
   /**
    * Appends the events one command decided, atomically, only if the aggregate is still at
    * `expectedVersion` (0: it has no events yet). A retry of the same command id returns the
    * original outcome and appends nothing.
    */
-  append(aggregate: string, events: readonly ProposedEvent[], expectedVersion: number, metadata: CommandMetadata): Promise<AppendResult>;
+  append(aggregate: string, events: readonly ProposedEvent[], expectedVersion: number, metadata: CommandMetadata, options?: AppendOptions): Promise<AppendResult>;
   readAggregate(aggregate: string): Promise<AggregateHistory>;
   /** Every event stored now from `fromSeq`, in log order; ends at the head as it was when called. */
   read(options?: ReadOptions): AsyncIterable<StoredEvent>;

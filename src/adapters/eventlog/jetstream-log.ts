@@ -14,7 +14,7 @@ import { commandMetadataSchema, fieldOf, type Commit, type CommandMetadata, type
 import type { EventRegistry } from '../../domain/events/registry.js';
 import { ConcurrencyError, ValidationError } from '../../errors.js';
 import { decodeCommit, encodeCommit } from './codec.js';
-import type { AggregateHistory, AppendResult, EventLog, FollowItem, ReadOptions } from './event-log.js';
+import type { AggregateHistory, AppendOptions, AppendResult, EventLog, FollowItem, ReadOptions } from './event-log.js';
 import { AggregateHeads } from './aggregate-heads.js';
 import { aggregateOf, assertAggregate, filterSubjectOf, subjectOf } from './subjects.js';
 
@@ -46,7 +46,7 @@ export interface JetStreamEventLogOptions {
 
 export interface PublishOptions {
   msgID: string;
-  expect: { lastSubjectSequence: number };
+  expect: { lastSubjectSequence: number; lastSequence?: number };
   timeout: number;
 }
 
@@ -72,7 +72,13 @@ export class JetStreamEventLog implements EventLog {
     this.publish = options.publish ?? realPublish;
   }
 
-  async append(aggregate: string, events: readonly ProposedEvent[], expectedVersion: number, metadata: CommandMetadata): Promise<AppendResult> {
+  async append(
+    aggregate: string,
+    events: readonly ProposedEvent[],
+    expectedVersion: number,
+    metadata: CommandMetadata,
+    options: AppendOptions = {},
+  ): Promise<AppendResult> {
     const subject = subjectOf(this.options.subjectPrefix, aggregate);
     const commit = this.stamp(aggregate, events, expectedVersion, metadata);
     const payload = encodeCommit(commit);
@@ -99,13 +105,13 @@ export class JetStreamEventLog implements EventLog {
       ack = await this.publishOnce(subject, payload, {
         // Scoped by aggregate: a command may legitimately write to more than one aggregate.
         msgID: `${aggregate}:${metadata.commandId}`,
-        expect: { lastSubjectSequence },
+        expect: { lastSubjectSequence, ...(options.expectedLogSeq !== undefined ? { lastSequence: options.expectedLogSeq } : {}) },
         timeout: this.options.timeoutMs ?? 5_000,
       });
     } catch (error) {
       if (error instanceof JetStreamApiError && WRONG_LAST_SEQUENCE.has(error.code)) {
         this.heads.forget(aggregate);
-        return this.onConflict(aggregate, expectedVersion, metadata, error);
+        return this.onConflict(aggregate, expectedVersion, metadata, error, options.expectedLogSeq);
       }
       throw error;
     }
@@ -240,7 +246,13 @@ export class JetStreamEventLog implements EventLog {
   }
 
   /** The expectation failed: either this command already landed (return it) or another did. */
-  private async onConflict(aggregate: string, expectedVersion: number, metadata: CommandMetadata, cause?: unknown): Promise<AppendResult> {
+  private async onConflict(
+    aggregate: string,
+    expectedVersion: number,
+    metadata: CommandMetadata,
+    cause?: unknown,
+    expectedLogSeq?: number,
+  ): Promise<AppendResult> {
     const history = await this.readAggregate(aggregate);
     const own = history.events.filter((event) => event.commandId === metadata.commandId);
     const first = own[0];
@@ -248,7 +260,11 @@ export class JetStreamEventLog implements EventLog {
       const commit = own.filter((event) => event.seq === first.seq);
       return { aggregate, expectedVersion: first.version - 1, version: commit.at(-1)?.version ?? first.version, seq: first.seq, duplicate: true, events: commit };
     }
-    throw new ConcurrencyError(aggregate, expectedVersion, history.version, cause === undefined ? undefined : { cause });
+    const logMoved = history.version === expectedVersion && expectedLogSeq !== undefined;
+    throw new ConcurrencyError(aggregate, expectedVersion, history.version, {
+      ...(cause === undefined ? {} : { cause }),
+      ...(logMoved ? { logMoved: { expectedSeq: expectedLogSeq } } : {}),
+    });
   }
 
   /** The server recognised the command id inside its window: answer with what was stored then. */

@@ -1,0 +1,134 @@
+import type { Decision } from '../decision.js';
+import type { ProposedEvent } from '../events/envelope.js';
+import { assignmentKey, holderOf, seatNamed, type MeshState } from '../mesh/state.js';
+import { refuseIfAny, type Problem } from '../refusal.js';
+import { canHoldProblems } from '../seats/can-hold.js';
+import type { AssignmentRef } from '../seats/events.js';
+import { AssignmentCreated, AssignmentRemoved, SeatHeld, SeatReleased, assignmentAggregate } from './events.js';
+import { resolveRequirements } from './resolve.js';
+
+export interface Assign {
+  type: 'assign';
+  module: string;
+  node: string;
+  hold: string[];
+  pins: Record<string, AssignmentRef>;
+  values: Record<string, string>;
+  placements: Record<string, string>;
+}
+
+export interface Unassign {
+  type: 'unassign';
+  module: string;
+  node: string;
+}
+
+const show = (ref: AssignmentRef): string => `${ref.node}/${ref.module}`;
+
+export const decideAssign = (command: Assign, state: MeshState): Decision => {
+  const subject = `assigning ${command.module} to ${command.node}`;
+  const problems: Problem[] = [];
+  const module = state.modules.get(command.module);
+  if (!module) problems.push({ what: command.module, why: 'no such module is registered', remedy: `register it: mesh module register <manifest.json>${state.modules.size > 0 ? ` (registered: ${[...state.modules.keys()].sort().join(', ')})` : ''}` });
+  if (!state.nodes.has(command.node)) problems.push({ what: command.node, why: 'no such node', remedy: `add it: mesh node add ${command.node}` });
+  const existing = state.assignments.get(assignmentKey(command));
+  if (existing) {
+    problems.push({ what: `${command.node}/${command.module}`, why: `${command.node} already runs ${command.module}, and one node runs one of each (ADR 0115)`, remedy: 'assign it to another node, or unassign it first' });
+  }
+  refuseIfAny(subject, problems);
+  if (!module) return { aggregate: assignmentAggregate(command.node, command.module), events: [], summary: '' };
+  const manifest = module.manifest;
+
+  const requirementNames = new Set(manifest.requires.map((r) => r.name));
+  for (const [flag, entries] of [
+    ['--pin', command.pins],
+    ['--set', command.values],
+    ['--place', command.placements],
+  ] as const) {
+    for (const name of Object.keys(entries)) {
+      if (!requirementNames.has(name)) problems.push({ what: `${flag} ${name}`, why: `${command.module} has no requirement named ${name}`, remedy: `its requirements are: ${[...requirementNames].join(', ') || 'none'}` });
+    }
+  }
+  for (const [name, path] of Object.entries(command.placements)) {
+    const requirement = manifest.requires.find((r) => r.name === name);
+    if (requirement && !(requirement.provider === 'host' && requirement.contract === 'directory')) {
+      problems.push({ what: `--place ${name}`, why: `${name} is not a host directory`, remedy: 'only a directory can be placed' });
+    }
+    if (!path.startsWith('/')) problems.push({ what: `--place ${name}`, why: `"${path}" is not an absolute path`, remedy: `give an absolute folder on ${command.node}` });
+  }
+  for (const name of Object.keys(command.pins)) {
+    const requirement = manifest.requires.find((r) => r.name === name);
+    if (requirement?.contract === 'secret') problems.push({ what: `--pin ${name}`, why: 'a secret is always answered by the holder of mesh-vault; it cannot be pinned (R110.8)', remedy: 'remove the pin' });
+  }
+
+  const { resolutions, problems: unresolved } = resolveRequirements(state, command, manifest.requires);
+  problems.push(...unresolved);
+
+  const holds: ProposedEvent[] = [];
+  for (const name of command.hold) {
+    const seat = seatNamed(state, name);
+    if (!seat) {
+      problems.push({ what: `--hold ${name}`, why: 'no such seat', remedy: `name one of: ${[...state.seats.values()].map((s) => s.name).sort().join(', ')}` });
+      continue;
+    }
+    problems.push(...canHoldProblems(state, command.module, seat, `--hold ${name}`));
+    const scopeKey = seat.scope === 'mesh' ? 'mesh' : command.node;
+    const holder = holderOf(state, seat.id, scopeKey);
+    if (holder) {
+      problems.push({ what: `--hold ${name}`, why: `${seat.name} is held by ${show(holder)}`, remedy: `assign without --hold, then: mesh seat handover ${seat.name} --to ${command.node}/${command.module}` });
+      continue;
+    }
+    holds.push({ type: SeatHeld.type, data: { seat: seat.id, scopeKey, node: command.node, module: command.module } });
+  }
+  if (manifest.provides.some((p) => p.provision === 'secret')) {
+    const vault = seatNamed(state, 'mesh-vault');
+    if (vault && !command.hold.some((name) => seatNamed(state, name)?.id === vault.id)) {
+      problems.push({ what: command.module, why: 'it provides secret, which only the holder of mesh-vault may (R110.8)', remedy: `assign it with --hold ${vault.name}` });
+    }
+  }
+  refuseIfAny(subject, problems);
+
+  const held = holds.map((event) => (event.data as { seat: string }).seat);
+  return {
+    aggregate: assignmentAggregate(command.node, command.module),
+    events: [
+      {
+        type: AssignmentCreated.type,
+        data: { module: command.module, node: command.node, definitionVersion: module.definitionVersion, resolutions, pins: command.pins, values: Object.fromEntries(resolutions.flatMap((r) => (r.answer.kind === 'value' && r.answer.from === 'assignment' ? [[r.requirement, r.answer.value]] : []))), placements: command.placements },
+      },
+      ...holds,
+    ],
+    summary: `${command.module} assigned to ${command.node} (definition version ${module.definitionVersion}); ${resolutions.length} requirements resolved${held.length > 0 ? `; holds ${held.join(', ')}` : ''}`,
+  };
+};
+
+export const decideUnassign = (command: Unassign, state: MeshState): Decision => {
+  const subject = `unassigning ${command.module} from ${command.node}`;
+  const assignment = state.assignments.get(assignmentKey(command));
+  if (!assignment) {
+    const where = [...state.assignments.values()].filter((a) => a.module === command.module).map((a) => a.node);
+    refuseIfAny(subject, [{ what: `${command.node}/${command.module}`, why: `${command.module} is not assigned to ${command.node}`, remedy: where.length > 0 ? `it runs on: ${where.join(', ')}` : 'nothing to do' }]);
+  }
+  const dependents = [...state.assignments.values()].filter((a) =>
+    a.resolutions.some((r) => r.answer.kind === 'assignment' && r.answer.node === command.node && r.answer.module === command.module && r.answer.via !== 'seat'),
+  );
+  refuseIfAny(
+    subject,
+    dependents.map((d) => ({
+      what: `${d.node}/${d.module}`,
+      why: `it is answered by ${command.node}/${command.module}`,
+      remedy: `unassign ${d.node}/${d.module} first, or assign another provider and re-assign it`,
+    })),
+  );
+  const releases: ProposedEvent[] = [...state.holdings.entries()]
+    .filter(([, holder]) => holder.node === command.node && holder.module === command.module)
+    .map(([key]) => {
+      const [seat = '', scopeKey = ''] = key.split('@');
+      return { type: SeatReleased.type, data: { seat, scopeKey, node: command.node, module: command.module } };
+    });
+  return {
+    aggregate: assignmentAggregate(command.node, command.module),
+    events: [{ type: AssignmentRemoved.type, data: { module: command.module, node: command.node } }, ...releases],
+    summary: `${command.module} unassigned from ${command.node}${releases.length > 0 ? `; released ${releases.map((r) => (r.data as { seat: string }).seat).join(', ')}` : ''}`,
+  };
+};

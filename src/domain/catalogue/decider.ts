@@ -1,0 +1,42 @@
+import { createHash } from 'node:crypto';
+import type { Decision } from '../decision.js';
+import type { MeshState } from '../mesh/state.js';
+import { Refusal, refuseIfAny } from '../refusal.js';
+import { registrationProblems, schemaProblems } from './checks.js';
+import { ModuleRegistered, moduleAggregate } from './events.js';
+import { manifestSchema, type Manifest } from './manifest.js';
+
+export interface RegisterModule {
+  type: 'register-module';
+  /** the manifest as the operator wrote it; checked here, all at once */
+  manifest: unknown;
+}
+
+/** Keys sorted at every level, so the same manifest always has the same digest. */
+const canonical = (value: unknown): string =>
+  JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b))) : v,
+  );
+
+export const manifestDigest = (manifest: Manifest): string => `sha256:${createHash('sha256').update(canonical(manifest)).digest('hex')}`;
+
+export const decideRegisterModule = (command: RegisterModule, state: MeshState): Decision => {
+  const parsed = manifestSchema.safeParse(command.manifest);
+  const problems = [...(parsed.success ? [] : schemaProblems(parsed.error.issues)), ...registrationProblems(command.manifest, state)];
+  const name = typeof (command.manifest as { name?: unknown })?.name === 'string' ? (command.manifest as { name: string }).name : '(unnamed)';
+  refuseIfAny(`registering module ${name}`, problems);
+  if (!parsed.success) throw new Refusal(`registering module ${name}`, schemaProblems(parsed.error.issues));
+
+  const manifest = parsed.data;
+  const digest = manifestDigest(manifest);
+  const current = state.modules.get(manifest.name);
+  if (current?.digest === digest) {
+    return { aggregate: moduleAggregate(manifest.name), events: [], summary: `${manifest.name} is already registered with this manifest (definition version ${current.definitionVersion})` };
+  }
+  const definitionVersion = (current?.definitionVersion ?? 0) + 1;
+  return {
+    aggregate: moduleAggregate(manifest.name),
+    events: [{ type: ModuleRegistered.type, data: { module: manifest.name, definitionVersion, digest, manifest } }],
+    summary: `${manifest.name} registered as definition version ${definitionVersion}`,
+  };
+};

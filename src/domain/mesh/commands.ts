@@ -1,0 +1,33 @@
+import { decideAssign, decideUnassign, type Assign, type Unassign } from '../assignments/decider.js';
+import { decideRegisterModule, type RegisterModule } from '../catalogue/decider.js';
+import type { Decision } from '../decision.js';
+import { decideAddNode, type AddNode } from '../nodes/decider.js';
+import { decideDefineSystemSeat, decideHandOverSeat, decideRenameSeat, type DefineSystemSeat, type HandOverSeat, type RenameSeat } from '../seats/decider.js';
+import type { MeshState } from './state.js';
+
+// Every command the mesh takes, and the one place that routes it to its rule.
+
+export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | Assign | Unassign;
+
+export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decision => {
+  switch (command.type) {
+    case 'register-module':
+      return decideRegisterModule(command, state);
+    case 'define-system-seat':
+      return decideDefineSystemSeat(command, state);
+    case 'rename-seat':
+      return decideRenameSeat(command, state);
+    case 'hand-over-seat':
+      return decideHandOverSeat(command, state);
+    case 'add-node':
+      return decideAddNode(command, state);
+    case 'assign':
+      return decideAssign(command, state);
+    case 'unassign':
+      return decideUnassign(command, state);
+    default: {
+      const unreachable: never = command;
+      throw new Error(`unknown command ${JSON.stringify(unreachable)}`);
+    }
+  }
+};

@@ -1,0 +1,191 @@
+import type { z } from 'zod';
+import type { AssignmentCreated, Resolution } from '../assignments/events.js';
+import type { Manifest, SeatDeclaration } from '../catalogue/manifest.js';
+import type { StoredEvent } from '../events/envelope.js';
+import type { AssignmentRef, SeatDefined } from '../seats/events.js';
+
+// The mesh as the log says it is: the one state every rule is judged against. Folded from the
+// whole log in order; `seq` is the last log sequence folded in, the point a decision was made at.
+
+export interface SeatState {
+  id: string;
+  name: string;
+  /** former names, still resolving (ADR 0122: a rename freezes nothing) */
+  aliases: string[];
+  scope: 'mesh' | 'node';
+  delivers: string | null;
+  reserved: boolean;
+  decided: string;
+  protocol: { accepts: { verb: string; retain: string }[]; emits: string[]; serves: string[] };
+  definer: { kind: 'system' } | { kind: 'module'; module: string };
+}
+
+export interface ModuleState {
+  name: string;
+  definitionVersion: number;
+  digest: string;
+  manifest: Manifest;
+}
+
+export interface NodeState {
+  name: string;
+  root: string;
+}
+
+export interface AssignmentState {
+  module: string;
+  node: string;
+  definitionVersion: number;
+  resolutions: Resolution[];
+  pins: Record<string, AssignmentRef>;
+  values: Record<string, string | number | boolean>;
+  placements: Record<string, string>;
+}
+
+export interface MeshState {
+  seq: number;
+  seats: Map<string, SeatState>;
+  modules: Map<string, ModuleState>;
+  nodes: Map<string, NodeState>;
+  /** keyed `<node>/<module>` */
+  assignments: Map<string, AssignmentState>;
+  /** keyed `<seatId>@<scopeKey>`; scopeKey is `mesh` or the node's name */
+  holdings: Map<string, AssignmentRef>;
+  /** every command the log holds, so a retried command is answered, not repeated */
+  commands: Map<string, { seq: number; aggregate: string }>;
+  /** each aggregate's version (its event count), for the append's expectation */
+  versions: Map<string, number>;
+}
+
+export const emptyMeshState = (): MeshState => ({
+  seq: 0,
+  seats: new Map(),
+  modules: new Map(),
+  nodes: new Map(),
+  assignments: new Map(),
+  holdings: new Map(),
+  commands: new Map(),
+  versions: new Map(),
+});
+
+export const assignmentKey = (ref: AssignmentRef): string => `${ref.node}/${ref.module}`;
+export const holdingKey = (seatId: string, scopeKey: string): string => `${seatId}@${scopeKey}`;
+
+/** A seat by its name or any former name. */
+export const seatNamed = (state: MeshState, name: string): SeatState | undefined => {
+  for (const seat of state.seats.values()) if (seat.name === name || seat.aliases.includes(name)) return seat;
+  return undefined;
+};
+
+export const holderOf = (state: MeshState, seatId: string, scopeKey: string): AssignmentRef | undefined =>
+  state.holdings.get(holdingKey(seatId, scopeKey));
+
+/** The modules whose newest definition provides `provision`. */
+export const providersOf = (state: MeshState, provision: string): ModuleState[] =>
+  [...state.modules.values()].filter((m) => m.manifest.provides.some((p) => p.provision === provision));
+
+const declaredSeat = (module: string, declaration: SeatDeclaration, existing: SeatState | undefined): SeatState => ({
+  id: existing?.id ?? declaration.name,
+  name: existing?.name ?? declaration.name,
+  aliases: existing?.aliases ?? [],
+  scope: declaration.scope,
+  delivers: null,
+  reserved: false,
+  decided: `declared by module ${module}`,
+  protocol: { accepts: declaration.accepts, emits: declaration.emits, serves: declaration.serves },
+  definer: { kind: 'module', module },
+});
+
+/**
+ * Folds one event into the state, in place: the fold owns its state. Never throws; an event that
+ * does not apply (a release of a seat no longer held) changes nothing.
+ */
+export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
+  state.seq = Math.max(state.seq, event.seq);
+  state.commands.set(event.commandId, { seq: event.seq, aggregate: event.aggregate });
+  state.versions.set(event.aggregate, event.version);
+  switch (event.type) {
+    case 'seat.defined': {
+      const data = event.data as z.infer<typeof SeatDefined.schema>;
+      state.seats.set(data.seat, {
+        id: data.seat,
+        name: data.name,
+        aliases: [],
+        scope: data.scope,
+        delivers: data.delivers,
+        reserved: data.reserved,
+        decided: data.decided,
+        protocol: data.protocol,
+        definer: { kind: 'system' },
+      });
+      break;
+    }
+    case 'seat.renamed': {
+      const data = event.data as { seat: string; from: string; to: string };
+      const seat = state.seats.get(data.seat);
+      if (seat) {
+        seat.aliases = [...seat.aliases.filter((a) => a !== data.to), data.from];
+        seat.name = data.to;
+      }
+      break;
+    }
+    case 'seat.handed-over':
+    case 'seat.held': {
+      const data = event.data as { seat: string; scopeKey: string; to?: AssignmentRef; node?: string; module?: string };
+      const to = data.to ?? { node: data.node ?? '', module: data.module ?? '' };
+      state.holdings.set(holdingKey(data.seat, data.scopeKey), { node: to.node, module: to.module });
+      break;
+    }
+    case 'seat.released': {
+      const data = event.data as { seat: string; scopeKey: string; node: string; module: string };
+      const key = holdingKey(data.seat, data.scopeKey);
+      const holder = state.holdings.get(key);
+      if (holder && holder.node === data.node && holder.module === data.module) state.holdings.delete(key);
+      break;
+    }
+    case 'module.registered': {
+      const data = event.data as { module: string; definitionVersion: number; digest: string; manifest: Manifest };
+      const previous = state.modules.get(data.module);
+      state.modules.set(data.module, { name: data.module, definitionVersion: data.definitionVersion, digest: data.digest, manifest: data.manifest });
+      const declared = new Set<string>();
+      for (const declaration of data.manifest.seats) {
+        const existing = seatNamed(state, declaration.name);
+        const seat = declaredSeat(data.module, declaration, existing);
+        state.seats.set(seat.id, seat);
+        declared.add(seat.id);
+      }
+      // A seat the module no longer declares leaves the set with it.
+      for (const declaration of previous?.manifest.seats ?? []) {
+        const seat = seatNamed(state, declaration.name);
+        if (seat && seat.definer.kind === 'module' && seat.definer.module === data.module && !declared.has(seat.id)) state.seats.delete(seat.id);
+      }
+      break;
+    }
+    case 'node.added': {
+      const data = event.data as { node: string; root: string };
+      state.nodes.set(data.node, { name: data.node, root: data.root });
+      break;
+    }
+    case 'assignment.created': {
+      const data = event.data as z.infer<typeof AssignmentCreated.schema>;
+      state.assignments.set(assignmentKey(data), {
+        module: data.module,
+        node: data.node,
+        definitionVersion: data.definitionVersion,
+        resolutions: data.resolutions,
+        pins: data.pins,
+        values: data.values,
+        placements: data.placements,
+      });
+      break;
+    }
+    case 'assignment.removed': {
+      const data = event.data as AssignmentRef;
+      state.assignments.delete(assignmentKey(data));
+      break;
+    }
+    default:
+      break;
+  }
+  return state;
+};

@@ -1,0 +1,22 @@
+import type { Decision } from '../decision.js';
+import type { MeshState } from '../mesh/state.js';
+import { refuseIfAny, type Problem } from '../refusal.js';
+import { DEFAULT_NODE_ROOT, NodeAdded, nodeAggregate } from './events.js';
+
+export interface AddNode {
+  type: 'add-node';
+  node: string;
+  root?: string;
+}
+
+export const decideAddNode = (command: AddNode, state: MeshState): Decision => {
+  const problems: Problem[] = [];
+  if (!/^[a-z][a-z0-9-]*$/.test(command.node)) problems.push({ what: command.node, why: 'a node name is lower-case letters, digits and -', remedy: 'choose another name' });
+  const root = command.root ?? DEFAULT_NODE_ROOT;
+  if (!root.startsWith('/')) problems.push({ what: '--root', why: `"${root}" is not an absolute path`, remedy: 'give the absolute folder that holds modules\' directories on that node' });
+  const existing = state.nodes.get(command.node);
+  if (existing && existing.root !== root) problems.push({ what: command.node, why: `node ${command.node} exists with root ${existing.root}`, remedy: 'a node\'s root is fixed when it is added' });
+  refuseIfAny(`adding node ${command.node}`, problems);
+  if (existing) return { aggregate: nodeAggregate(command.node), events: [], summary: `node ${command.node} already exists` };
+  return { aggregate: nodeAggregate(command.node), events: [{ type: NodeAdded.type, data: { node: command.node, root } }], summary: `node ${command.node} added (root ${root})` };
+};

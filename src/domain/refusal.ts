@@ -1,0 +1,26 @@
+import { RefusedError } from '../errors.js';
+
+// A refusal says everything at once: each problem names what was refused, why, and what to do
+// instead. Deciders collect problems and refuse once, so an operator fixes a manifest in one pass.
+
+export interface Problem {
+  /** The thing refused: a field path, a requirement, a seat. */
+  what: string;
+  why: string;
+  remedy: string;
+}
+
+export class Refusal extends RefusedError {
+  readonly problems: readonly Problem[];
+
+  constructor(subject: string, problems: readonly Problem[]) {
+    const lines = problems.map((p) => `  - ${p.what}: ${p.why}; ${p.remedy}`);
+    super(`${subject} refused:\n${lines.join('\n')}`, { refused: problems });
+    this.name = 'Refusal';
+    this.problems = problems;
+  }
+}
+
+export const refuseIfAny = (subject: string, problems: readonly Problem[]): void => {
+  if (problems.length > 0) throw new Refusal(subject, problems);
+};
