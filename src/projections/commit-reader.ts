@@ -1,0 +1,89 @@
+import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { decodeCommit } from '../adapters/eventlog/codec.js';
+import { aggregateOf } from '../adapters/eventlog/subjects.js';
+import type { StoredEvent } from '../domain/events/envelope.js';
+import type { EventRegistry } from '../domain/events/registry.js';
+import { CorruptEventError, MeshError } from '../errors.js';
+
+// The projector reads the log commit by commit — a commit is the unit it checkpoints — through
+// an ordered consumer from the sequence after its checkpoint. The consumer keeps no state on the
+// server: the checkpoint in PostgreSQL is the only record of how far a projection got, and a
+// restarted reader simply starts from it again. `pending` (the server's count of messages after
+// this one) tells catching up from live.
+
+export interface LogCommit {
+  seq: number;
+  events: StoredEvent[];
+  /** Messages stored after this one when it was delivered: 0 means this commit was the head. */
+  pending: number;
+}
+
+/** A commit the projector cannot decode: a stall like any other, at its sequence. */
+export class UnreadableCommit extends Error {
+  constructor(
+    readonly seq: number,
+    readonly reason: MeshError,
+  ) {
+    super(reason.message, { cause: reason });
+    this.name = 'UnreadableCommit';
+  }
+}
+
+export interface LogSource {
+  stream: string;
+  subjectPrefix: string;
+  registry: EventRegistry;
+}
+
+export class CommitReader {
+  private readonly js: JetStreamClient;
+  private readonly jsm: Promise<JetStreamManager>;
+
+  constructor(
+    nc: NatsConnection,
+    private readonly source: LogSource,
+  ) {
+    this.js = jetstream(nc);
+    this.jsm = jetstreamManager(nc, { checkAPI: false });
+  }
+
+  /** The LOG sequence of the newest commit and when it was stored (0 and null when the log is empty). */
+  async head(): Promise<{ seq: number; time: Date | null }> {
+    const info = await (await this.jsm).streams.info(this.source.stream);
+    return { seq: info.state.last_seq, time: info.state.last_seq > 0 ? new Date(info.state.last_ts) : null };
+  }
+
+  /** Every commit from `fromSeq` on, then whatever arrives, until `signal` aborts. */
+  async *commits(fromSeq: number, signal: AbortSignal): AsyncIterable<LogCommit> {
+    const consumer = await this.js.consumers.get(this.source.stream, {
+      filter_subjects: `${this.source.subjectPrefix}.>`,
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: Math.max(1, fromSeq),
+    });
+    const messages = await consumer.consume({ max_messages: 2048 });
+    const stop = (): void => void messages.stop();
+    signal.addEventListener('abort', stop, { once: true });
+    let next = Math.max(1, fromSeq);
+    try {
+      for await (const message of messages) {
+        // After a reconnect the ordered consumer restarts from the last sequence it delivered.
+        if (message.seq < next) continue;
+        next = message.seq + 1;
+        const aggregate = aggregateOf(this.source.subjectPrefix, message.subject);
+        let events: StoredEvent[];
+        try {
+          events = decodeCommit(this.source.registry, message.seq, aggregate, message.data);
+        } catch (error) {
+          if (error instanceof MeshError) throw new UnreadableCommit(message.seq, error);
+          throw new UnreadableCommit(message.seq, new CorruptEventError(String(error), { seq: message.seq, field: 'payload' }));
+        }
+        yield { seq: message.seq, events, pending: message.info.pending };
+        if (signal.aborted) break;
+      }
+    } finally {
+      signal.removeEventListener('abort', stop);
+      messages.stop();
+    }
+  }
+}

@@ -1,0 +1,198 @@
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { ApplyFailure, applyCommits, BuildRetired, recordStall, type Applied } from './apply.js';
+import { dropBuild, switchOver } from './builds.js';
+import { UnreadableCommit, type CommitReader, type LogCommit } from './commit-reader.js';
+import { buildLockKey, readBuild, type Build, type ProjectorSchemas, type Stall } from './control.js';
+import { ProgressMeter, type ProgressListener } from './progress.js';
+import type { ProjectionDefinition } from './projection.js';
+import { isConnectionFailure, LOCK_SPACE } from './sql.js';
+
+// Folds the log into one build. Exactly one process does so at a time: the one holding the
+// build's session advisory lock, on the very connection its transactions run on (if that
+// connection dies, the lock goes with it and a standby takes over). Commits are applied in
+// batches while catching up and one by one once at the head; a shadow build that has caught up
+// takes over serving. A commit that cannot be applied stops the build there — recorded as a stall,
+// reported once, retried with backoff — and nothing after it is applied until it is.
+
+export interface RunnerSettings {
+  /** Backoff between attempts after a failure (a stall, a lost server). */
+  retry: { initialMs: number; maxMs: number };
+  /** How often a standby tries for the lock another process holds. */
+  standbyMs: number;
+  /** Limits of one catching-up transaction. */
+  batch: { maxCommits: number; maxEvents: number };
+}
+
+export const DEFAULT_RUNNER_SETTINGS: RunnerSettings = {
+  retry: { initialMs: 250, maxMs: 30_000 },
+  standbyMs: 1_000,
+  batch: { maxCommits: 2_000, maxEvents: 10_000 },
+};
+
+/** A stall as reported to `onStall`: once per build and sequence, however often it is retried. */
+export type StallReport = Omit<Stall, 'since' | 'attempts'> & { buildId: number };
+
+export interface RunnerDeps {
+  pool: pg.Pool;
+  connect: () => Promise<pg.Client>;
+  reader: CommitReader;
+  schemas: ProjectorSchemas;
+  projection: ProjectionDefinition;
+  logger: Logger;
+  settings: RunnerSettings;
+  onStall?: (stall: StallReport) => void;
+  onProgress?: ProgressListener;
+}
+
+const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+export class BuildRunner {
+  private client: pg.Client | undefined;
+  private locked = false;
+  private delay: number;
+  private readonly logger: Logger;
+
+  constructor(
+    private readonly deps: RunnerDeps,
+    private build: Build,
+  ) {
+    this.delay = deps.settings.retry.initialMs;
+    this.logger = deps.logger.child({ projection: build.projection, version: build.version, build: build.id });
+  }
+
+  get id(): number {
+    return this.build.id;
+  }
+
+  /** Runs until `signal` aborts (→ 'stopped') or another build takes over from this one (→ 'retired'). */
+  async run(signal: AbortSignal): Promise<'stopped' | 'retired'> {
+    try {
+      while (!signal.aborted) {
+        try {
+          if (!(await this.holdLock())) {
+            await sleep(this.deps.settings.standbyMs, signal);
+            continue;
+          }
+          if ((await this.fold(signal)) === 'retired') return 'retired';
+        } catch (error) {
+          if (error instanceof BuildRetired) return 'retired';
+          await this.onFailure(error);
+          await sleep(this.delay, signal);
+          this.delay = Math.min(this.delay * 2, this.deps.settings.retry.maxMs);
+        }
+      }
+      return 'stopped';
+    } finally {
+      await this.release();
+    }
+  }
+
+  private async holdLock(): Promise<boolean> {
+    if (this.locked && this.client) return true;
+    if (!this.client) {
+      const client = await this.deps.connect();
+      client.on('error', () => undefined); // surfaced by the next query instead
+      this.client = client;
+    }
+    const { rows } = await this.client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS locked', [LOCK_SPACE, buildLockKey(this.deps.schemas, this.build.id)]);
+    this.locked = rows[0]?.locked === true;
+    if (this.locked) this.logger.info({ status: this.build.status, checkpoint: this.build.checkpoint }, 'folding the log into this build');
+    return this.locked;
+  }
+
+  private async release(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    this.locked = false;
+    await client?.end().catch(() => undefined);
+  }
+
+  private async fold(signal: AbortSignal): Promise<'stopped' | 'retired'> {
+    const client = this.client as pg.Client;
+    const build = await readBuild(client, this.deps.schemas, this.build.id);
+    if (!build || build.status === 'retired') return 'retired';
+    this.build = build;
+    const head = await this.deps.reader.head();
+    if (build.status === 'building' && build.checkpoint >= head.seq) await this.trySwitch(head.seq);
+    const meter = new ProgressMeter(build.projection, build.version, build.checkpoint, head.seq, this.logger, this.deps.onProgress);
+
+    const { maxCommits, maxEvents } = this.deps.settings.batch;
+    let batch: LogCommit[] = [];
+    let events = 0;
+    for await (const commit of this.deps.reader.commits(build.checkpoint + 1, signal)) {
+      batch.push(commit);
+      events += commit.events.length;
+      if (commit.pending > 0 && batch.length < maxCommits && events < maxEvents) continue;
+      const applied = await this.flush(client, batch);
+      batch = [];
+      events = 0;
+      this.delay = this.deps.settings.retry.initialMs;
+      meter.advance(applied.checkpoint, applied.events, commit.seq + commit.pending);
+      if (this.build.status === 'building' && commit.pending === 0) await this.trySwitch(commit.seq);
+    }
+    return 'stopped';
+  }
+
+  /** One transaction for the batch; if it fails, one per commit, so those before the culprit go in and the culprit is named. */
+  private async flush(client: pg.Client, batch: LogCommit[]): Promise<Applied> {
+    try {
+      return await applyCommits(client, this.deps.schemas, this.build, this.deps.projection, batch);
+    } catch (error) {
+      if (batch.length === 1 || error instanceof BuildRetired || isConnectionFailure(error)) throw error;
+      let last: Applied = { commits: 0, events: 0, checkpoint: this.build.checkpoint };
+      let events = 0;
+      for (const commit of batch) {
+        last = await applyCommits(client, this.deps.schemas, this.build, this.deps.projection, [commit]);
+        events += last.events;
+      }
+      return { ...last, events };
+    }
+  }
+
+  private async trySwitch(headSeq: number): Promise<void> {
+    const { switched, retired } = await switchOver(this.deps.pool, this.deps.schemas, this.build.id, headSeq);
+    if (!switched) return;
+    this.build = { ...this.build, status: 'serving' };
+    this.logger.info({ replaced: retired ? { version: retired.version, build: retired.id } : null, seq: headSeq }, 'build took over serving');
+    if (retired) await dropBuild(this.deps.pool, this.deps.schemas, retired);
+  }
+
+  private async onFailure(error: unknown): Promise<void> {
+    if (error instanceof ApplyFailure || error instanceof UnreadableCommit) {
+      const stall =
+        error instanceof ApplyFailure
+          ? { seq: error.seq, type: error.type, sqlstate: error.sqlstate, message: (error.cause as Error)?.message ?? error.message }
+          : { seq: error.seq, type: String(error.reason.details.type ?? 'unreadable commit'), sqlstate: undefined, message: error.message };
+      const first = await recordStall(this.deps.pool, this.deps.schemas, this.build.id, stall);
+      const report: StallReport = {
+        buildId: this.build.id,
+        projection: this.build.projection,
+        version: this.build.version,
+        seq: stall.seq,
+        type: stall.type,
+        ...(stall.sqlstate ? { sqlstate: stall.sqlstate } : {}),
+        error: stall.message,
+      };
+      if (first) {
+        this.logger.error({ seq: stall.seq, type: stall.type, sqlstate: stall.sqlstate, err: stall.message }, 'projection stalled: it cannot apply this commit and will not go past it');
+        this.deps.onStall?.(report);
+      } else {
+        this.logger.warn({ seq: stall.seq, sqlstate: stall.sqlstate, retryInMs: this.delay }, 'projection still stalled');
+      }
+      return;
+    }
+    this.logger.warn({ err: error, retryInMs: this.delay }, 'projection interrupted; retrying');
+    if (isConnectionFailure(error)) await this.release();
+  }
+}

@@ -1,0 +1,105 @@
+import pg from 'pg';
+import { pino } from 'pino';
+import { ident } from '../../src/projections/sql.js';
+import { listBuilds, type Build, type ProjectorSchemas } from '../../src/projections/control.js';
+import { Projector, type ProjectorOptions } from '../../src/projections/projector.js';
+import type { TestLog } from '../helpers/log.js';
+import { meta } from '../helpers/log.js';
+import { uniqueName } from '../helpers/names.js';
+import { testRegistry } from '../helpers/test-events.js';
+
+// What the projection tests share: schemas of their own per test, a projector over a test log
+// with short retry and planning intervals, and ways to wait for it and to read what it built.
+
+export const testDatabaseUrl = (): string => {
+  const url = process.env.MESH_DATABASE_URL;
+  if (!url) throw new Error('MESH_DATABASE_URL is not set: the jest global setup starts the test stack and sets it');
+  return url;
+};
+
+export const freshSchemas = (): ProjectorSchemas => {
+  const name = uniqueName('p');
+  return { control: `${name}_ctl`, read: `${name}_read` };
+};
+
+export const FAST = { retry: { initialMs: 50, maxMs: 400 }, standbyMs: 100 } as const;
+
+export const startTestProjector = async (
+  testLog: TestLog,
+  options: Omit<ProjectorOptions, 'databaseUrl' | 'nc' | 'log'> & { schemas: ProjectorSchemas },
+): Promise<Projector> => {
+  const projector = new Projector({
+    databaseUrl: testDatabaseUrl(),
+    nc: testLog.nc,
+    log: { stream: testLog.settings.stream, subjectPrefix: testLog.settings.subjectPrefix, registry: testRegistry() },
+    planIntervalMs: 200,
+    logger: pino({ level: process.env.MESH_TEST_LOG ?? 'silent' }),
+    ...options,
+    settings: { ...FAST, ...options.settings },
+  });
+  await projector.start();
+  return projector;
+};
+
+export const openPool = (): pg.Pool => {
+  const pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 4 });
+  pool.on('error', () => undefined);
+  return pool;
+};
+
+/** Polls the build rows (a test's own observation, not the engine's wake-up path) until `check` holds. */
+export const eventually = async <T>(what: string, probe: () => Promise<T>, check: (value: T) => boolean, timeoutMs = 30_000): Promise<T> => {
+  const deadline = Date.now() + timeoutMs;
+  let value = await probe();
+  while (!check(value)) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, 50));
+    value = await probe();
+  }
+  return value;
+};
+
+export const servingBuild = async (pool: pg.Pool, schemas: ProjectorSchemas, projection: string): Promise<Build | undefined> =>
+  (await listBuilds(pool, schemas, projection)).find((b) => b.status === 'serving');
+
+export const waitServingAt = (pool: pg.Pool, schemas: ProjectorSchemas, projection: string, seq: number, timeoutMs?: number): Promise<Build | undefined> =>
+  eventually(`${projection} to serve seq ${seq}`, () => servingBuild(pool, schemas, projection), (b) => (b?.checkpoint ?? 0) >= seq, timeoutMs);
+
+export const rowsOf = async (pool: pg.Pool, schema: string, table: string, orderBy: string): Promise<Record<string, unknown>[]> =>
+  (await pool.query(`SELECT * FROM ${ident(schema)}.${ident(table)} ORDER BY ${orderBy}`)).rows;
+
+export const dropSchemas = async (pool: pg.Pool, schemas: ProjectorSchemas): Promise<void> => {
+  const { rows } = await pool.query<{ nspname: string }>(`SELECT nspname FROM pg_namespace WHERE nspname = $1 OR nspname = $2 OR nspname LIKE $3`, [
+    schemas.control,
+    schemas.read,
+    `${schemas.control}\\_%`,
+  ]);
+  for (const row of rows) await pool.query(`DROP SCHEMA IF EXISTS ${ident(row.nspname)} CASCADE`);
+};
+
+/** `count` single-event commits spread over `aggregates` aggregates, `window` appends in flight. */
+export const appendMany = async (
+  testLog: TestLog,
+  count: number,
+  event: (i: number) => { type: string; data: unknown },
+  options: { aggregates?: number; window?: number; prefix?: string } = {},
+): Promise<number> => {
+  const aggregates = options.aggregates ?? 200;
+  const prefix = options.prefix ?? uniqueName('a');
+  const versions = new Array<number>(aggregates).fill(0);
+  let next = 0;
+  let last = 0;
+  const worker = async (): Promise<void> => {
+    while (next < count) {
+      const i = next++;
+      const a = i % aggregates;
+      // Each aggregate's appends go in order; different aggregates interleave.
+      while (versions[a] !== Math.floor(i / aggregates)) await new Promise((r) => setImmediate(r));
+      const result = await testLog.log.append(`item.${prefix}-${a}`, [event(i)], versions[a] as number, meta(`${prefix}-${i}`));
+      versions[a] = result.version;
+      last = Math.max(last, result.seq);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(options.window ?? 64, count) }, worker));
+  return last;
+};
