@@ -1,7 +1,11 @@
 import { ValidationError } from '../errors.js';
+import { assignCommand, unassignCommand } from './assign.js';
 import { devCommand } from './dev.js';
 import { logCommand } from './log.js';
+import { moduleCommand } from './module.js';
+import { nodeCommand } from './node.js';
 import { reportError } from './output.js';
+import { seatCommand, seatsCommand } from './seats.js';
 
 const USAGE = `mesh — the mesh control plane
 
@@ -9,6 +13,16 @@ usage:
   mesh dev up|down|status [--json]     start, stop or describe the local stack (NATS + PostgreSQL)
   mesh log [--since SEQ] [--aggregate A] [--type T] [--follow] [--json]
                                        print the mesh log: every mesh change, in order
+  mesh module register <manifest.json> [--source URL|SEAT:OWNER/REPO[@REF]]
+  mesh module list | show NAME         the catalogue: every module's newest definition
+  mesh seats                           every seat, its scope, what it delivers, its holder
+  mesh seat handover SEAT --to NODE/MODULE [--from NODE/MODULE|none]
+  mesh seat rename SEAT NEW-NAME       the old name keeps resolving
+  mesh node add NAME [--root PATH] | list
+  mesh assign MODULE NODE [--hold SEAT]… [--pin REQ=NODE/MODULE]… [--set NAME=VALUE]… [--place DIR=PATH]…
+  mesh unassign MODULE NODE
+
+Every verb takes --json; commands take --command-id ID (a retry with the same id acts once).
 
 Addresses come from MESH_NATS_URL and MESH_DATABASE_URL, else from the local stack.`;
 
@@ -21,6 +35,18 @@ export const main = async (argv: string[]): Promise<number> => {
         return await devCommand(rest);
       case 'log':
         return await logCommand(rest);
+      case 'module':
+        return await moduleCommand(rest);
+      case 'seats':
+        return await seatsCommand(rest);
+      case 'seat':
+        return await seatCommand(rest);
+      case 'node':
+        return await nodeCommand(rest);
+      case 'assign':
+        return await assignCommand(rest);
+      case 'unassign':
+        return await unassignCommand(rest);
       case undefined:
       case 'help':
       case '--help':
@@ -28,7 +54,7 @@ export const main = async (argv: string[]): Promise<number> => {
         process.stdout.write(`${USAGE}\n`);
         return verb === undefined ? 2 : 0;
       default:
-        throw new ValidationError(`unknown verb "${verb}"; the verbs are: dev, log (see \`mesh help\`)`, { field: 'verb' });
+        throw new ValidationError(`unknown verb "${verb}"; the verbs are: dev, log, module, seats, seat, node, assign, unassign (see \`mesh help\`)`, { field: 'verb' });
     }
   } catch (error) {
     return reportError(error, json);

@@ -1,4 +1,5 @@
 import { MeshError, exitCodeFor } from '../errors.js';
+import { Refusal } from '../domain/refusal.js';
 
 export interface Output {
   json: boolean;
@@ -24,10 +25,13 @@ export const say = (text: string): void => {
 export const reportError = (error: unknown, json: boolean): number => {
   const code = exitCodeFor(error);
   if (json) {
-    const body =
-      error instanceof MeshError
-        ? { error: { code: error.code, message: error.message, ...error.details } }
-        : { error: { code: 'internal', message: (error as Error)?.message ?? String(error) } };
+    // Every refusal has one shape: { ok: false, refused: [{ what, why, remedy }] }.
+    const refused =
+      error instanceof Refusal
+        ? error.problems
+        : [{ what: error instanceof MeshError ? String(error.details.field ?? error.code) : 'internal', why: (error as Error)?.message ?? String(error), remedy: '' }];
+    const details = error instanceof Refusal ? {} : error instanceof MeshError ? error.details : {};
+    const body = { ok: false, refused, error: { code: error instanceof MeshError ? error.code : 'internal', ...details } };
     process.stdout.write(`${JSON.stringify(body)}\n`);
   } else {
     const message = error instanceof MeshError ? error.message : `internal error: ${(error as Error)?.stack ?? String(error)}`;

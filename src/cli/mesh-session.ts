@@ -1,0 +1,46 @@
+import { randomUUID } from 'node:crypto';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { loadConfig, type MeshConfig } from '../config.js';
+import { connectNats } from '../adapters/nats/connect.js';
+import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
+import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
+import { MeshService, type CommandResult } from '../controller/mesh-service.js';
+import type { CommandMetadata } from '../domain/events/envelope.js';
+import type { MeshCommand } from '../domain/mesh/commands.js';
+import { meshEventRegistry } from '../domain/registry.js';
+import type { Output } from './output.js';
+
+// One CLI invocation's connection to the mesh: it reads the log, decides and appends itself, so
+// two operators' commands race exactly as two controller processes would.
+
+export interface MeshSession {
+  config: MeshConfig;
+  mesh: MeshService;
+  metadata: (commandId?: string) => CommandMetadata;
+}
+
+export const withMesh = async <T>(work: (session: MeshSession) => Promise<T>): Promise<T> => {
+  const config = loadConfig();
+  const nc = await connectNats(config.natsUrl, { name: 'mesh-cli' });
+  try {
+    const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
+    await verifyLogStream(await jetstreamManager(nc), settings, config.natsUrl);
+    const log = new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() });
+    return await work({
+      config,
+      mesh: new MeshService(log),
+      metadata: (commandId) => ({ commandId: commandId ?? randomUUID(), actor: config.actor }),
+    });
+  } finally {
+    await nc.close();
+  }
+};
+
+export const printResult = (out: Output, result: CommandResult): number => {
+  if (out.json) out.data({ ok: true, summary: result.summary, seq: result.seq, duplicate: result.duplicate, events: result.events });
+  else out.line(`${result.summary}${result.events.length > 0 ? ` (log seq ${result.seq})` : ''}`);
+  return 0;
+};
+
+export const runCommand = (out: Output, command: MeshCommand, commandId?: string): Promise<number> =>
+  withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute(command, metadata(commandId))));

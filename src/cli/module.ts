@@ -1,0 +1,69 @@
+import { readFileSync } from 'node:fs';
+import { ValidationError } from '../errors.js';
+import { parseFlags } from './flags.js';
+import { withMesh, printResult } from './mesh-session.js';
+import { output } from './output.js';
+
+// mesh module register <manifest.json> [--source SRC] | list | show NAME
+
+/** `--source https://…` is an external repository as given; `--source mesh-git:owner/repo[@ref]` is one on a seat. */
+export const sourceFlag = (value: string): Record<string, string> => {
+  const onSeat = /^([a-z][a-z0-9-]*):([A-Za-z0-9._-]+\/[A-Za-z0-9._-]+)(?:@(.+))?$/.exec(value);
+  if (onSeat && !value.includes('://')) return { seat: onSeat[1] ?? '', repository: onSeat[2] ?? '', ...(onSeat[3] ? { ref: onSeat[3] } : {}) };
+  if (/^[a-z+]+:\/\//.test(value) || value.startsWith('git@')) return { url: value };
+  throw new ValidationError(`--source "${value}" is neither a URL nor SEAT:OWNER/REPOSITORY[@REF]`, { field: '--source' });
+};
+
+const readManifest = (file: string): unknown => {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ValidationError(`cannot read manifest ${file}: ${(error as Error).message}`, { field: 'manifest' });
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new ValidationError(`manifest ${file} is not JSON: ${(error as Error).message}`, { field: 'manifest' });
+  }
+};
+
+export const moduleCommand = async (args: string[]): Promise<number> => {
+  const { values, positionals } = parseFlags(
+    args,
+    { json: { type: 'boolean', default: false }, source: { type: 'string' }, 'command-id': { type: 'string' } },
+    2,
+  );
+  const out = output(values.json ?? false);
+  const [sub, argument] = positionals;
+  switch (sub) {
+    case 'register': {
+      if (!argument) throw new ValidationError('mesh module register needs a manifest file: mesh module register <manifest.json>', { field: 'manifest' });
+      const manifest = readManifest(argument) as Record<string, unknown>;
+      if (values.source) {
+        const source = manifest.source && typeof manifest.source === 'object' ? (manifest.source as Record<string, unknown>) : {};
+        manifest.source = { ...sourceFlag(values.source), ...(typeof source.path === 'string' ? { path: source.path } : {}) };
+      }
+      return withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute({ type: 'register-module', manifest }, metadata(values['command-id']))));
+    }
+    case 'list':
+      return withMesh(async ({ mesh }) => {
+        const state = await mesh.current();
+        const modules = [...state.modules.values()].sort((a, b) => a.name.localeCompare(b.name));
+        if (out.json) out.data(modules.map((m) => ({ module: m.name, definitionVersion: m.definitionVersion, digest: m.digest, provides: m.manifest.provides.map((p) => p.provision) })));
+        else for (const m of modules) out.line(`${m.name.padEnd(24)} v${String(m.definitionVersion).padEnd(4)} provides ${m.manifest.provides.map((p) => p.provision).join(', ') || '-'}`);
+        return 0;
+      });
+    case 'show':
+      return withMesh(async ({ mesh }) => {
+        const state = await mesh.current();
+        const module = argument ? state.modules.get(argument) : undefined;
+        if (!module) throw new ValidationError(`no module ${argument ?? ''} is registered (registered: ${[...state.modules.keys()].sort().join(', ') || 'none'})`, { field: 'module' });
+        if (out.json) out.data(module);
+        else out.line(JSON.stringify(module, null, 2));
+        return 0;
+      });
+    default:
+      throw new ValidationError(`mesh module needs one of: register, list, show (got ${sub ?? 'nothing'})`, { field: 'verb' });
+  }
+};
