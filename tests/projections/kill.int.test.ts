@@ -1,0 +1,97 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type pg from 'pg';
+import { projectRoot } from '../../src/config.js';
+import { auditProjection } from '../../src/projections/audit.js';
+import { openTestLog, type TestLog } from '../helpers/log.js';
+import { appendMany, dropSchemas, freshSchemas, openPool, rowsOf, servingBuild, startTestProjector, waitServingAt } from './harness.js';
+import { ledger } from './test-projections.js';
+
+const EVENTS = Number(process.env.MESH_TEST_KILL_EVENTS ?? 20_000);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('a projector killed again and again while the log grows', () => {
+  let testLog: TestLog;
+  let pool: pg.Pool;
+  beforeAll(async () => {
+    testLog = await openTestLog();
+    pool = openPool();
+  });
+  afterAll(async () => {
+    await testLog.close();
+    await pool.end();
+  });
+
+  it(`skips no event and applies none twice over ${EVENTS} events (compared with a rebuild)`, async () => {
+    const schemas = freshSchemas();
+    const rebuiltSchemas = freshSchemas();
+    const spawnProjector = (): ChildProcess =>
+      spawn(process.execPath, ['--import', 'tsx', join(projectRoot, 'tests/projections/fixtures/run-projector.ts')], {
+        cwd: projectRoot,
+        env: {
+          ...process.env,
+          TEST_LOG_STREAM: testLog.settings.stream,
+          TEST_LOG_PREFIX: testLog.settings.subjectPrefix,
+          TEST_CONTROL_SCHEMA: schemas.control,
+          TEST_READ_SCHEMA: schemas.read,
+        },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+    const killed = (child: ChildProcess) => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
+    const checkpoint = async () => (await servingBuild(pool, schemas, 'ledger').catch(() => undefined))?.checkpoint ?? 0;
+
+    let appending = true;
+    const appended = appendMany(testLog, EVENTS, (i) => ({ type: 'test.counted', data: { n: i } }), { aggregates: 500, window: 8 }).finally(() => (appending = false));
+    let kills = 0;
+    const progress: number[] = [];
+    try {
+      // Until the appends are done, and at least five kills in any case.
+      while (appending || kills < 5) {
+        const child = spawnProjector();
+        // Kill it once it has folded something (or has had its chance), at a random moment.
+        const from = await checkpoint();
+        const deadline = Date.now() + 4_000;
+        while (Date.now() < deadline && (await checkpoint()) <= from) await sleep(20);
+        await sleep(Math.random() * 150);
+        child.kill('SIGKILL');
+        await killed(child);
+        kills++;
+        progress.push(await checkpoint());
+      }
+      const head = await appended;
+      const last = spawnProjector();
+      try {
+        await waitServingAt(pool, schemas, 'ledger', head, 60_000);
+        await waitServingAt(pool, schemas, 'audit', head, 60_000);
+      } finally {
+        last.kill('SIGKILL');
+        await killed(last);
+      }
+      expect(kills).toBeGreaterThanOrEqual(5);
+      process.stderr.write(`killed the projector ${kills} times; checkpoints when killed: ${progress.join(' ')}\n`);
+      expect(progress.at(-1)).toBeGreaterThan(0);
+
+      const ledgerBuild = await servingBuild(pool, schemas, 'ledger');
+      const counts = (await pool.query(`SELECT count(*)::int AS n, count(DISTINCT (seq, event_index))::int AS distinct_n FROM "${ledgerBuild?.schemaName}".entries`)).rows[0];
+      expect(counts).toEqual({ n: EVENTS, distinct_n: EVENTS });
+
+      const rebuild = await startTestProjector(testLog, { schemas: rebuiltSchemas, projections: [ledger(), auditProjection] });
+      try {
+        const rebuiltLedger = await waitServingAt(pool, rebuiltSchemas, 'ledger', head, 60_000);
+        const rebuiltAudit = await waitServingAt(pool, rebuiltSchemas, 'audit', head, 60_000);
+        const auditBuild = await servingBuild(pool, schemas, 'audit');
+        expect(await rowsOf(pool, ledgerBuild?.schemaName as string, 'entries', 'seq, event_index')).toEqual(await rowsOf(pool, rebuiltLedger?.schemaName as string, 'entries', 'seq, event_index'));
+        expect(await rowsOf(pool, ledgerBuild?.schemaName as string, 'totals', 'aggregate')).toEqual(await rowsOf(pool, rebuiltLedger?.schemaName as string, 'totals', 'aggregate'));
+        expect(await rowsOf(pool, auditBuild?.schemaName as string, 'audit', 'seq, event_index')).toEqual(await rowsOf(pool, rebuiltAudit?.schemaName as string, 'audit', 'seq, event_index'));
+      } finally {
+        await rebuild.stop();
+      }
+    } finally {
+      await appended.catch(() => undefined);
+      await dropSchemas(pool, schemas);
+      await dropSchemas(pool, rebuiltSchemas);
+    }
+  }, 180_000);
+});
