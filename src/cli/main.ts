@@ -4,6 +4,7 @@ import { devCommand } from './dev.js';
 import { logCommand } from './log.js';
 import { moduleCommand } from './module.js';
 import { nodeCommand } from './node.js';
+import { projectionsCommand } from './projections.js';
 import { reportError } from './output.js';
 import { seatCommand, seatsCommand } from './seats.js';
 
@@ -21,6 +22,7 @@ usage:
   mesh node add NAME [--root PATH] | list
   mesh assign MODULE NODE [--hold SEAT]… [--pin REQ=NODE/MODULE]… [--set NAME=VALUE]… [--place DIR=PATH]…
   mesh unassign MODULE NODE
+  mesh projections status | rebuild NAME   each projection's version, checkpoint, lag, stall; force a blue/green rebuild
 
 Every verb takes --json; commands take --command-id ID (a retry with the same id acts once).
 
@@ -47,6 +49,8 @@ export const main = async (argv: string[]): Promise<number> => {
         return await assignCommand(rest);
       case 'unassign':
         return await unassignCommand(rest);
+      case 'projections':
+        return await projectionsCommand(rest);
       case undefined:
       case 'help':
       case '--help':

@@ -21,6 +21,12 @@ export interface ProjectorSchemas {
 
 export const DEFAULT_SCHEMAS: ProjectorSchemas = { control: 'projector', read: 'mesh' };
 
+/** The schemas from MESH_PROJECTOR_SCHEMA and MESH_READ_SCHEMA, else the defaults: two meshes can share one database. */
+export const schemasFromEnv = (env: NodeJS.ProcessEnv = process.env): ProjectorSchemas => ({
+  control: env.MESH_PROJECTOR_SCHEMA ?? DEFAULT_SCHEMAS.control,
+  read: env.MESH_READ_SCHEMA ?? DEFAULT_SCHEMAS.read,
+});
+
 export type BuildStatus = 'building' | 'serving' | 'retired';
 
 export interface Build {

@@ -43,6 +43,10 @@ export interface RunnerDeps {
   settings: RunnerSettings;
   onStall?: (stall: StallReport) => void;
   onProgress?: ProgressListener;
+  /** For a one-off rebuild: return once the build serves and has caught up, or once another process made it serve. */
+  untilServing?: boolean;
+  /** Told once when another process holds the build's lock and this runner waits as a standby. */
+  onStandby?: () => void;
 }
 
 const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
@@ -60,6 +64,7 @@ const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
 export class BuildRunner {
   private client: pg.Client | undefined;
   private locked = false;
+  private standingBy = false;
   private delay: number;
   private readonly logger: Logger;
 
@@ -81,10 +86,18 @@ export class BuildRunner {
       while (!signal.aborted) {
         try {
           if (!(await this.holdLock())) {
+            if (this.deps.untilServing) {
+              const build = await readBuild(this.deps.pool, this.deps.schemas, this.build.id);
+              if (!build || build.status === 'retired') return 'retired';
+              if (build.status === 'serving') return 'stopped';
+            }
+            if (!this.standingBy) this.deps.onStandby?.();
+            this.standingBy = true;
             await sleep(this.deps.settings.standbyMs, signal);
             continue;
           }
-          if ((await this.fold(signal)) === 'retired') return 'retired';
+          const outcome = await this.fold(signal);
+          if (outcome !== 'stopped' || this.deps.untilServing) return outcome;
         } catch (error) {
           if (error instanceof BuildRetired) return 'retired';
           await this.onFailure(error);
@@ -125,6 +138,7 @@ export class BuildRunner {
     this.build = build;
     const head = await this.deps.reader.head();
     if (build.status === 'building' && build.checkpoint >= head.seq) await this.trySwitch(head.seq);
+    if (this.deps.untilServing && this.build.status === 'serving' && build.checkpoint >= head.seq) return 'stopped';
     const meter = new ProgressMeter(build.projection, build.version, build.checkpoint, head.seq, this.logger, this.deps.onProgress);
 
     const { maxCommits, maxEvents } = this.deps.settings.batch;
@@ -140,6 +154,7 @@ export class BuildRunner {
       this.delay = this.deps.settings.retry.initialMs;
       meter.advance(applied.checkpoint, applied.events, commit.seq + commit.pending);
       if (this.build.status === 'building' && commit.pending === 0) await this.trySwitch(commit.seq);
+      if (this.deps.untilServing && this.build.status === 'serving' && commit.pending === 0) return 'stopped';
     }
     return 'stopped';
   }

@@ -1,0 +1,125 @@
+import { jetstreamManager } from '@nats-io/jetstream';
+import pg from 'pg';
+import { pino } from 'pino';
+import { loadConfig } from '../config.js';
+import { connectNats } from '../adapters/nats/connect.js';
+import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
+import { meshEventRegistry } from '../domain/registry.js';
+import { NotFoundError, UnavailableError, ValidationError } from '../errors.js';
+import { requestRebuild } from '../projections/builds.js';
+import { meshProjections } from '../projections/catalogue.js';
+import { CommitReader } from '../projections/commit-reader.js';
+import { ensureControlSchema, readBuild, schemasFromEnv, type ProjectorSchemas } from '../projections/control.js';
+import { terminalProgress } from '../projections/progress.js';
+import { connectClient } from '../projections/projector.js';
+import { BuildRunner, DEFAULT_RUNNER_SETTINGS } from '../projections/runner.js';
+import { allHealthy, projectionsStatus, type BuildState } from '../projections/status.js';
+import { parseFlags } from './flags.js';
+import { output, say, type Output } from './output.js';
+
+// `mesh projections status|rebuild`: how far each projection is behind the log, and a forced
+// blue/green rebuild of one.
+
+export const projectionsCommand = async (args: string[]): Promise<number> => {
+  const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false } }, 2);
+  const out = output(values.json ?? false);
+  const config = loadConfig();
+  const nc = await connectNats(config.natsUrl, { name: 'mesh-projections' });
+  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
+  pool.on('error', () => undefined);
+  try {
+    const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
+    await verifyLogStream(await jetstreamManager(nc), settings, config.natsUrl);
+    const reader = new CommitReader(nc, { ...settings, registry: meshEventRegistry() });
+    await pool.query('SELECT 1').catch((cause: unknown) => {
+      throw new UnavailableError(`cannot reach PostgreSQL at ${config.databaseUrl}: ${(cause as Error).message}. Is the stack up? Run \`npx mesh dev up\`, or set MESH_DATABASE_URL.`, {
+        url: config.databaseUrl,
+      }, { cause });
+    });
+    switch (positionals[0]) {
+      case 'status': {
+        if (positionals[1] !== undefined) throw new ValidationError(`unexpected argument "${positionals[1]}"`, { field: 'arguments' });
+        const states = await projectionsStatus(pool, schemasFromEnv(), reader, meshProjections());
+        if (out.json) for (const state of states) out.data(state);
+        else printStatus(out, states);
+        // Absence is not health: a stalled, lagging or unbuilt projection makes the exit code say so.
+        return allHealthy(states) ? 0 : 1;
+      }
+      case 'rebuild':
+        return await rebuild(positionals[1], { out, pool, reader, databaseUrl: config.databaseUrl, schemas: schemasFromEnv() });
+      default:
+        throw new ValidationError(`mesh projections needs one of: status, rebuild NAME (got ${positionals[0] ?? 'nothing'})`, { field: 'verb' });
+    }
+  } finally {
+    await pool.end();
+    await nc.close();
+  }
+};
+
+const rebuild = async (name: string | undefined, deps: { out: Output; pool: pg.Pool; reader: CommitReader; databaseUrl: string; schemas: ProjectorSchemas }): Promise<number> => {
+  const projections = meshProjections();
+  const names = projections.map((p) => p.name).join(', ');
+  if (!name) throw new ValidationError(`mesh projections rebuild needs a projection name: one of ${names}`, { field: 'name' });
+  const projection = projections.find((p) => p.name === name);
+  if (!projection) throw new NotFoundError(`no projection named "${name}"; the projections are: ${names}`, { projection: name });
+
+  await ensureControlSchema(deps.pool, deps.schemas);
+  const build = await requestRebuild(deps.pool, deps.schemas, projection);
+  const quiet = deps.out.json || !process.stderr.isTTY;
+  // On a terminal the progress line is the report; otherwise (a pipe, --json) the structured log is.
+  const logger = pino({ level: quiet ? 'info' : 'warn', base: { component: 'mesh-projections-rebuild' } }, pino.destination(2));
+  if (!deps.out.json) say(`rebuilding ${projection.name} v${projection.version} into ${build.schemaName} from seq 1; the current build keeps serving until it has caught up`);
+  const abort = new AbortController();
+  const onSignal = (): void => abort.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const runner = new BuildRunner(
+      {
+        pool: deps.pool,
+        connect: () => connectClient(deps.databaseUrl),
+        reader: deps.reader,
+        schemas: deps.schemas,
+        projection,
+        logger,
+        settings: DEFAULT_RUNNER_SETTINGS,
+        onProgress: terminalProgress(),
+        untilServing: true,
+        onStandby: () => {
+          if (!deps.out.json) say('another process (a running controller) holds this build and is folding it; waiting for it to take over');
+        },
+        onStall: (stall) => say(`stalled at seq ${stall.seq} (${stall.type}${stall.sqlstate ? `, SQLSTATE ${stall.sqlstate}` : ''}): ${stall.error}; retrying — fix the cause or interrupt`),
+      },
+      build,
+    );
+    const outcome = await runner.run(abort.signal);
+    const after = await readBuild(deps.pool, deps.schemas, build.id);
+    if (outcome === 'stopped' && after?.status === 'serving') {
+      if (deps.out.json) deps.out.data({ rebuilt: projection.name, version: after.version, generation: after.generation, schema: after.schemaName, checkpoint: after.checkpoint, events: after.eventsApplied });
+      else deps.out.line(`${projection.name} v${after.version} (generation ${after.generation}) now serves: ${after.eventsApplied} events, checkpoint seq ${after.checkpoint}`);
+      return 0;
+    }
+    const why = abort.signal.aborted ? 'interrupted; the shadow build stays and resumes from its checkpoint when run again' : 'another build took over before this one finished';
+    throw new UnavailableError(`rebuild of ${projection.name} did not finish: ${why}`, { projection: projection.name, build: build.id });
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+};
+
+const printStatus = (out: Output, states: readonly BuildState[]): void => {
+  const header = ['PROJECTION', 'STATUS', 'VERSION', 'CHECKPOINT', 'HEAD', 'LAG', 'LAG(s)', 'STALL'];
+  const rows = states.map((s) => [
+    s.projection,
+    s.status,
+    s.version === undefined ? `(code v${s.codeVersion})` : `v${s.version}${s.codeVersion !== undefined && s.codeVersion !== s.version ? ` (code v${s.codeVersion})` : ''}`,
+    String(s.checkpoint),
+    String(s.headSeq),
+    String(s.lagCommits),
+    s.lagSeconds === null ? '?' : s.lagSeconds.toFixed(1),
+    s.stall ? `at seq ${s.stall.seq} ${s.stall.type}${s.stall.sqlstate ? ` SQLSTATE ${s.stall.sqlstate}` : ''} since ${s.stall.since.toISOString()} (${s.stall.attempts} tries): ${s.stall.error}` : '-',
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  for (const row of [header, ...rows]) out.line(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  '));
+  out.line('LAG counts log entries (commits) not applied yet.');
+};
