@@ -65,7 +65,7 @@ export class ProgressMeter {
     if (snapshot.done || now - this.lastLog >= this.logEveryMs) {
       this.lastLog = now;
       this.logger.info(
-        { projection: snapshot.projection, version: snapshot.version, seq: snapshot.seq, targetSeq: snapshot.targetSeq, events: snapshot.events, rate: Math.round(snapshot.rate), etaSeconds: snapshot.etaSeconds === null ? null : Math.round(snapshot.etaSeconds), done: snapshot.done },
+        { seq: snapshot.seq, targetSeq: snapshot.targetSeq, events: snapshot.events, rate: Math.round(snapshot.rate), etaSeconds: snapshot.etaSeconds === null ? null : Math.round(snapshot.etaSeconds), done: snapshot.done },
         snapshot.done ? 'projection caught up' : 'projection catching up',
       );
     }
