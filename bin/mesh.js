@@ -1,8 +1,41 @@
 #!/usr/bin/env node
-// The `mesh` command: runs the TypeScript CLI through tsx's loader, so a checkout works after
-// `npm ci` with no build step.
-import { register } from 'tsx/esm/api';
+// The `mesh` command. It runs the CLI from one bundled file (dist/mesh.mjs), rebuilt with esbuild
+// whenever a source file is newer, so a checkout works after `npm ci` with no build step and
+// every verb starts in a fraction of the time a per-file TypeScript loader takes.
+import { existsSync, readdirSync, renameSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 
-register();
-const { main } = await import('../src/cli/main.ts');
+const root = fileURLToPath(new URL('../', import.meta.url));
+const bundle = join(root, 'dist', 'mesh.mjs');
+
+const newestSource = (dir) => {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, newestSource(path));
+    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
+  }
+  return newest;
+};
+
+if (!existsSync(bundle) || statSync(bundle).mtimeMs < newestSource(join(root, 'src'))) {
+  const { build } = await import('esbuild');
+  // Built beside and renamed into place, so two verbs starting at once never read half a file.
+  const partial = `${bundle}.${process.pid}.tmp`;
+  await build({
+    entryPoints: [join(root, 'src', 'cli', 'main.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external',
+    sourcemap: 'inline',
+    outfile: partial,
+    logLevel: 'error',
+  });
+  renameSync(partial, bundle);
+}
+process.setSourceMapsEnabled(true);
+const { main } = await import(bundle);
 process.exitCode = await main(process.argv.slice(2));

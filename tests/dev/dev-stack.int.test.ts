@@ -6,6 +6,10 @@ import { meshHome } from '../../src/config.js';
 import { freePort } from '../../src/dev/ports.js';
 import { runMesh } from '../helpers/cli.js';
 import { uniqueName } from '../helpers/names.js';
+import { SYSTEM_SEATS } from '../../src/domain/seats/system-seats.js';
+
+// A new mesh's log: mesh.initialised, then one seat.defined per system seat.
+const GENESIS_COMMITS = 1 + SYSTEM_SEATS.length;
 
 // `mesh dev up|down|status` and `mesh log` as an operator runs them: child processes, real
 // servers, a stack folder and ports of this test's own, addresses found with no flags.
@@ -40,7 +44,7 @@ describe('the local stack from the command line', () => {
     const status = JSON.parse(up.stdout) as { nats: { running: boolean; pid: number; port: number }; postgres: { running: boolean; pid: number }; log: { lastSeq: number } };
     expect(status.nats).toMatchObject({ running: true, port: Number(env.MESH_DEV_NATS_PORT) });
     expect(status.postgres.running).toBe(true);
-    expect(status.log.lastSeq).toBe(1);
+    expect(status.log.lastSeq).toBe(GENESIS_COMMITS);
 
     const again = await mesh('dev', 'up');
     expect(again.code).toBe(0);
@@ -49,22 +53,24 @@ describe('the local stack from the command line', () => {
     const described = JSON.parse((await mesh('dev', 'status', '--json')).stdout) as typeof status;
     expect(described.nats.pid).toBe(status.nats.pid);
     expect(described.postgres.pid).toBe(status.postgres.pid);
-    expect(described.log.lastSeq).toBe(1);
+    expect(described.log.lastSeq).toBe(GENESIS_COMMITS);
   });
 
-  it('prints the log with no flags: the mesh opens with its own first entry', async () => {
+  it('prints the log with no flags: the mesh opens with its own first entry, then its seats', async () => {
     const human = await mesh('log');
     expect(human.code).toBe(0);
     expect(human.stdout).toMatch(/^1\s+\S+\s+mesh\.local@1\s+mesh\.initialised\s+operator:grace\s+genesis:local$/m);
 
     const json = await mesh('log', '--json');
     const events = json.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(events).toHaveLength(1);
+    expect(events).toHaveLength(GENESIS_COMMITS);
     expect(events[0]).toMatchObject({ seq: 1, type: 'mesh.initialised', aggregate: 'mesh.local', actor: 'operator:grace', data: { mesh: 'local', logStream: 'LOG' } });
 
-    expect((await mesh('log', '--type', 'seat.declared', '--json')).stdout).toBe('');
+    expect((await mesh('log', '--type', 'seat.handed-over', '--json')).stdout).toBe('');
+    expect((await mesh('log', '--type', 'seat.defined', '--json')).stdout.trim().split('\n')).toHaveLength(SYSTEM_SEATS.length);
     expect((await mesh('log', '--aggregate', 'mesh', '--json')).stdout.trim().split('\n')).toHaveLength(1);
-    expect((await mesh('log', '--since', '2', '--json')).stdout).toBe('');
+    expect((await mesh('log', '--aggregate', 'seat.mesh-git', '--json')).stdout).toContain('"name":"mesh-git"');
+    expect((await mesh('log', '--since', String(GENESIS_COMMITS + 1), '--json')).stdout).toBe('');
   });
 
   it('refuses bad flags with a message naming the flag and a non-zero exit', async () => {
@@ -99,7 +105,7 @@ describe('the local stack from the command line', () => {
 
     const up = await mesh('dev', 'up', '--json');
     expect(up.code).toBe(0);
-    expect((JSON.parse(up.stdout) as { log: { lastSeq: number } }).log.lastSeq).toBe(1);
+    expect((JSON.parse(up.stdout) as { log: { lastSeq: number } }).log.lastSeq).toBe(GENESIS_COMMITS);
   });
 
   it('refuses a port that something else holds, naming the port, and starts nothing', async () => {

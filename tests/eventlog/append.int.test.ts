@@ -91,6 +91,19 @@ describe('append and read one aggregate', () => {
     expect(stale.error).toMatchObject({ code: 'concurrency', expected: 2, actual: 3 });
   });
 
+  it('with an expected log sequence, refuses an append if anything landed anywhere since', async () => {
+    const a = `counter.${uniqueName('a')}`;
+    const b = `counter.${uniqueName('b')}`;
+    const { seq } = await t.log.append(a, [counted(1)], 0, meta(uniqueName('cmd')));
+    await t.log.append(b, [counted(1)], 0, meta(uniqueName('cmd')));
+    const moved = await codeOf(t.log.append(a, [counted(2)], 1, meta(uniqueName('cmd')), { expectedLogSeq: seq }));
+    expect(moved.code).toBe('concurrency');
+    expect(moved.error.details).toMatchObject({ aggregate: a, expectedSeq: seq });
+    expect(moved.error.message).toContain(`decided against the log at seq ${seq}`);
+    const head = await t.log.headSeq();
+    expect((await t.log.append(a, [counted(2)], 1, meta(uniqueName('cmd')), { expectedLogSeq: head })).seq).toBe(head + 1);
+  });
+
   it('lets exactly one of two concurrent writers win', async () => {
     const aggregate = `counter.${uniqueName('c')}`;
     await t.log.append(aggregate, [counted(0)], 0, meta(uniqueName('cmd')));

@@ -1,0 +1,190 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { connectNats } from '../../src/adapters/nats/connect.js';
+import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
+import { bootstrapControlPlane } from '../../src/controller/bootstrap.js';
+import { MeshService } from '../../src/controller/mesh-service.js';
+import { meshEventRegistry } from '../../src/domain/registry.js';
+import { holderOf } from '../../src/domain/mesh/state.js';
+import type { MeshError } from '../../src/errors.js';
+import { runMesh } from '../helpers/cli.js';
+import { FIXTURE_MODULES } from '../helpers/given.js';
+import { testNatsUrl } from '../helpers/log.js';
+import { uniqueName } from '../helpers/names.js';
+
+// The operator's verbs against the real servers: each `mesh` call is its own process, reading
+// the log, deciding and appending, exactly as two controller processes would race.
+
+describe('the catalogue, seats and assignments through the CLI', () => {
+  const name = uniqueName('m');
+  const stream = `LOG_${name}`;
+  const prefix = `${name}.log`;
+  const env = { MESH_LOG_STREAM: stream, MESH_LOG_SUBJECT_PREFIX: prefix, MESH_ACTOR: 'operator:ada' };
+  const mesh = (...args: string[]) => runMesh(args, env);
+  let nc: NatsConnection;
+  let log: JetStreamEventLog;
+
+  const head = async (): Promise<number> => (await (await jetstreamManager(nc)).streams.info(stream)).state.last_seq;
+  const typesSince = async (seq: number): Promise<string[]> => {
+    const types: string[] = [];
+    for await (const event of log.read({ fromSeq: seq + 1 })) types.push(event.type);
+    return types;
+  };
+
+  beforeAll(async () => {
+    nc = await connectNats(testNatsUrl(), { name: 'test-mesh-cli' });
+    log = new JetStreamEventLog(nc, { stream, subjectPrefix: prefix, registry: meshEventRegistry() });
+    await bootstrapControlPlane(nc, log, { stream, subjectPrefix: prefix, meshName: name, actor: 'test' });
+  });
+  afterAll(async () => {
+    await (await jetstreamManager(nc)).streams.delete(stream).catch(() => undefined);
+    await nc.close();
+  });
+
+  it('registers the whole fixture catalogue and lists every seat, unheld as an answer', async () => {
+    for (const module of FIXTURE_MODULES) {
+      const result = await mesh('module', 'register', `fixtures/modules/${module}.json`);
+      expect(result.stderr).toBe('');
+      expect(result.stdout).toContain(`${module} registered as definition version 1`);
+    }
+    const seats = await mesh('seats', '--json');
+    expect(seats.code).toBe(0);
+    const rows = (JSON.parse(seats.stdout) as { seats: { seat: string; holder: unknown; definer: string }[] }).seats;
+    expect(rows.map((r) => r.seat).sort()).toEqual(
+      [
+        'mesh-artifact-store', 'mesh-broker', 'mesh-build-machine', 'mesh-catalog', 'mesh-controller', 'mesh-git', 'mesh-npm-package-registry', 'mesh-private-network',
+        'mesh-store', 'mesh-vault', 'node-dns-resolver', 'node-intrusion-prevention', 'node-packet-filter', 'node-resolver-config', 'node-uplink', 'showcase', 'telegram-sender',
+      ].sort(),
+    );
+    expect(rows.every((r) => r.holder === null)).toBe(true);
+    expect(rows.find((r) => r.seat === 'telegram-sender')?.definer).toBe('telegram-sender');
+    const human = await mesh('seats');
+    expect(human.stdout).toMatch(/^mesh-git\s+mesh\s+git\s+mesh\s+unheld$/m);
+  });
+
+  it('refuses a bad manifest with every problem at once, exits non-zero, and appends nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mesh-manifest-'));
+    const file = join(dir, 'bad.json');
+    writeFileSync(file, JSON.stringify({ name: 'bad', colour: 'red', emits: ['module.bad.started'], seats: [{ name: 'mesh-bad', scope: 'mesh' }], provides: [{ provision: 'amqp' }] }));
+    const before = await head();
+    const result = await mesh('module', 'register', file, '--json');
+    expect(result.code).toBe(3);
+    const body = JSON.parse(result.stdout) as { ok: boolean; refused: { what: string; why: string; remedy: string }[] };
+    expect(body.ok).toBe(false);
+    expect(body.refused.map((r) => r.what).sort()).toEqual(['colour', 'emits', 'emits.0', 'provides.0', 'seats', 'seats.0.name'].sort());
+    for (const problem of body.refused) expect(problem.remedy.length).toBeGreaterThan(0);
+    expect(await head()).toBe(before);
+
+    const human = await mesh('module', 'register', file);
+    expect(human.code).toBe(3);
+    expect(human.stderr).toContain('registering module bad refused:');
+    expect(human.stderr).toContain('colour: unknown field');
+  });
+
+  it('adds nodes and assigns the foundation, each refusal naming what would answer', async () => {
+    for (const node of ['novox', 'lab1', 'lab2']) expect((await mesh('node', 'add', node)).code).toBe(0);
+    expect((await mesh('assign', 'nats', 'novox', '--hold', 'mesh-broker')).code).toBe(0);
+
+    const before = await head();
+    const refused = await mesh('assign', 'gitea', 'novox', '--json');
+    expect(refused.code).toBe(3);
+    expect(JSON.parse(refused.stdout)).toEqual({
+      ok: false,
+      refused: [{ what: 'requires db (postgres-database)', why: 'no assignment provides postgres-database', remedy: 'assign postgres somewhere first' }],
+      error: { code: 'refused' },
+    });
+    expect(await head()).toBe(before);
+
+    for (const args of [
+      ['assign', 'vault', 'novox', '--hold', 'mesh-vault'],
+      ['assign', 'postgres', 'novox', '--hold', 'mesh-store'],
+      ['assign', 'gitea', 'novox', '--hold', 'mesh-git', '--set', 'public-name=git.novox'],
+    ]) {
+      const result = await mesh(...args);
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+    }
+    const seats = JSON.parse((await mesh('seats', '--json')).stdout) as { seats: { seat: string; holder: unknown }[] };
+    expect(seats.seats.find((s) => s.seat === 'mesh-git')?.holder).toEqual({ node: 'novox', module: 'gitea' });
+    const assigned = (await log.readAggregate('assignment.novox.gitea')).events;
+    expect(assigned.map((e) => e.type)).toEqual(['assignment.created', 'seat.held']);
+    expect(assigned[0]?.actor).toBe('operator:ada');
+  });
+
+  it('answers a retried command with its first outcome and appends nothing', async () => {
+    const first = await mesh('node', 'add', 'lab3', '--command-id', `add-lab3-${name}`, '--json');
+    expect(first.code).toBe(0);
+    const before = await head();
+    const retried = await mesh('node', 'add', 'lab3', '--command-id', `add-lab3-${name}`, '--json');
+    expect(JSON.parse(retried.stdout)).toMatchObject({ ok: true, duplicate: true, seq: (JSON.parse(first.stdout) as { seq: number }).seq });
+    expect(await head()).toBe(before);
+  });
+
+  it('lets exactly one of two operators handing one seat over at the same instant win', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mesh-forge-'));
+    for (const forge of ['forge-a', 'forge-b']) {
+      const file = join(dir, `${forge}.json`);
+      writeFileSync(file, JSON.stringify({ name: forge, provides: [{ provision: 'git' }], canHold: ['mesh-git'] }));
+      expect((await mesh('module', 'register', file)).code).toBe(0);
+      expect((await mesh('assign', forge, 'lab1')).code).toBe(0);
+    }
+    const before = await head();
+    // Both operators looked at `mesh seats` and saw gitea holding mesh-git.
+    const [a, b] = await Promise.all([
+      mesh('seat', 'handover', 'mesh-git', '--to', 'lab1/forge-a', '--from', 'novox/gitea', '--json'),
+      mesh('seat', 'handover', 'mesh-git', '--to', 'lab1/forge-b', '--from', 'novox/gitea', '--json'),
+    ]);
+    const outcomes = [a, b].map((r) => r.code).sort();
+    expect(outcomes).toEqual([0, 3]);
+    const loser = [a, b].find((r) => r.code === 3);
+    expect((JSON.parse(loser?.stdout ?? '{}') as { refused: { why: string }[] }).refused[0]?.why).toMatch(/held by lab1\/forge-[ab] now, not by novox\/gitea/);
+    expect(await typesSince(before)).toEqual(['seat.handed-over']);
+  });
+
+  it('renames a seat in one event; the old name still answers', async () => {
+    const renamed = await mesh('seat', 'rename', 'mesh-git', 'mesh-forge');
+    expect(renamed.code).toBe(0);
+    const seats = await mesh('seats');
+    expect(seats.stdout).toContain('mesh-forge (was mesh-git)');
+    const dir = mkdtempSync(join(tmpdir(), 'mesh-old-name-'));
+    const file = join(dir, 'ci.json');
+    writeFileSync(file, JSON.stringify({ name: 'ci', requires: [{ name: 'code', contract: 'git', provider: 'module', seat: 'mesh-git' }] }));
+    expect((await mesh('module', 'register', file)).code).toBe(0);
+    expect((await mesh('assign', 'ci', 'lab2')).code).toBe(0);
+  });
+
+  it('releases the seat when its holder is unassigned', async () => {
+    const result = await mesh('unassign', 'vault', 'novox', '--json');
+    expect(result.code).toBe(0);
+    expect((JSON.parse(result.stdout) as { events: { type: string }[] }).events.map((e) => e.type)).toEqual(['assignment.removed', 'seat.released']);
+    expect((await mesh('seats')).stdout).toMatch(/^mesh-vault\s+mesh\s+secret\s+mesh\s+unheld$/m);
+  });
+
+  it('keeps every invariant under many concurrent commands from two controller processes', async () => {
+    const services = [new MeshService(new JetStreamEventLog(nc, { stream, subjectPrefix: prefix, registry: meshEventRegistry() })), new MeshService(new JetStreamEventLog(nc, { stream, subjectPrefix: prefix, registry: meshEventRegistry() }))];
+    const nodes = Array.from({ length: 4 }, (_, i) => `race${i}`);
+    for (const node of nodes) await services[0]?.execute({ type: 'add-node', node }, { commandId: uniqueName('n'), actor: 'test' });
+    // 16 attempts to assign audit-logger to 4 nodes and 8 to make each hold mesh-broker's rival seat: all at once.
+    const attempts = [
+      ...nodes.flatMap((node) => Array.from({ length: 4 }, () => ({ type: 'assign' as const, module: 'audit-logger', node, hold: [], pins: {}, values: {}, placements: {} }))),
+      ...nodes.flatMap((node) => Array.from({ length: 2 }, () => ({ type: 'assign' as const, module: 'showcase', node, hold: ['showcase'], pins: {}, values: {}, placements: {} }))),
+    ];
+    const results = await Promise.allSettled(attempts.map((command, i) => (services[i % 2] as MeshService).execute(command, { commandId: uniqueName('race'), actor: 'test' })));
+    const refusedCodes = results.flatMap((r) => (r.status === 'rejected' ? [(r.reason as MeshError).code] : []));
+    expect(new Set(refusedCodes)).toEqual(new Set(['refused']));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(nodes.length * 2);
+
+    const state = await new MeshService(log).current();
+    for (const node of nodes) {
+      expect(state.assignments.has(`${node}/audit-logger`)).toBe(true);
+      expect(holderOf(state, 'showcase', node)).toEqual({ node, module: 'showcase' });
+    }
+    const created = [];
+    for await (const event of log.read({ aggregate: 'assignment' })) if (event.type === 'assignment.created') created.push(`${(event.data as { node: string }).node}/${(event.data as { module: string }).module}`);
+    expect(created.length).toBe(new Set(created).size);
+  });
+});
