@@ -29,8 +29,15 @@ export const seatsCommand = async (args: string[]): Promise<number> => {
         });
         return held.length > 0 ? held : [{ ...base, holder: null }];
       });
+    // A holding whose seat has left the set (its declarer dropped it) is shown, never hidden.
+    const outside = [...state.holdings.entries()]
+      .filter(([key]) => !state.seats.has(key.split('@')[0] ?? ''))
+      .map(([key, holder]) => {
+        const [seat = '', scopeKey = ''] = key.split('@');
+        return { seat, aliases: [] as string[], scope: scopeKey === 'mesh' ? 'mesh' : 'node', delivers: null, definer: 'outside the set', protocol: null, holder };
+      });
     if (out.json) {
-      out.data({ seats: rows });
+      out.data({ seats: rows, outsideTheSet: outside });
       return 0;
     }
     out.line(`${'SEAT'.padEnd(28)} ${'SCOPE'.padEnd(6)} ${'DELIVERS'.padEnd(22)} ${'DECLARED BY'.padEnd(16)} HOLDER`);
@@ -38,6 +45,9 @@ export const seatsCommand = async (args: string[]): Promise<number> => {
       const holder = row.holder ? `${row.holder.node}/${row.holder.module}` : row.scope === 'node' ? 'unheld on every node' : 'unheld';
       const name = row.aliases.length > 0 ? `${row.seat} (was ${row.aliases.join(', ')})` : row.seat;
       out.line(`${name.padEnd(28)} ${row.scope.padEnd(6)} ${(row.delivers ?? '-').padEnd(22)} ${row.definer.padEnd(16)} ${holder}`);
+    }
+    for (const row of outside) {
+      out.line(`${row.seat.padEnd(28)} ${row.scope.padEnd(6)} ${'-'.padEnd(22)} ${'outside the set'.padEnd(16)} ${row.holder.node}/${row.holder.module}`);
     }
     return 0;
   });

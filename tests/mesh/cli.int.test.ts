@@ -164,6 +164,20 @@ describe('the catalogue, seats and assignments through the CLI', () => {
     expect((await mesh('seats')).stdout).toMatch(/^mesh-vault\s+mesh\s+secret\s+mesh\s+unheld$/m);
   });
 
+  it('lists a seat held from outside the set instead of hiding it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mesh-pager-'));
+    const declares = { name: 'pager', requires: [{ name: 'bus', contract: 'mesh-bus', provider: 'module', seat: 'mesh-broker' }], seats: [{ name: 'pager', scope: 'mesh' }], canHold: ['pager'] };
+    writeFileSync(join(dir, 'v1.json'), JSON.stringify(declares));
+    writeFileSync(join(dir, 'v2.json'), JSON.stringify({ ...declares, seats: [], canHold: [] }));
+    expect((await mesh('module', 'register', join(dir, 'v1.json'))).code).toBe(0);
+    expect((await mesh('assign', 'pager', 'lab2', '--hold', 'pager')).code).toBe(0);
+    expect((await mesh('module', 'register', join(dir, 'v2.json'))).stdout).toContain('definition version 2');
+    const seats = JSON.parse((await mesh('seats', '--json')).stdout) as { seats: { seat: string }[]; outsideTheSet: { seat: string; holder: unknown }[] };
+    expect(seats.seats.map((s) => s.seat)).not.toContain('pager');
+    expect(seats.outsideTheSet).toEqual([expect.objectContaining({ seat: 'pager', holder: { node: 'lab2', module: 'pager' } })]);
+    expect((await mesh('seats')).stdout).toMatch(/^pager\s+mesh\s+-\s+outside the set\s+lab2\/pager$/m);
+  });
+
   it('keeps every invariant under many concurrent commands from two controller processes', async () => {
     const services = [new MeshService(new JetStreamEventLog(nc, { stream, subjectPrefix: prefix, registry: meshEventRegistry() })), new MeshService(new JetStreamEventLog(nc, { stream, subjectPrefix: prefix, registry: meshEventRegistry() }))];
     const nodes = Array.from({ length: 4 }, (_, i) => `race${i}`);
