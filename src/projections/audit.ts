@@ -7,24 +7,22 @@ import { defineProjection, EVERY_EVENT, migrationSql, type ProjectionTx } from '
 const COLUMNS = 'seq, event_index, event_id, type, aggregate, version, actor, command_id, causation_id, correlation_id, time';
 
 const insertMany = async (events: readonly StoredEvent[], tx: ProjectionTx): Promise<void> => {
-  // One statement for a whole batch: arrays per column, unnested server-side.
-  await tx.client.query(
-    `INSERT INTO ${tx.table('audit')} (${COLUMNS})
-     SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[])`,
-    [
-      events.map((e) => e.seq),
-      events.map((e) => e.index),
-      events.map((e) => e.id),
-      events.map((e) => e.type),
-      events.map((e) => e.aggregate),
-      events.map((e) => e.version),
-      events.map((e) => e.actor),
-      events.map((e) => e.commandId),
-      events.map((e) => e.causationId),
-      events.map((e) => e.correlationId),
-      events.map((e) => e.time),
-    ],
-  );
+  // One statement for a whole batch: the rows as one JSON parameter, unpacked server-side
+  // (JSON.stringify and PostgreSQL's JSON parser are far cheaper than per-column array literals).
+  const rows = events.map((e) => ({
+    seq: e.seq,
+    event_index: e.index,
+    event_id: e.id,
+    type: e.type,
+    aggregate: e.aggregate,
+    version: e.version,
+    actor: e.actor,
+    command_id: e.commandId,
+    causation_id: e.causationId,
+    correlation_id: e.correlationId,
+    time: e.time,
+  }));
+  await tx.client.query(`INSERT INTO ${tx.table('audit')} (${COLUMNS}) SELECT ${COLUMNS} FROM json_populate_recordset(NULL::${tx.table('audit')}, $1)`, [JSON.stringify(rows)]);
 };
 
 export const auditProjection = defineProjection({

@@ -141,20 +141,40 @@ export class BuildRunner {
     if (this.deps.untilServing && this.build.status === 'serving' && build.checkpoint >= head.seq) return 'stopped';
     const meter = new ProgressMeter(build.projection, build.version, build.checkpoint, head.seq, this.logger, this.deps.onProgress);
 
+    // While one batch is being written, the next is read and decoded: PostgreSQL and this
+    // process work at the same time. At most one batch is in flight, and batches commit in order.
     const { maxCommits, maxEvents } = this.deps.settings.batch;
+    let inFlight: { done: Promise<Applied>; last: LogCommit } | undefined;
+    const settle = async (): Promise<void> => {
+      if (!inFlight) return;
+      const { done, last } = inFlight;
+      inFlight = undefined;
+      const applied = await done;
+      this.delay = this.deps.settings.retry.initialMs;
+      meter.advance(applied.checkpoint, applied.events, last.seq + last.pending);
+    };
     let batch: LogCommit[] = [];
     let events = 0;
-    for await (const commit of this.deps.reader.commits(build.checkpoint + 1, signal)) {
-      batch.push(commit);
-      events += commit.events.length;
-      if (commit.pending > 0 && batch.length < maxCommits && events < maxEvents) continue;
-      const applied = await this.flush(client, batch);
-      batch = [];
-      events = 0;
-      this.delay = this.deps.settings.retry.initialMs;
-      meter.advance(applied.checkpoint, applied.events, commit.seq + commit.pending);
-      if (this.build.status === 'building' && commit.pending === 0) await this.trySwitch(commit.seq);
-      if (this.deps.untilServing && this.build.status === 'serving' && commit.pending === 0) return 'stopped';
+    try {
+      for await (const commit of this.deps.reader.commits(build.checkpoint + 1, signal)) {
+        batch.push(commit);
+        events += commit.events.length;
+        if (commit.pending > 0 && batch.length < maxCommits && events < maxEvents) continue;
+        await settle();
+        const done = this.flush(client, batch);
+        done.catch(() => undefined); // awaited by settle(); this only keeps it from being reported as unhandled meanwhile
+        inFlight = { done, last: commit };
+        batch = [];
+        events = 0;
+        if (commit.pending > 0) continue;
+        // At the head: commit now, so live events are visible one by one, then maybe take over.
+        await settle();
+        if (this.build.status === 'building') await this.trySwitch(commit.seq);
+        if (this.deps.untilServing && this.build.status === 'serving') return 'stopped';
+      }
+      await settle();
+    } finally {
+      await inFlight?.done.catch(() => undefined);
     }
     return 'stopped';
   }
