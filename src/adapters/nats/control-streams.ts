@@ -1,0 +1,51 @@
+import { DiscardPolicy, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+
+// The control plane's other streams, asserted (created or corrected) by the control plane alone:
+// NODES keeps each node's newest declaration; CONTROL carries what nodes say to the controller.
+
+export interface ControlStreamNames {
+  nodes: string;
+  control: string;
+  /** subject prefix: `mesh` in production; tests use their own */
+  prefix: string;
+}
+
+export const DEFAULT_CONTROL_STREAMS: ControlStreamNames = { nodes: 'NODES', control: 'CONTROL', prefix: 'mesh' };
+
+export const nodesStreamConfig = (names: ControlStreamNames): Partial<StreamConfig> & { name: string } => ({
+  name: names.nodes,
+  description: "Each node's current declaration: state, the newest only.",
+  subjects: [`${names.prefix}.node.*.declare`],
+  retention: RetentionPolicy.Limits,
+  storage: StorageType.File,
+  max_msgs_per_subject: 1,
+  discard: DiscardPolicy.Old,
+  allow_direct: true,
+});
+
+export const controlStreamConfig = (names: ControlStreamNames): Partial<StreamConfig> & { name: string } => ({
+  name: names.control,
+  description: 'What nodes say to the control plane; only the controller reads it.',
+  subjects: [`${names.prefix}.control.*.report`, `${names.prefix}.control.enrol`],
+  retention: RetentionPolicy.Workqueue,
+  storage: StorageType.File,
+  discard: DiscardPolicy.Old,
+});
+
+const assertStream = async (jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> => {
+  try {
+    const info = await jsm.streams.info(config.name);
+    const same = JSON.stringify(info.config.subjects) === JSON.stringify(config.subjects) && info.config.max_msgs_per_subject === (config.max_msgs_per_subject ?? -1);
+    if (!same) await jsm.streams.update(config.name, { ...info.config, ...config });
+  } catch (error) {
+    if (!(error instanceof JetStreamApiError) || error.code !== 10059) throw error;
+    await jsm.streams.add(config).catch((addError: unknown) => {
+      if (!(addError instanceof JetStreamApiError) || addError.code !== 10058) throw addError;
+    });
+  }
+};
+
+export const assertControlStreams = async (jsm: JetStreamManager, names: ControlStreamNames = DEFAULT_CONTROL_STREAMS): Promise<void> => {
+  await assertStream(jsm, nodesStreamConfig(names));
+  await assertStream(jsm, controlStreamConfig(names));
+};

@@ -1,0 +1,122 @@
+import { z } from 'zod';
+
+// A node's declaration: everything one node must run now, with every requirement filled in.
+// State, not an event: only the newest matters (design 32 §4). The control plane publishes it on
+// `mesh.node.<node>.declare` (stream NODES, one message per subject); the node agent applies it.
+//
+// Every field of a resource is part of the declaration's digest, so changing any of them changes
+// what the agent compares (issue 126 in the seeds: a changed mount source recreated nothing).
+
+const name = z.string().min(1);
+
+/** Resources are keyed `<module>/<name>`: unique on the node, stable across versions. */
+const base = {
+  key: z.string().regex(/^[a-z][a-z0-9-]*\/[A-Za-z0-9._-]+$/),
+  module: name,
+};
+
+export const directoryResource = z.strictObject({
+  ...base,
+  kind: z.literal('directory'),
+  path: z.string().regex(/^\//),
+  owner: z.string().nullable(),
+  mode: z.string().regex(/^0[0-7]{3}$/),
+});
+
+export const fileResource = z.strictObject({
+  ...base,
+  kind: z.literal('file'),
+  path: z.string().regex(/^\//),
+  content: z.string(),
+  mode: z.string().regex(/^0[0-7]{3}$/),
+});
+
+/** A secret is named and where it must land is said; its value travels sealed, never here. */
+export const secretResource = z.strictObject({
+  ...base,
+  kind: z.literal('secret'),
+  secret: name,
+  path: z.string().regex(/^\//),
+  vault: z.strictObject({ node: name, module: name }),
+});
+
+const envFile = z.strictObject({ path: z.string(), reason: z.string() });
+
+export const processResource = z.strictObject({
+  ...base,
+  kind: z.literal('process'),
+  run: z.array(z.string()).min(1),
+  user: z.string().nullable(),
+  env: z.record(z.string(), z.string()),
+  envFiles: z.array(envFile),
+  /** resource keys whose change restarts it */
+  restartOn: z.array(z.string()),
+  /** run-once steps (its module's prepare first) that must have succeeded before it starts */
+  after: z.array(z.string()),
+});
+
+export const containerResource = z.strictObject({
+  ...base,
+  kind: z.literal('container'),
+  image: z.string().min(1),
+  command: z.array(z.string()).nullable(),
+  user: z.string().nullable(),
+  env: z.record(z.string(), z.string()),
+  envFiles: z.array(envFile),
+  mounts: z.array(z.strictObject({ source: z.string(), target: z.string(), readOnly: z.boolean() })),
+  ports: z.array(z.strictObject({ port: z.number().int(), protocol: z.enum(['tcp', 'udp']) })),
+  restartOn: z.array(z.string()),
+  after: z.array(z.string()),
+});
+
+/**
+ * Runs to completion before what it gates. Its record is the digest of this declaration of it,
+ * so a changed command, image or input runs it again (ADR 0099). A module's prepare step is one of
+ * these, with `prepare: true` and the same image, environment and credentials as what it gates
+ * (ADR 0135).
+ */
+export const runOnceResource = z.strictObject({
+  ...base,
+  kind: z.literal('run-once'),
+  prepare: z.boolean(),
+  image: z.string().nullable(),
+  command: z.array(z.string()).min(1),
+  user: z.string().nullable(),
+  env: z.record(z.string(), z.string()),
+  envFiles: z.array(envFile),
+  mounts: z.array(z.strictObject({ source: z.string(), target: z.string(), readOnly: z.boolean() })),
+  /** digests of what it reads: a change runs it again */
+  reads: z.array(z.string()),
+  after: z.array(z.string()),
+});
+
+export const resourceSchema = z.discriminatedUnion('kind', [directoryResource, fileResource, secretResource, processResource, containerResource, runOnceResource]);
+
+export const declaredAssignment = z.strictObject({
+  module: name,
+  definitionVersion: z.number().int().positive(),
+  /** the artifact the module runs (its version), when it has been built; null for upstream-only modules */
+  artifact: z.string().nullable(),
+  seats: z.array(name),
+  /** in the order they are applied: directories and files, then secrets, run-once steps, then what they gate */
+  resources: z.array(resourceSchema),
+});
+
+export const declarationSchema = z.strictObject({
+  node: name,
+  /** grows with every declaration published for this node; a node refuses a lower one */
+  sequence: z.number().int().positive(),
+  /** sha256 of the canonical content (node and assignments): equal digests, nothing to do */
+  digest: z.string().regex(/^sha256:[0-9a-f]{64}$/),
+  /** the log sequence the declaration was derived at */
+  derivedFromSeq: z.number().int().nonnegative(),
+  assignments: z.array(declaredAssignment),
+});
+
+export type Declaration = z.infer<typeof declarationSchema>;
+export type DeclaredAssignment = z.infer<typeof declaredAssignment>;
+export type Resource = z.infer<typeof resourceSchema>;
+export type ResourceKind = Resource['kind'];
+
+/** `mesh.node.<node>.declare`: the subject a node's declaration is kept on. */
+export const declarationSubject = (node: string): string => `mesh.node.${node}.declare`;
