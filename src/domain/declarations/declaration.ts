@@ -119,4 +119,4 @@ export type Resource = z.infer<typeof resourceSchema>;
 export type ResourceKind = Resource['kind'];
 
 /** `mesh.node.<node>.declare`: the subject a node's declaration is kept on. */
-export const declarationSubject = (node: string): string => `mesh.node.${node}.declare`;
+export const declarationSubject = (node: string, prefix = 'mesh'): string => `${prefix}.node.${node}.declare`;

@@ -33,5 +33,5 @@ export const reportSchema = z.strictObject({
 export type Report = z.infer<typeof reportSchema>;
 export type ResourceOutcome = z.infer<typeof resourceOutcome>;
 
-export const reportSubject = (node: string): string => `mesh.control.${node}.report`;
-export const aliveSubject = (node: string): string => `mesh.control.${node}.alive`;
+export const reportSubject = (node: string, prefix = 'mesh'): string => `${prefix}.control.${node}.report`;
+export const aliveSubject = (node: string, prefix = 'mesh'): string => `${prefix}.control.${node}.alive`;
