@@ -37,7 +37,22 @@ describe('a projector killed again and again while the log grows', () => {
           TEST_CONTROL_SCHEMA: schemas.control,
           TEST_READ_SCHEMA: schemas.read,
         },
-        stdio: ['ignore', 'ignore', 'inherit'],
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+    /** Resolves when the child says its projector started (tsx compiles it first, slowly on a busy machine). */
+    const started = (child: ChildProcess) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('the projector process did not start in 60 s')), 60_000);
+        child.stdout?.on('data', (chunk: Buffer) => {
+          if (chunk.toString().includes('started')) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+        child.once('exit', () => {
+          clearTimeout(timer);
+          resolve();
+        });
       });
     const killed = (child: ChildProcess) => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
     const checkpoint = async () => (await servingBuild(pool, schemas, 'ledger').catch(() => undefined))?.checkpoint ?? 0;
@@ -49,10 +64,11 @@ describe('a projector killed again and again while the log grows', () => {
     try {
       // Until the appends are done, and at least five kills in any case.
       while (appending || kills < 5) {
-        const child = spawnProjector();
-        // Kill it once it has folded something (or has had its chance), at a random moment.
         const from = await checkpoint();
-        const deadline = Date.now() + 4_000;
+        const child = spawnProjector();
+        await started(child);
+        // Kill it once it has folded something (or has had its chance), at a random moment.
+        const deadline = Date.now() + 3_000;
         while (Date.now() < deadline && (await checkpoint()) <= from) await sleep(20);
         await sleep(Math.random() * 150);
         child.kill('SIGKILL');
