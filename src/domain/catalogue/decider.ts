@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Digest } from '../canonical.js';
 import type { Decision } from '../decision.js';
 import type { MeshState } from '../mesh/state.js';
 import { Refusal, refuseIfAny } from '../refusal.js';
@@ -12,13 +12,7 @@ export interface RegisterModule {
   manifest: unknown;
 }
 
-/** Keys sorted at every level, so the same manifest always has the same digest. */
-const canonical = (value: unknown): string =>
-  JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b))) : v,
-  );
-
-export const manifestDigest = (manifest: Manifest): string => `sha256:${createHash('sha256').update(canonical(manifest)).digest('hex')}`;
+export const manifestDigest = (manifest: Manifest): string => sha256Digest(manifest);
 
 export const decideRegisterModule = (command: RegisterModule, state: MeshState): Decision => {
   const parsed = manifestSchema.safeParse(command.manifest);

@@ -1,0 +1,220 @@
+import type { Resolution } from '../assignments/events.js';
+import { resolveRequirements } from '../assignments/resolve.js';
+import { sha256Digest } from '../canonical.js';
+import type { Manifest } from '../catalogue/manifest.js';
+import type { AssignmentState, MeshState } from '../mesh/state.js';
+import type { Problem } from '../refusal.js';
+import type { DeclaredAssignment, Resource } from './declaration.js';
+
+// What one node must run now, composed from the mesh as the log says it is. Requirements are
+// resolved here, at composition (design 27), against the assignments and holders of this moment,
+// so a provider that has gone makes the declaration uncomposable instead of stale. Secrets are
+// named with where they land; their values never pass through here.
+
+export interface ComposedDeclaration {
+  node: string;
+  assignments: DeclaredAssignment[];
+  /** digest of { node, assignments }: what the agent compares */
+  digest: string;
+}
+
+export type Composition = { ok: true; declaration: ComposedDeclaration } | { ok: false; node: string; problems: Problem[] };
+
+/** Where the mesh keeps a module's secrets on a node: plumbing, not a module-visible choice. */
+const secretPath = (root: string, module: string, requirement: string): string => `${root}/.mesh/${module}/secrets/${requirement}`;
+
+interface Answers {
+  /** `${name}` and `${name.field}` that the controller can fill in */
+  values: Map<string, string>;
+  /** requirement → the host path it stands for (directories, secrets) */
+  paths: Map<string, string>;
+  secrets: Map<string, Extract<Resolution['answer'], { kind: 'secret' }> & { requirement: string }>;
+}
+
+const answersOf = (root: string, module: string, resolutions: Resolution[]): Answers => {
+  const values = new Map<string, string>();
+  const paths = new Map<string, string>();
+  const secrets: Answers['secrets'] = new Map();
+  for (const { requirement, answer } of resolutions) {
+    switch (answer.kind) {
+      case 'directory':
+        values.set(requirement, answer.path).set(`${requirement}.path`, answer.path);
+        paths.set(requirement, answer.path);
+        break;
+      case 'port':
+        values.set(requirement, String(answer.port)).set(`${requirement}.port`, String(answer.port));
+        break;
+      case 'value':
+        values.set(requirement, String(answer.value));
+        break;
+      case 'identity':
+        values.set(`${requirement}.name`, answer.name).set(`${requirement}.node`, answer.node).set(`${requirement}.module`, answer.module);
+        break;
+      case 'fact':
+        break;
+      case 'assignment':
+        // Fields a provider answers travel back later; the node is known now.
+        values.set(`${requirement}.node`, answer.node);
+        break;
+      case 'secret': {
+        const path = secretPath(root, module, requirement);
+        secrets.set(requirement, { ...answer, requirement });
+        paths.set(requirement, path);
+        values.set(`${requirement}.path`, path);
+        break;
+      }
+    }
+  }
+  // A provider's per-consumer secret is named `<requirement>-secret`: `${db.password}` reads it.
+  return { values, paths, secrets };
+};
+
+const REFERENCE = /\$\{([a-z][a-z0-9-]*)(?:\.([A-Za-z0-9_-]+))?\}/g;
+
+/**
+ * Fills `${requirement}` / `${requirement.field}`. A secret stays a marker naming the secret, for
+ * the agent to fill from what the vault sealed to it; a provider's field stays a marker for the
+ * provider's answer.
+ */
+const fill = (text: string, answers: Answers, secretFields: (requirement: string, field: string | undefined) => string | undefined): string =>
+  text.replace(REFERENCE, (whole, requirement: string, field: string | undefined) => {
+    const secret = secretFields(requirement, field);
+    if (secret) return `\${secret:${secret}}`;
+    const known = answers.values.get(field ? `${requirement}.${field}` : requirement);
+    return known ?? whole.replace('${', '${answer:');
+  });
+
+const fillAll = (record: Record<string, string>, filler: (text: string) => string): Record<string, string> =>
+  Object.fromEntries(Object.entries(record).map(([key, value]) => [key, filler(value)]));
+
+const composeAssignment = (state: MeshState, assignment: AssignmentState, manifest: Manifest, resolutions: Resolution[]): DeclaredAssignment => {
+  const module = assignment.module;
+  const root = state.nodes.get(assignment.node)?.root ?? '/var/lib/mesh';
+  const answers = answersOf(root, module, resolutions);
+  const secretName = (requirement: string, field: string | undefined): string | undefined => {
+    const direct = answers.secrets.get(requirement);
+    if (direct && (field === undefined || field === 'value')) return direct.name;
+    const perConsumer = answers.secrets.get(`${requirement}-secret`);
+    const contract = manifest.requires.find((r) => r.name === requirement)?.contract;
+    if (perConsumer && field && contract && isSecretField(state, contract, field)) return perConsumer.name;
+    return undefined;
+  };
+  const filler = (text: string): string => fill(text, answers, secretName);
+  const key = (name: string): string => `${module}/${name}`;
+  const files = new Map(manifest.resources.files.map((f) => [f.name, `${answers.paths.get(f.in) ?? `${root}/${module}/${f.in}`}/${f.as}`]));
+  const mountSource = (from: string): string => answers.paths.get(from) ?? files.get(from) ?? from;
+  const envFiles = (entries: { from: string; reason: string }[]) => entries.map((e) => ({ path: mountSource(e.from), reason: e.reason }));
+  const restartKeys = (names: string[]) => names.map((n) => (files.has(n) ? key(n) : answers.secrets.has(n) ? key(`secret-${n}`) : key(n)));
+  const image = (spec: Manifest['resources']['containers'][number]['image']): string =>
+    'upstream' in spec ? spec.upstream : `artifact-store://${module}@unbuilt-definition-${assignment.definitionVersion}`;
+
+  const resources: Resource[] = [];
+  for (const directory of manifest.resources.directories) {
+    const requirement = manifest.requires.find((r) => r.name === directory.requirement);
+    resources.push({ key: key(directory.requirement), module, kind: 'directory', path: answers.paths.get(directory.requirement) ?? `${root}/${module}/${directory.requirement}`, owner: requirement?.owner ?? null, mode: requirement?.mode ?? '0750' });
+  }
+  for (const file of manifest.resources.files) {
+    resources.push({ key: key(file.name), module, kind: 'file', path: files.get(file.name) ?? '', content: filler(file.template), mode: file.mode });
+  }
+  for (const secret of answers.secrets.values()) {
+    resources.push({ key: key(`secret-${secret.requirement}`), module, kind: 'secret', secret: secret.name, path: answers.paths.get(secret.requirement) ?? '', vault: secret.holder });
+  }
+
+  const gates: string[] = [];
+  const gated = manifest.resources.prepare ? new Set(manifest.resources.prepare.gates) : new Set<string>();
+  const firstGated = manifest.resources.containers.find((c) => gated.has(c.name)) ?? manifest.resources.processes.find((p) => gated.has(p.name));
+  if (manifest.resources.prepare) {
+    // ADR 0135: the same image, environment and credentials as what it gates.
+    const container = firstGated && 'image' in firstGated ? firstGated : undefined;
+    resources.push({
+      key: key('prepare'),
+      module,
+      kind: 'run-once',
+      prepare: true,
+      image: container ? image(container.image) : null,
+      command: manifest.resources.prepare.command.map(filler),
+      user: firstGated?.user ?? null,
+      env: fillAll(firstGated?.env ?? {}, filler),
+      envFiles: envFiles(firstGated?.envFiles ?? []),
+      mounts: (container?.mounts ?? []).map((m) => ({ source: mountSource(m.from), target: m.to, readOnly: m.readOnly })),
+      reads: [],
+      after: [],
+    });
+    gates.push(key('prepare'));
+  }
+  for (const step of manifest.resources.runOnce) {
+    resources.push({
+      key: key(step.name),
+      module,
+      kind: 'run-once',
+      prepare: false,
+      image: image(step.image),
+      command: step.command.map(filler),
+      user: null,
+      env: {},
+      envFiles: [],
+      mounts: [],
+      reads: step.reads.map((name) => sha256Digest(resolutions.find((r) => r.requirement === name) ?? name)),
+      after: [...gates],
+    });
+    gates.push(key(step.name));
+  }
+  for (const process of manifest.resources.processes) {
+    resources.push({ key: key(process.name), module, kind: 'process', run: process.run.map(filler), user: process.user ?? null, env: fillAll(process.env, filler), envFiles: envFiles(process.envFiles), restartOn: restartKeys(process.restartOn), after: [...gates] });
+  }
+  for (const container of manifest.resources.containers) {
+    resources.push({
+      key: key(container.name),
+      module,
+      kind: 'container',
+      image: image(container.image),
+      command: container.command?.map(filler) ?? null,
+      user: container.user ?? null,
+      env: fillAll(container.env, filler),
+      envFiles: envFiles(container.envFiles),
+      mounts: container.mounts.map((m) => ({ source: mountSource(m.from), target: m.to, readOnly: m.readOnly })),
+      ports: container.ports.map((p) => ({ port: Number(answers.values.get(p.requirement) ?? 0), protocol: p.protocol })),
+      restartOn: restartKeys(container.restartOn),
+      after: [...gates],
+    });
+  }
+
+  const seats = [...state.holdings.entries()]
+    .filter(([, holder]) => holder.node === assignment.node && holder.module === module)
+    .map(([holding]) => state.seats.get(holding.split('@')[0] ?? '')?.name ?? holding.split('@')[0] ?? '')
+    .sort();
+  return { module, definitionVersion: state.modules.get(module)?.definitionVersion ?? assignment.definitionVersion, artifact: null, seats, resources };
+};
+
+const isSecretField = (state: MeshState, contract: string, field: string): boolean => {
+  for (const module of state.modules.values()) {
+    const declared = module.manifest.provides.find((p) => p.provision === contract)?.fields?.[field];
+    if (declared) return declared.secret;
+  }
+  return field === 'password' || field === 'credential';
+};
+
+/**
+ * The digest an agent compares: over the whole content, every field of every resource, so no
+ * change can hide from it (issue 126 in the seeds).
+ */
+export const declarationDigest = (content: { node: string; assignments: DeclaredAssignment[] }): string => sha256Digest({ node: content.node, assignments: content.assignments });
+
+/** Composes one node's declaration, or says every requirement that cannot be resolved now. */
+export const composeDeclaration = (state: MeshState, node: string): Composition => {
+  const assignments = [...state.assignments.values()].filter((a) => a.node === node).sort((a, b) => (a.module < b.module ? -1 : 1));
+  const declared: DeclaredAssignment[] = [];
+  const problems: Problem[] = [];
+  for (const assignment of assignments) {
+    const module = state.modules.get(assignment.module);
+    if (!module) {
+      problems.push({ what: `${node}/${assignment.module}`, why: `module ${assignment.module} is no longer in the catalogue`, remedy: 'register it again or unassign it' });
+      continue;
+    }
+    const { resolutions, problems: unresolved } = resolveRequirements(state, assignment, module.manifest.requires);
+    problems.push(...unresolved.map((p) => ({ ...p, what: `${node}/${assignment.module} ${p.what}` })));
+    if (unresolved.length === 0) declared.push(composeAssignment(state, assignment, module.manifest, resolutions));
+  }
+  if (problems.length > 0) return { ok: false, node, problems };
+  return { ok: true, declaration: { node, assignments: declared, digest: declarationDigest({ node, assignments: declared }) } };
+};

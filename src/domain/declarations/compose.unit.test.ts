@@ -1,0 +1,116 @@
+import { describe, expect, it } from '@jest/globals';
+import { MeshFixture } from '../../../tests/helpers/given.js';
+import { composeDeclaration, declarationDigest } from './compose.js';
+import { resourceSchema, type Resource } from './declaration.js';
+
+const foundation = (): MeshFixture => {
+  const mesh = new MeshFixture().node('novox').node('lab1', '/srv/mesh');
+  for (const name of ['nats', 'vault', 'postgres', 'gitea']) mesh.registerFixture(name);
+  mesh.assign('nats', 'novox', { hold: ['mesh-broker'] });
+  mesh.assign('vault', 'novox', { hold: ['mesh-vault'] });
+  mesh.assign('postgres', 'novox', { hold: ['mesh-store'] });
+  mesh.assign('gitea', 'lab1', { hold: ['mesh-git'], values: { 'public-name': 'git.example' } });
+  return mesh;
+};
+
+const composed = (mesh: MeshFixture, node: string) => {
+  const composition = composeDeclaration(mesh.state, node);
+  if (!composition.ok) throw new Error(`not composed: ${JSON.stringify(composition.problems)}`);
+  return composition.declaration;
+};
+
+describe("composing a node's declaration", () => {
+  it('fills every requirement in: directories where they resolved, ports, values, identities; secrets named, never carried', () => {
+    const declaration = composed(foundation(), 'lab1');
+    expect(declaration.assignments.map((a) => [a.module, a.seats])).toEqual([['gitea', ['mesh-git']]]);
+    const resources = new Map(declaration.assignments[0]?.resources.map((r) => [r.key, r]));
+    expect(resources.get('gitea/data')).toEqual({ key: 'gitea/data', module: 'gitea', kind: 'directory', path: '/srv/mesh/gitea/data', owner: '1000:1000', mode: '0750' });
+    const appIni = resources.get('gitea/app-ini') as Extract<Resource, { kind: 'file' }>;
+    expect(appIni.path).toBe('/srv/mesh/gitea/config/app.ini');
+    expect(appIni.content).toContain('DOMAIN = git.example');
+    expect(appIni.content).toContain('PASSWD = ${secret:postgres-database/lab1-gitea}');
+    expect(appIni.content).toContain('HOST = ${answer:db.host}:${answer:db.port}');
+    expect(resources.get('gitea/secret-db-secret')).toMatchObject({ kind: 'secret', secret: 'postgres-database/lab1-gitea', vault: { node: 'novox', module: 'vault' } });
+    const container = resources.get('gitea/gitea') as Extract<Resource, { kind: 'container' }>;
+    expect(container.ports).toEqual([{ port: 3000, protocol: 'tcp' }]);
+    expect(container.mounts).toEqual([
+      { source: '/srv/mesh/gitea/data', target: '/data', readOnly: false },
+      { source: '/srv/mesh/gitea/config', target: '/etc/gitea', readOnly: false },
+    ]);
+    expect(container.restartOn).toEqual(['gitea/app-ini']);
+    expect(JSON.stringify(declaration)).not.toMatch(/"password"\s*:/);
+  });
+
+  it('places the prepare step before what it gates, with the same image, environment and user (ADR 0135)', () => {
+    const declaration = composed(foundation(), 'lab1');
+    const resources = declaration.assignments[0]?.resources ?? [];
+    const prepareAt = resources.findIndex((r) => r.key === 'gitea/prepare');
+    const containerAt = resources.findIndex((r) => r.key === 'gitea/gitea');
+    expect(prepareAt).toBeGreaterThan(-1);
+    expect(prepareAt).toBeLessThan(containerAt);
+    const prepare = resources[prepareAt] as Extract<Resource, { kind: 'run-once' }>;
+    const container = resources[containerAt] as Extract<Resource, { kind: 'container' }>;
+    expect(prepare).toMatchObject({ prepare: true, image: container.image, user: container.user, env: container.env, mounts: container.mounts });
+    expect(container.after).toEqual(['gitea/prepare']);
+    expect(resources.filter((r) => r.kind === 'run-once' && r.prepare)).toHaveLength(1);
+  });
+
+  it('composes an empty declaration for a node with nothing assigned: it is still sent', () => {
+    const declaration = composed(foundation(), 'lab1');
+    const mesh = new MeshFixture().node('empty');
+    expect(composed(mesh, 'empty')).toMatchObject({ node: 'empty', assignments: [] });
+    expect(declaration.digest).not.toBe(composed(mesh, 'empty').digest);
+  });
+
+  it('refuses to compose when a requirement can no longer be resolved, naming every one', () => {
+    const mesh = foundation();
+    mesh.run({ type: 'unassign', module: 'vault', node: 'novox' });
+    const composition = composeDeclaration(mesh.state, 'lab1');
+    expect(composition.ok).toBe(false);
+    if (composition.ok) return;
+    expect(composition.problems.map((p) => p.what)).toEqual(['lab1/gitea requires db-secret (secret)']);
+    const novox = composeDeclaration(mesh.state, 'novox');
+    expect(novox.ok ? [] : novox.problems.map((p) => p.what)).toEqual(['novox/postgres requires superuser (secret)']);
+  });
+
+  it('changes the digest when any field of any resource changes — every field in the schema is covered', () => {
+    const declaration = composed(foundation(), 'lab1');
+    const samples = new Map<string, Resource>();
+    for (const resource of declaration.assignments.flatMap((a) => a.resources)) if (!samples.has(resource.kind)) samples.set(resource.kind, resource);
+    samples.set('process', { key: 'x/p', module: 'x', kind: 'process', run: ['sleep', '1'], user: null, env: { A: '1' }, envFiles: [{ path: '/e', reason: 'r' }], restartOn: ['x/f'], after: ['x/prepare'] });
+    const uncovered: string[] = [];
+    for (const option of resourceSchema.options) {
+      const kind = option.shape.kind.value;
+      const sample = samples.get(kind);
+      if (!sample) {
+        uncovered.push(`${kind} (no sample)`);
+        continue;
+      }
+      for (const field of Object.keys(option.shape)) {
+        if (field === 'kind') continue;
+        const value = (sample as Record<string, unknown>)[field];
+        const changed = { ...sample, [field]: mutate(value) };
+        const assignment = { module: 'x', definitionVersion: 1, artifact: null, seats: [] };
+        const before = declarationDigest({ node: 'n', assignments: [{ ...assignment, resources: [sample] }] });
+        const after = declarationDigest({ node: 'n', assignments: [{ ...assignment, resources: [changed as Resource] }] });
+        if (before === after) uncovered.push(`${kind}.${field}`);
+      }
+    }
+    expect(uncovered).toEqual([]);
+  });
+});
+
+/** A different value of the same shape. */
+const mutate = (value: unknown): unknown => {
+  if (value === null) return 'set';
+  if (typeof value === 'string') return `${value}x`;
+  if (typeof value === 'number') return value + 1;
+  if (typeof value === 'boolean') return !value;
+  if (Array.isArray(value)) return value.length > 0 ? [mutate(value[0]), ...value.slice(1)] : ['added'];
+  if (typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>);
+    const [first] = entries;
+    return first ? { ...(value as object), [first[0]]: mutate(first[1]) } : { added: '1' };
+  }
+  return value;
+};
