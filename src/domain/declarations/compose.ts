@@ -211,7 +211,8 @@ export const composeDeclaration = (state: MeshState, node: string): Composition 
       problems.push({ what: `${node}/${assignment.module}`, why: `module ${assignment.module} is no longer in the catalogue`, remedy: 'register it again or unassign it' });
       continue;
     }
-    const { resolutions, problems: unresolved } = resolveRequirements(state, assignment, module.manifest.requires);
+    const input = { ...assignment, values: Object.fromEntries(Object.entries(assignment.values).map(([name, value]) => [name, String(value)])) };
+    const { resolutions, problems: unresolved } = resolveRequirements(state, input, module.manifest.requires);
     problems.push(...unresolved.map((p) => ({ ...p, what: `${node}/${assignment.module} ${p.what}` })));
     if (unresolved.length === 0) declared.push(composeAssignment(state, assignment, module.manifest, resolutions));
   }
