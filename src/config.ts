@@ -39,6 +39,10 @@ export interface MeshConfig extends StackAddresses {
   meshName: string;
   logStream: string;
   logSubjectPrefix: string;
+  /** prefix of every other mesh subject (declarations, reports): `mesh` */
+  subjectPrefix: string;
+  nodesStream: string;
+  controlStream: string;
   actor: string;
 }
 
@@ -50,6 +54,9 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): MeshConfig => 
     meshName: env.MESH_NAME ?? 'local',
     logStream: env.MESH_LOG_STREAM ?? 'LOG',
     logSubjectPrefix: env.MESH_LOG_SUBJECT_PREFIX ?? 'mesh.log',
+    subjectPrefix: env.MESH_SUBJECT_PREFIX ?? 'mesh',
+    nodesStream: env.MESH_NODES_STREAM ?? 'NODES',
+    controlStream: env.MESH_CONTROL_STREAM ?? 'CONTROL',
     actor: env.MESH_ACTOR ?? `operator:${safeUser()}@${hostname()}`,
   };
 };

@@ -1,5 +1,6 @@
 import { ValidationError } from '../errors.js';
 import { assignCommand, unassignCommand } from './assign.js';
+import { controllerCommand } from './controller.js';
 import { devCommand } from './dev.js';
 import { logCommand } from './log.js';
 import { moduleCommand } from './module.js';
@@ -22,6 +23,7 @@ usage:
   mesh node add NAME [--root PATH] | list
   mesh assign MODULE NODE [--hold SEAT]… [--pin REQ=NODE/MODULE]… [--set NAME=VALUE]… [--place DIR=PATH]…
   mesh unassign MODULE NODE
+  mesh controller                      run the control plane in the foreground (mesh dev up runs it for you)
   mesh projections status | rebuild NAME   each projection's version, checkpoint, lag, stall; force a blue/green rebuild
 
 Every verb takes --json; commands take --command-id ID (a retry with the same id acts once).
@@ -49,6 +51,8 @@ export const main = async (argv: string[]): Promise<number> => {
         return await assignCommand(rest);
       case 'unassign':
         return await unassignCommand(rest);
+      case 'controller':
+        return await controllerCommand(rest);
       case 'projections':
         return await projectionsCommand(rest);
       case undefined:

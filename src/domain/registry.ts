@@ -1,5 +1,6 @@
 import { assignmentEvents } from './assignments/events.js';
 import { catalogueEvents } from './catalogue/events.js';
+import { declarationEvents } from './declarations/events.js';
 import { EventRegistry } from './events/registry.js';
 import { meshEvents } from './mesh/events.js';
 import { nodeEvents } from './nodes/events.js';
@@ -7,4 +8,4 @@ import { seatEvents } from './seats/events.js';
 
 /** Every event type of the mesh, as the log reads and writes them. */
 export const meshEventRegistry = (): EventRegistry =>
-  new EventRegistry([...meshEvents, ...catalogueEvents, ...seatEvents, ...nodeEvents, ...assignmentEvents]);
+  new EventRegistry([...meshEvents, ...catalogueEvents, ...seatEvents, ...nodeEvents, ...assignmentEvents, ...declarationEvents]);

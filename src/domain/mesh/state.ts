@@ -55,6 +55,8 @@ export interface MeshState {
   commands: Map<string, { seq: number; aggregate: string }>;
   /** each aggregate's version (its event count), for the append's expectation */
   versions: Map<string, number>;
+  /** the last reason each node's declaration could not be composed, and the log sequence it was stated at */
+  declarationRefusals: Map<string, { reason: string; seq: number }>;
 }
 
 export const emptyMeshState = (): MeshState => ({
@@ -66,6 +68,7 @@ export const emptyMeshState = (): MeshState => ({
   holdings: new Map(),
   commands: new Map(),
   versions: new Map(),
+  declarationRefusals: new Map(),
 });
 
 export const assignmentKey = (ref: AssignmentRef): string => `${ref.node}/${ref.module}`;
@@ -177,6 +180,11 @@ export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
         values: data.values,
         placements: data.placements,
       });
+      break;
+    }
+    case 'declaration.refused': {
+      const data = event.data as { node: string; reason: string };
+      state.declarationRefusals.set(data.node, { reason: data.reason, seq: event.seq });
       break;
     }
     case 'assignment.removed': {

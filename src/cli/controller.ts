@@ -1,0 +1,36 @@
+import { pino } from 'pino';
+import { loadConfig } from '../config.js';
+import { connectNats } from '../adapters/nats/connect.js';
+import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
+import { bootstrapControlPlane } from '../controller/bootstrap.js';
+import { Controller } from '../controller/controller.js';
+import { meshEventRegistry } from '../domain/registry.js';
+import { parseFlags } from './flags.js';
+
+// `mesh controller`: the control plane's long-running process, in the foreground. Structured logs
+// (pino, JSON lines) go to stdout; `mesh dev up` runs it in the background with its log in a file.
+
+export const controllerCommand = async (args: string[]): Promise<number> => {
+  parseFlags(args, { json: { type: 'boolean', default: false } });
+  const config = loadConfig();
+  const logger = pino({ base: { component: 'controller', mesh: config.meshName } });
+  const nc = await connectNats(config.natsUrl, { name: 'mesh-controller', persistent: true });
+  const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
+  const log = new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() });
+  await bootstrapControlPlane(nc, log, { ...settings, meshName: config.meshName, actor: 'controller' });
+  const controller = new Controller(nc, log, {
+    names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix },
+    actor: 'controller',
+    logger,
+  });
+  await controller.start();
+  logger.info({ nats: config.natsUrl }, 'controller started');
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  logger.info('controller stopping');
+  await controller.stop();
+  await nc.close();
+  return 0;
+};

@@ -1,0 +1,134 @@
+import { jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { Logger } from 'pino';
+import type { EventLog } from '../adapters/eventlog/event-log.js';
+import { assertControlStreams } from '../adapters/nats/control-streams.js';
+import { sha256Digest } from '../domain/canonical.js';
+import { composeDeclaration } from '../domain/declarations/compose.js';
+import { DeclarationRefused } from '../domain/declarations/events.js';
+import { emptyMeshState, evolveMesh, type MeshState } from '../domain/mesh/state.js';
+import { DeclarationPublisher, type PublishOutcome } from './declaration-publisher.js';
+
+// The controller process: follows the log, keeps the mesh folded, and after every change derives
+// each node's declaration, publishing those whose content changed. It publishes nothing until it
+// has caught up with the log, so a restart never sends a declaration older than the last one.
+
+export interface ControllerNames {
+  nodesStream: string;
+  controlStream: string;
+  /** subject prefix of NODES and CONTROL: `mesh` */
+  prefix: string;
+}
+
+export interface ControllerOptions {
+  names: ControllerNames;
+  actor: string;
+  logger: Logger;
+  /** called after each pass over the nodes; tests and benchmarks watch it */
+  onPass?: (pass: DeclarationPass) => void;
+}
+
+export interface DeclarationPass {
+  seq: number;
+  published: string[];
+  unchanged: number;
+  refused: string[];
+  millis: number;
+}
+
+export class Controller {
+  private state: MeshState = emptyMeshState();
+  private readonly publisher: DeclarationPublisher;
+  private readonly abort = new AbortController();
+  private running: Promise<void> | undefined;
+  private caughtUp = false;
+  private pending: Promise<void> = Promise.resolve();
+  private dirty = false;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly log: EventLog,
+    private readonly options: ControllerOptions,
+  ) {
+    this.publisher = new DeclarationPublisher(nc, { nodesStream: options.names.nodesStream, prefix: options.names.prefix });
+  }
+
+  /** The mesh as this controller has folded it so far. */
+  mesh(): MeshState {
+    return this.state;
+  }
+
+  async start(): Promise<void> {
+    await assertControlStreams(await jetstreamManager(this.nc), { nodes: this.options.names.nodesStream, control: this.options.names.controlStream, prefix: this.options.names.prefix });
+    this.running = this.follow();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.running?.catch(() => undefined);
+    await this.pending.catch(() => undefined);
+  }
+
+  private async follow(): Promise<void> {
+    for await (const item of this.log.follow({ fromSeq: this.state.seq + 1, signal: this.abort.signal })) {
+      if (item.kind === 'caught-up') {
+        this.caughtUp = true;
+        this.options.logger.info({ seq: item.seq }, 'caught up with the log');
+      } else {
+        evolveMesh(this.state, item.event);
+      }
+      if (this.caughtUp) this.schedule();
+    }
+  }
+
+  /** Coalesces bursts: one pass runs at a time, and one more follows if anything changed meanwhile. */
+  private schedule(): void {
+    if (this.dirty) return;
+    this.dirty = true;
+    this.pending = this.pending.then(async () => {
+      await new Promise((r) => setImmediate(r));
+      this.dirty = false;
+      try {
+        await this.declareAll();
+      } catch (error) {
+        this.options.logger.error({ err: error }, 'deriving declarations failed; trying again shortly');
+        if (!this.abort.signal.aborted) setTimeout(() => this.schedule(), 500).unref();
+      }
+    });
+  }
+
+  private async declareAll(): Promise<void> {
+    const started = Date.now();
+    const seq = this.state.seq;
+    const pass: DeclarationPass = { seq, published: [], unchanged: 0, refused: [], millis: 0 };
+    for (const node of [...this.state.nodes.keys()].sort()) {
+      const composition = composeDeclaration(this.state, node);
+      if (!composition.ok) {
+        await this.stateRefusal(node, composition.problems, seq);
+        pass.refused.push(node);
+        continue;
+      }
+      const outcome: PublishOutcome = await this.publisher.publish(composition.declaration, seq);
+      if (outcome.published) {
+        pass.published.push(node);
+        this.state.declarationRefusals.delete(node);
+        this.options.logger.info({ node, sequence: outcome.declaration.sequence, digest: outcome.declaration.digest, derivedFromSeq: seq }, 'declaration published');
+      } else pass.unchanged++;
+    }
+    pass.millis = Date.now() - started;
+    this.options.onPass?.(pass);
+  }
+
+  /** A refusal is stated once per distinct reason while it lasts. */
+  private async stateRefusal(node: string, unresolved: { what: string; why: string; remedy: string }[], seq: number): Promise<void> {
+    const reason = sha256Digest(unresolved);
+    if (this.state.declarationRefusals.get(node)?.reason === reason) return;
+    const aggregate = `node.${node}`;
+    await this.log.append(aggregate, [{ type: DeclarationRefused.type, data: { node, derivedFromSeq: seq, reason, unresolved } }], this.state.versions.get(aggregate) ?? 0, {
+      commandId: `declaration-refused:${node}:${reason.slice(7, 23)}:${seq}`,
+      actor: this.options.actor,
+    });
+    this.state.declarationRefusals.set(node, { reason, seq });
+    this.options.logger.warn({ node, unresolved }, 'declaration not composed; the previous one stands');
+  }
+}

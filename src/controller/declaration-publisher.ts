@@ -1,0 +1,64 @@
+import { JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { ComposedDeclaration } from '../domain/declarations/compose.js';
+import { declarationSchema, declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
+
+// Publishes a node's declaration on its subject in NODES (one message per subject) only when its
+// digest differs from the last one published, with a sequence one above it, and never one derived
+// from an older point of the log than the last. Two controllers publishing for one node are
+// ordered by the subject's expected last sequence.
+
+export interface PublishedHead {
+  sequence: number;
+  digest: string;
+  derivedFromSeq: number;
+  /** the NODES stream sequence of that message */
+  streamSeq: number;
+}
+
+export type PublishOutcome = { published: true; declaration: Declaration } | { published: false; reason: 'unchanged' | 'older' };
+
+export class DeclarationPublisher {
+  private readonly js: JetStreamClient;
+  private readonly jsm: Promise<JetStreamManager>;
+  private readonly heads = new Map<string, PublishedHead | null>();
+
+  constructor(
+    nc: NatsConnection,
+    private readonly names: { nodesStream: string; prefix: string },
+  ) {
+    this.js = jetstream(nc);
+    this.jsm = jetstreamManager(nc, { checkAPI: false });
+  }
+
+  async lastPublished(node: string): Promise<PublishedHead | null> {
+    if (this.heads.has(node)) return this.heads.get(node) ?? null;
+    const jsm = await this.jsm;
+    const message = await jsm.streams.getMessage(this.names.nodesStream, { last_by_subj: declarationSubject(node, this.names.prefix) });
+    const head = message ? { ...pick(declarationSchema.parse(message.json())), streamSeq: message.seq } : null;
+    this.heads.set(node, head);
+    return head;
+  }
+
+  async publish(composed: ComposedDeclaration, derivedFromSeq: number): Promise<PublishOutcome> {
+    for (let attempt = 1; ; attempt++) {
+      const last = await this.lastPublished(composed.node);
+      if (last && last.digest === composed.digest) return { published: false, reason: 'unchanged' };
+      if (last && last.derivedFromSeq > derivedFromSeq) return { published: false, reason: 'older' };
+      const declaration: Declaration = { node: composed.node, sequence: (last?.sequence ?? 0) + 1, digest: composed.digest, derivedFromSeq, assignments: composed.assignments };
+      try {
+        const ack = await this.js.publish(declarationSubject(composed.node, this.names.prefix), JSON.stringify(declaration), {
+          expect: { lastSubjectSequence: last?.streamSeq ?? 0 },
+        });
+        this.heads.set(composed.node, { ...pick(declaration), streamSeq: ack.seq });
+        return { published: true, declaration };
+      } catch (error) {
+        // Another controller published for this node in between: read what it published, decide again.
+        if (!(error instanceof JetStreamApiError && error.code === 10071) || attempt >= 5) throw error;
+        this.heads.delete(composed.node);
+      }
+    }
+  }
+}
+
+const pick = (declaration: Declaration) => ({ sequence: declaration.sequence, digest: declaration.digest, derivedFromSeq: declaration.derivedFromSeq });

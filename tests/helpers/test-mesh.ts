@@ -1,0 +1,75 @@
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { pino } from 'pino';
+import { connectNats } from '../../src/adapters/nats/connect.js';
+import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
+import { bootstrapControlPlane } from '../../src/controller/bootstrap.js';
+import { Controller, type DeclarationPass } from '../../src/controller/controller.js';
+import { MeshService } from '../../src/controller/mesh-service.js';
+import type { MeshCommand } from '../../src/domain/mesh/commands.js';
+import { declarationSchema, declarationSubject, type Declaration } from '../../src/domain/declarations/declaration.js';
+import { meshEventRegistry } from '../../src/domain/registry.js';
+import { testNatsUrl } from './log.js';
+import { uniqueName } from './names.js';
+
+/** A whole mesh of a test's own: its log, NODES and CONTROL streams under a fresh prefix, bootstrapped. */
+export const openTestMesh = async (options: { url?: string } = {}) => {
+  const name = uniqueName('t');
+  const names = { logStream: `LOG_${name}`, logPrefix: `${name}.log`, nodesStream: `NODES_${name}`, controlStream: `CONTROL_${name}`, prefix: name };
+  const nc = await connectNats(options.url ?? testNatsUrl(), { name: `test-mesh-${name}`, persistent: true });
+  const jsm: JetStreamManager = await jetstreamManager(nc);
+  const newLog = () => new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry() });
+  const log = newLog();
+  await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: name, actor: 'test' });
+  const mesh = new MeshService(newLog());
+  const controllers: Controller[] = [];
+  const passes: DeclarationPass[] = [];
+  let commands = 0;
+
+  const startController = async (): Promise<Controller> => {
+    const controller = new Controller(nc, newLog(), {
+      names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
+      actor: 'controller',
+      logger: pino({ level: 'silent' }),
+      onPass: (pass) => passes.push(pass),
+    });
+    await controller.start();
+    controllers.push(controller);
+    return controller;
+  };
+
+  return {
+    nc,
+    jsm,
+    log,
+    names,
+    mesh,
+    passes,
+    startController,
+    run: (command: MeshCommand) => mesh.execute(command, { commandId: `${name}-${++commands}`, actor: 'operator:test' }),
+    /** The declaration NODES holds for a node now, if any. */
+    declarationOf: async (node: string): Promise<Declaration | undefined> => {
+      const message = await jsm.streams.getMessage(names.nodesStream, { last_by_subj: declarationSubject(node, names.prefix) }).catch(() => null);
+      return message ? declarationSchema.parse(message.json()) : undefined;
+    },
+    /** Every message NODES has taken for a node (its stream keeps only the newest, so count via the stream's last sequence). */
+    nodesHead: async (): Promise<number> => (await jsm.streams.info(names.nodesStream)).state.last_seq,
+    close: async () => {
+      for (const controller of controllers) await controller.stop();
+      for (const stream of [names.logStream, names.nodesStream, names.controlStream]) await jsm.streams.delete(stream).catch(() => undefined);
+      await nc.close();
+    },
+  };
+};
+
+export type TestMesh = Awaited<ReturnType<typeof openTestMesh>>;
+
+export const waitFor = async <T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> => {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+};
