@@ -1,5 +1,4 @@
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/nats-core';
 import { pino } from 'pino';
 import { connectNats } from '../../src/adapters/nats/connect.js';
 import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
