@@ -68,7 +68,13 @@ const rebuild = async (name: string | undefined, deps: { out: Output; pool: pg.P
   const quiet = deps.out.json || !process.stderr.isTTY;
   // On a terminal the progress line is the report; otherwise (a pipe, --json) the structured log is.
   const logger = pino({ level: quiet ? 'info' : 'warn', base: { component: 'mesh-projections-rebuild' } }, pino.destination(2));
-  if (!deps.out.json) say(`rebuilding ${projection.name} v${projection.version} into ${build.schemaName} from seq 1; the current build keeps serving until it has caught up`);
+  if (!deps.out.json) {
+    say(
+      build.status === 'serving'
+        ? `building ${projection.name} v${projection.version} into ${build.schemaName} from seq 1; it is the first build, so it serves as it fills`
+        : `rebuilding ${projection.name} v${projection.version} into ${build.schemaName} from seq 1; the current build keeps serving until this one has caught up`,
+    );
+  }
   const abort = new AbortController();
   const onSignal = (): void => abort.abort();
   process.once('SIGINT', onSignal);
