@@ -1,3 +1,4 @@
+import { rmSync, writeFileSync } from 'node:fs';
 import { pino } from 'pino';
 import { loadConfig } from '../config.js';
 import { connectNats } from '../adapters/nats/connect.js';
@@ -11,7 +12,8 @@ import { parseFlags } from './flags.js';
 // (pino, JSON lines) go to stdout; `mesh dev up` runs it in the background with its log in a file.
 
 export const controllerCommand = async (args: string[]): Promise<number> => {
-  parseFlags(args, { json: { type: 'boolean', default: false } });
+  const { values } = parseFlags(args, { json: { type: 'boolean', default: false }, 'pid-file': { type: 'string' } });
+  const pidFile = values['pid-file'];
   const config = loadConfig();
   const logger = pino({ base: { component: 'controller', mesh: config.meshName } });
   const nc = await connectNats(config.natsUrl, { name: 'mesh-controller', persistent: true });
@@ -24,6 +26,8 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     logger,
   });
   await controller.start();
+  // Written once running, so a starter that sees the pid file knows the controller is up.
+  if (pidFile) writeFileSync(pidFile, `${process.pid}\n`);
   logger.info({ nats: config.natsUrl }, 'controller started');
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
@@ -32,5 +36,6 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   logger.info('controller stopping');
   await controller.stop();
   await nc.close();
+  if (pidFile) rmSync(pidFile, { force: true });
   return 0;
 };

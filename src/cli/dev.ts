@@ -40,7 +40,7 @@ export const devCommand = async (args: string[]): Promise<number> => {
       if (out.json) out.data(status);
       else printStatus(status);
       // Absence is not health: a stack that is not fully up says so in its exit code too.
-      return status.nats.running && status.postgres.running && status.log && !('error' in status.log) ? 0 : 1;
+      return status.nats.running && status.postgres.running && status.controller.running && status.log && !('error' in status.log) ? 0 : 1;
     }
     default:
       throw new ValidationError(`mesh dev needs one of: up, down, status (got ${positionals[0] ?? 'nothing'})`, { field: 'verb' });
@@ -51,6 +51,7 @@ const printStatus = (status: StackStatus): void => {
   const line = (text: string): void => void process.stdout.write(`${text}\n`);
   line(`stack data:  ${status.dir}`);
   line(`nats-server: ${status.nats.running ? `running, pid ${status.nats.pid}, ${status.nats.url} (monitor :${status.nats.monitorPort})` : `not running (${status.nats.url})`}`);
+  line(`controller:  ${status.controller.running ? `running, pid ${status.controller.pid} (log ${status.controller.logFile})` : 'not running'}`);
   line(`postgresql:  ${status.postgres.running ? `running, pid ${status.postgres.pid}, ${status.postgres.url}` : `not running (${status.postgres.url})`}`);
   if (!status.log) line('mesh log:    unknown (NATS is not running)');
   else if ('error' in status.log) line(`mesh log:    unavailable: ${status.log.error}`);

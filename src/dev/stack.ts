@@ -6,6 +6,7 @@ import { connectNats } from '../adapters/nats/connect.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { bootstrapControlPlane, type BootstrapResult } from '../controller/bootstrap.js';
 import { meshEventRegistry } from '../domain/registry.js';
+import { controllerStatus, startController, stopController } from './controller-process.js';
 import { natsServerStatus, startNatsServer, stopNatsServer, type NatsServerStatus } from './nats-server.js';
 import { postgresStatus, startPostgres, stopPostgres, type PostgresStatus } from './postgres.js';
 
@@ -33,6 +34,7 @@ export interface StackStatus {
   dir: string;
   nats: NatsServerStatus;
   postgres: PostgresStatus;
+  controller: { running: boolean; pid?: number; logFile: string };
   log?: { stream: string; messages: number; firstSeq: number; lastSeq: number; lastTime: string } | { stream: string; error: string };
 }
 
@@ -92,6 +94,18 @@ export const stackUp = async (options: StackOptions): Promise<StackStatus & { bo
     if (bootstrap.stream.created) say(`created the mesh log (stream ${options.logStream}, subjects ${options.logSubjectPrefix}.>)`);
     if (bootstrap.stream.updated.length > 0) say(`brought stream ${options.logStream} back to the mesh log's settings: ${bootstrap.stream.updated.join(', ')}`);
     if (bootstrap.genesis.appended) say(`the log opens with mesh.initialised for mesh "${options.meshName}" at seq ${bootstrap.genesis.seq}`);
+    const controller = await startController({
+      dir: options.dir,
+      env: {
+        MESH_NATS_URL: addresses.natsUrl,
+        MESH_DATABASE_URL: addresses.databaseUrl,
+        MESH_NAME: options.meshName,
+        MESH_LOG_STREAM: options.logStream,
+        MESH_LOG_SUBJECT_PREFIX: options.logSubjectPrefix,
+      },
+      say,
+    });
+    if (!controller.started) say(`controller already running (pid ${controller.pid})`);
     return { ...(await stackStatus(options)), bootstrap, addresses };
   } finally {
     await nc.close();
@@ -100,6 +114,8 @@ export const stackUp = async (options: StackOptions): Promise<StackStatus & { bo
 
 export const stackDown = async (options: Pick<StackOptions, 'dir' | 'ports' | 'say'>): Promise<{ nats: boolean; postgres: boolean }> => {
   const say = options.say ?? (() => undefined);
+  const controller = await stopController(options.dir);
+  say(controller ? 'controller stopped' : 'controller was not running');
   const postgres = await stopPostgres(postgresOptions(options));
   say(postgres ? 'PostgreSQL stopped' : 'PostgreSQL was not running');
   const nats = await stopNatsServer(natsOptions(options));
@@ -110,7 +126,7 @@ export const stackDown = async (options: Pick<StackOptions, 'dir' | 'ports' | 's
 export const stackStatus = async (options: Pick<StackOptions, 'dir' | 'ports' | 'logStream'>): Promise<StackStatus> => {
   const nats = natsServerStatus(natsOptions(options));
   const postgres = postgresStatus(postgresOptions(options));
-  const status: StackStatus = { dir: options.dir, nats, postgres };
+  const status: StackStatus = { dir: options.dir, nats, postgres, controller: controllerStatus(options.dir) };
   if (!nats.running) return status;
   try {
     const nc = await connectNats(nats.url, { name: 'mesh-dev-status' });
