@@ -4,8 +4,9 @@ import { declarationEvents } from './declarations/events.js';
 import { EventRegistry } from './events/registry.js';
 import { meshEvents } from './mesh/events.js';
 import { nodeEvents } from './nodes/events.js';
+import { enrolmentEvents } from './nodes/enrolment.js';
 import { seatEvents } from './seats/events.js';
 
 /** Every event type of the mesh, as the log reads and writes them. */
 export const meshEventRegistry = (): EventRegistry =>
-  new EventRegistry([...meshEvents, ...catalogueEvents, ...seatEvents, ...nodeEvents, ...assignmentEvents, ...declarationEvents]);
+  new EventRegistry([...meshEvents, ...catalogueEvents, ...seatEvents, ...nodeEvents, ...assignmentEvents, ...declarationEvents, ...enrolmentEvents]);

@@ -2,12 +2,13 @@ import { decideAssign, decideUnassign, type Assign, type Unassign } from '../ass
 import { decideRegisterModule, type RegisterModule } from '../catalogue/decider.js';
 import type { Decision } from '../decision.js';
 import { decideAddNode, type AddNode } from '../nodes/decider.js';
+import { decideEnrolNode, decideIssueEnrolmentToken, type EnrolNode, type IssueEnrolmentToken } from '../nodes/enrolment.js';
 import { decideDefineSystemSeat, decideHandOverSeat, decideRenameSeat, type DefineSystemSeat, type HandOverSeat, type RenameSeat } from '../seats/decider.js';
 import type { MeshState } from './state.js';
 
 // Every command the mesh takes, and the one place that routes it to its rule.
 
-export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | Assign | Unassign;
+export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode;
 
 export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decision => {
   switch (command.type) {
@@ -25,6 +26,10 @@ export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decis
       return decideAssign(command, state);
     case 'unassign':
       return decideUnassign(command, state);
+    case 'issue-enrolment-token':
+      return decideIssueEnrolmentToken(command, state);
+    case 'enrol-node':
+      return decideEnrolNode(command, state);
     default: {
       const unreachable: never = command;
       throw new Error(`unknown command ${JSON.stringify(unreachable)}`);

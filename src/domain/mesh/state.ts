@@ -3,6 +3,7 @@ import type { AssignmentCreated, Resolution } from '../assignments/events.js';
 import type { Manifest, SeatDeclaration } from '../catalogue/manifest.js';
 import type { StoredEvent } from '../events/envelope.js';
 import type { AssignmentRef, SeatDefined } from '../seats/events.js';
+import { DEFAULT_NODE_ROOT } from '../nodes/events.js';
 
 // The mesh as the log says it is: the one state every rule is judged against. Folded from the
 // whole log in order; `seq` is the last log sequence folded in, the point a decision was made at.
@@ -30,6 +31,16 @@ export interface ModuleState {
 export interface NodeState {
   name: string;
   root: string;
+  /** the agent's public key, once the node has enrolled */
+  publicKey?: string;
+}
+
+export interface EnrolmentTokenState {
+  tokenId: string;
+  verifier: string;
+  node: string | null;
+  expiresAt: string;
+  spentBy?: string;
 }
 
 export interface AssignmentState {
@@ -57,6 +68,7 @@ export interface MeshState {
   versions: Map<string, number>;
   /** the last reason each node's declaration could not be composed, and the log sequence it was stated at */
   declarationRefusals: Map<string, { reason: string; seq: number }>;
+  enrolmentTokens: Map<string, EnrolmentTokenState>;
 }
 
 export const emptyMeshState = (): MeshState => ({
@@ -69,6 +81,7 @@ export const emptyMeshState = (): MeshState => ({
   commands: new Map(),
   versions: new Map(),
   declarationRefusals: new Map(),
+  enrolmentTokens: new Map(),
 });
 
 export const assignmentKey = (ref: AssignmentRef): string => `${ref.node}/${ref.module}`;
@@ -167,6 +180,19 @@ export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
     case 'node.added': {
       const data = event.data as { node: string; root: string };
       state.nodes.set(data.node, { name: data.node, root: data.root });
+      break;
+    }
+    case 'enrolment.token-issued': {
+      const data = event.data as EnrolmentTokenState;
+      state.enrolmentTokens.set(data.tokenId, { tokenId: data.tokenId, verifier: data.verifier, node: data.node, expiresAt: data.expiresAt });
+      break;
+    }
+    case 'node.enrolled': {
+      const data = event.data as { node: string; publicKey: string; tokenId: string };
+      const token = state.enrolmentTokens.get(data.tokenId);
+      if (token) token.spentBy = data.node;
+      const node = state.nodes.get(data.node) ?? { name: data.node, root: DEFAULT_NODE_ROOT };
+      state.nodes.set(data.node, { ...node, publicKey: data.publicKey });
       break;
     }
     case 'assignment.created': {

@@ -1,0 +1,94 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { Decision } from '../decision.js';
+import { defineEvent } from '../events/registry.js';
+import type { MeshState } from '../mesh/state.js';
+import { Refusal, refuseIfAny, type Problem } from '../refusal.js';
+import { DEFAULT_NODE_ROOT, nodeAggregate } from './events.js';
+
+// Joining the mesh. An operator is handed a token once; the log keeps only its id and a hash to
+// verify it by (ADR 0113: the controller can only verify). An agent spends it exactly once,
+// presenting the public half of a key pair it made itself; what the mesh gives back is sealed to
+// that key and never enters the log.
+
+export const tokenAggregate = (tokenId: string): string => `token.${tokenId}`;
+
+export const EnrolmentTokenIssued = defineEvent({
+  type: 'enrolment.token-issued',
+  version: 1,
+  schema: z.strictObject({
+    tokenId: z.string().regex(/^[0-9a-f]{16}$/),
+    /** sha256 of the token's secret part */
+    verifier: z.string().regex(/^[0-9a-f]{64}$/),
+    /** a token may be made for one node only */
+    node: z.string().nullable(),
+    expiresAt: z.string(),
+  }),
+});
+
+export const NodeEnrolled = defineEvent({
+  type: 'node.enrolled',
+  version: 1,
+  schema: z.strictObject({
+    node: z.string().min(1),
+    /** the agent's public key (tweetnacl box), base64 */
+    publicKey: z.string().min(1),
+    tokenId: z.string().min(1),
+  }),
+});
+
+export const enrolmentEvents = [EnrolmentTokenIssued, NodeEnrolled] as const;
+
+export interface IssueEnrolmentToken {
+  type: 'issue-enrolment-token';
+  tokenId: string;
+  verifier: string;
+  node: string | null;
+  expiresAt: string;
+}
+
+export interface EnrolNode {
+  type: 'enrol-node';
+  node: string;
+  tokenId: string;
+  /** the secret part as presented; only its hash is compared */
+  secret: string;
+  publicKey: string;
+  /** the time the request arrived: deciders take no clock */
+  now: string;
+}
+
+export const tokenVerifier = (secret: string): string => createHash('sha256').update(secret).digest('hex');
+
+export const decideIssueEnrolmentToken = (command: IssueEnrolmentToken, state: MeshState): Decision => {
+  const problems: Problem[] = [];
+  if (state.enrolmentTokens.has(command.tokenId)) problems.push({ what: command.tokenId, why: 'a token with this id exists', remedy: 'make another token' });
+  if (command.node !== null && !/^[a-z][a-z0-9-]*$/.test(command.node)) problems.push({ what: '--node', why: `"${command.node}" is not a node name`, remedy: 'lower-case letters, digits and -' });
+  refuseIfAny('making an enrolment token', problems);
+  return {
+    aggregate: tokenAggregate(command.tokenId),
+    events: [{ type: EnrolmentTokenIssued.type, data: { tokenId: command.tokenId, verifier: command.verifier, node: command.node, expiresAt: command.expiresAt } }],
+    summary: `enrolment token ${command.tokenId} made${command.node ? ` for node ${command.node}` : ''}, valid until ${command.expiresAt}`,
+  };
+};
+
+export const decideEnrolNode = (command: EnrolNode, state: MeshState): Decision => {
+  const subject = `enrolling node ${command.node}`;
+  const token = state.enrolmentTokens.get(command.tokenId);
+  if (!token || token.verifier !== tokenVerifier(command.secret)) {
+    throw new Refusal(subject, [{ what: 'token', why: 'the token is not one the mesh made', remedy: 'ask an operator for a token: mesh node token' }]);
+  }
+  const problems: Problem[] = [];
+  if (token.spentBy) problems.push({ what: 'token', why: `the token was already spent, by node ${token.spentBy}`, remedy: 'a token is spent once: ask for a new one' });
+  if (Date.parse(command.now) > Date.parse(token.expiresAt)) problems.push({ what: 'token', why: `the token expired at ${token.expiresAt}`, remedy: 'ask for a new one' });
+  if (token.node !== null && token.node !== command.node) problems.push({ what: 'token', why: `the token was made for node ${token.node}`, remedy: `enrol as ${token.node}, or ask for a token for ${command.node}` });
+  if (!/^[A-Za-z0-9+/]{43}=$/.test(command.publicKey)) problems.push({ what: 'publicKey', why: 'not a 32-byte public key in base64', remedy: 'send the public half of a tweetnacl box key pair' });
+  const enrolled = state.nodes.get(command.node)?.publicKey;
+  if (enrolled) problems.push({ what: command.node, why: `node ${command.node} is already enrolled`, remedy: 'an enrolled node keeps its key; remove the node before enrolling a new machine under its name' });
+  refuseIfAny(subject, problems);
+  return {
+    aggregate: nodeAggregate(command.node),
+    events: [{ type: NodeEnrolled.type, data: { node: command.node, publicKey: command.publicKey, tokenId: command.tokenId } }],
+    summary: `node ${command.node} enrolled${state.nodes.has(command.node) ? '' : ` (added with root ${DEFAULT_NODE_ROOT})`}`,
+  };
+};
