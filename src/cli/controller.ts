@@ -22,6 +22,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   await bootstrapControlPlane(nc, log, { ...settings, meshName: config.meshName, actor: 'controller' });
   const controller = new Controller(nc, log, {
     names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix },
+    databaseUrl: config.databaseUrl,
     actor: 'controller',
     logger,
   });

@@ -22,6 +22,8 @@ export interface ControllerNames {
 
 export interface ControllerOptions {
   names: ControllerNames;
+  /** PostgreSQL for the projections; without it the controller runs no projector */
+  databaseUrl?: string;
   actor: string;
   logger: Logger;
   /** called after each pass over the nodes; tests and benchmarks watch it */
