@@ -5,6 +5,8 @@ import { connectNats } from '../adapters/nats/connect.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { bootstrapControlPlane } from '../controller/bootstrap.js';
 import { Controller } from '../controller/controller.js';
+import { EnrolmentService } from '../controller/enrolment-service.js';
+import { MeshService } from '../controller/mesh-service.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { parseFlags } from './flags.js';
 
@@ -27,6 +29,12 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     logger,
   });
   await controller.start();
+  const enrolment = new EnrolmentService(nc, new MeshService(new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() })), {
+    prefix: config.subjectPrefix,
+    natsUrl: config.natsUrl,
+    logger: logger.child({ component: 'enrolment' }),
+  });
+  enrolment.start();
   // Written once running, so a starter that sees the pid file knows the controller is up.
   if (pidFile) writeFileSync(pidFile, `${process.pid}\n`);
   logger.info({ nats: config.natsUrl }, 'controller started');
@@ -35,6 +43,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     process.once('SIGTERM', resolve);
   });
   logger.info('controller stopping');
+  enrolment.stop();
   await controller.stop();
   await nc.close();
   if (pidFile) rmSync(pidFile, { force: true });

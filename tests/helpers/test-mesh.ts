@@ -4,6 +4,7 @@ import { connectNats } from '../../src/adapters/nats/connect.js';
 import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
 import { bootstrapControlPlane } from '../../src/controller/bootstrap.js';
 import { Controller, type DeclarationPass } from '../../src/controller/controller.js';
+import { EnrolmentService } from '../../src/controller/enrolment-service.js';
 import { MeshService } from '../../src/controller/mesh-service.js';
 import type { MeshCommand } from '../../src/domain/mesh/commands.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../../src/domain/declarations/declaration.js';
@@ -22,6 +23,7 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
   await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: name, actor: 'test' });
   const mesh = new MeshService(newLog());
   const controllers: Controller[] = [];
+  const services: EnrolmentService[] = [];
   const passes: DeclarationPass[] = [];
   let commands = 0;
 
@@ -37,9 +39,18 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
     return controller;
   };
 
+  /** The mesh-controller seat's enrol tool, answering on this mesh's prefix. */
+  const startEnrolment = (now?: () => Date): EnrolmentService => {
+    const service = new EnrolmentService(nc, new MeshService(newLog()), { prefix: names.prefix, natsUrl: options.url ?? testNatsUrl(), logger: pino({ level: 'silent' }), ...(now ? { now } : {}) });
+    service.start();
+    services.push(service);
+    return service;
+  };
+
   return {
     nc,
     jsm,
+    startEnrolment,
     log,
     names,
     mesh,
@@ -54,6 +65,7 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
     /** Every message NODES has taken for a node (its stream keeps only the newest, so count via the stream's last sequence). */
     nodesHead: async (): Promise<number> => (await jsm.streams.info(names.nodesStream)).state.last_seq,
     close: async () => {
+      for (const service of services) service.stop();
       for (const controller of controllers) await controller.stop();
       for (const stream of [names.logStream, names.nodesStream, names.controlStream]) await jsm.streams.delete(stream).catch(() => undefined);
       await nc.close();

@@ -1,0 +1,76 @@
+import { randomBytes } from 'node:crypto';
+import type { NatsConnection, Subscription } from '@nats-io/nats-core';
+import type { Logger } from 'pino';
+import { seal } from '../adapters/sealing.js';
+import { enrolRequestSchema, enrolToolSubject, type BusCredentials, type EnrolAnswer } from '../domain/nodes/enrol-wire.js';
+import { Refusal } from '../domain/refusal.js';
+import type { MeshService } from './mesh-service.js';
+
+// The mesh-controller seat's `enrol` tool. An agent presents its token and public key; the token
+// is spent through the log (exactly once, whatever races), and the node's bus credentials go back
+// sealed to that key. The credentials are made here and never written anywhere: a lost answer is
+// answered again by a retry with the same token and key, with fresh credentials.
+
+export interface EnrolmentServiceOptions {
+  prefix: string;
+  /** the bus address an enrolled node is told to use */
+  natsUrl: string;
+  logger: Logger;
+  now?: () => Date;
+}
+
+export class EnrolmentService {
+  private subscription: Subscription | undefined;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly mesh: MeshService,
+    private readonly options: EnrolmentServiceOptions,
+  ) {}
+
+  start(): void {
+    // A queue group: with several controllers, one answers each request.
+    this.subscription = this.nc.subscribe(enrolToolSubject(this.options.prefix), {
+      queue: 'mesh-controller',
+      callback: (error, message) => {
+        if (error) return;
+        void this.answer(message.data).then((answer) => message.respond(JSON.stringify(answer)));
+      },
+    });
+  }
+
+  stop(): void {
+    this.subscription?.unsubscribe();
+  }
+
+  private async answer(payload: Uint8Array): Promise<EnrolAnswer> {
+    let request;
+    try {
+      request = enrolRequestSchema.parse(JSON.parse(new TextDecoder().decode(payload)));
+    } catch (error) {
+      return { ok: false, refused: [{ what: 'request', why: `not an enrolment request: ${(error as Error).message}`, remedy: 'send { node, token, publicKey }' }] };
+    }
+    const [tokenId = '', secret = ''] = request.token.split('.');
+    try {
+      const result = await this.mesh.execute(
+        { type: 'enrol-node', node: request.node, tokenId, secret, publicKey: request.publicKey, now: (this.options.now?.() ?? new Date()).toISOString() },
+        { commandId: `enrol:${tokenId}`, actor: `host:${request.node}` },
+      );
+      if (result.duplicate) {
+        // A retry: answer again only the machine that spent the token, with the key it spent it with.
+        const state = await this.mesh.current();
+        const spentBy = state.enrolmentTokens.get(tokenId)?.spentBy;
+        if (spentBy !== request.node || state.nodes.get(request.node)?.publicKey !== request.publicKey) {
+          return { ok: false, refused: [{ what: 'token', why: `the token was already spent, by node ${spentBy ?? 'unknown'} on another machine`, remedy: 'a token is spent once: ask for a new one' }] };
+        }
+      }
+      const credentials: BusCredentials = { url: this.options.natsUrl, user: `${request.node}-host`, password: randomBytes(24).toString('base64url'), node: request.node };
+      this.options.logger.info({ node: request.node, tokenId, seq: result.seq }, 'node enrolled');
+      return { ok: true, node: request.node, seq: result.seq, credentials: seal(JSON.stringify(credentials), request.publicKey) };
+    } catch (error) {
+      if (error instanceof Refusal) return { ok: false, refused: [...error.problems] };
+      this.options.logger.error({ err: error, node: request.node }, 'enrolment failed');
+      return { ok: false, refused: [{ what: 'enrolment', why: (error as Error).message, remedy: 'try again; if it persists, look at the controller log' }] };
+    }
+  }
+}
