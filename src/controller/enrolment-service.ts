@@ -1,8 +1,9 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import { seal } from '../adapters/sealing.js';
 import { enrolRequestSchema, enrolToolSubject, type BusCredentials, type EnrolAnswer } from '../domain/nodes/enrol-wire.js';
+import { tokenVerifier } from '../domain/nodes/enrolment.js';
 import { Refusal } from '../domain/refusal.js';
 import type { MeshService } from './mesh-service.js';
 
@@ -54,14 +55,15 @@ export class EnrolmentService {
     try {
       const result = await this.mesh.execute(
         { type: 'enrol-node', node: request.node, tokenId, secret, publicKey: request.publicKey, now: (this.options.now?.() ?? new Date()).toISOString() },
-        { commandId: `enrol:${tokenId}`, actor: `host:${request.node}` },
+        // The same machine retrying (same token, same key) is the same command; any other is a new one.
+        { commandId: `enrol:${tokenId}:${createHash('sha256').update(request.publicKey).digest('hex').slice(0, 16)}`, actor: `host:${request.node}` },
       );
       if (result.duplicate) {
-        // A retry: answer again only the machine that spent the token, with the key it spent it with.
+        // A retry: answer again only with the right secret, for the node that spent the token.
         const state = await this.mesh.current();
-        const spentBy = state.enrolmentTokens.get(tokenId)?.spentBy;
-        if (spentBy !== request.node || state.nodes.get(request.node)?.publicKey !== request.publicKey) {
-          return { ok: false, refused: [{ what: 'token', why: `the token was already spent, by node ${spentBy ?? 'unknown'} on another machine`, remedy: 'a token is spent once: ask for a new one' }] };
+        const token = state.enrolmentTokens.get(tokenId);
+        if (!token || token.verifier !== tokenVerifier(secret) || token.spentBy !== request.node) {
+          return { ok: false, refused: [{ what: 'token', why: 'the token is not one the mesh made, or not for this node', remedy: 'ask an operator for a token: mesh node token' }] };
         }
       }
       const credentials: BusCredentials = { url: this.options.natsUrl, user: `${request.node}-host`, password: randomBytes(24).toString('base64url'), node: request.node };

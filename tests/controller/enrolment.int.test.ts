@@ -90,6 +90,6 @@ describe('joining the mesh with an enrolment token', () => {
     expect(existsSync(join(dir, 'credentials.json'))).toBe(true);
     expect(JSON.parse(readFileSync(join(dir, 'credentials.json'), 'utf8'))).toEqual(again);
     const impostor = await enrol(t.nc, { node: 'lab9', token, stateDir: stateDir(), prefix: t.names.prefix }).catch((error: Refusal) => error.problems[0]?.why);
-    expect(impostor).toContain('already spent, by node lab9 on another machine');
+    expect(impostor).toContain('already spent, by node lab9');
   });
 });
