@@ -1,0 +1,95 @@
+// Deriving and publishing declarations after one change that touches every node: how long the
+// controller takes for 100, 300 and 1,000 nodes, and how that grows.
+//
+//   npx tsx bench/declarations.bench.ts        (SIZES=100,300,1000 to change the sizes)
+//
+// Each size gets a fresh mesh on a nats-server of the benchmark's own: N nodes, each running a
+// consumer whose requirement is answered through a seat; handing the seat over changes all N.
+
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { pino } from 'pino';
+import { meshHome } from '../src/config.js';
+import { connectNats } from '../src/adapters/nats/connect.js';
+import { JetStreamEventLog } from '../src/adapters/eventlog/jetstream-log.js';
+import { bootstrapControlPlane } from '../src/controller/bootstrap.js';
+import { Controller, type DeclarationPass } from '../src/controller/controller.js';
+import { MeshService } from '../src/controller/mesh-service.js';
+import { meshEventRegistry } from '../src/domain/registry.js';
+import { startNatsServer, stopNatsServer } from '../src/dev/nats-server.js';
+import { freePort } from '../src/dev/ports.js';
+
+const SIZES = (process.env.SIZES ?? '100,300,1000').split(',').map(Number);
+
+const bus = { name: 'bus', contract: 'mesh-bus', provider: 'module', seat: 'mesh-broker' };
+
+const main = async (): Promise<void> => {
+  const dir = join(meshHome(), 'tmp', `bench-declarations-${process.pid}`);
+  const server = { dir, port: await freePort(), monitorPort: await freePort() };
+  const { url } = await startNatsServer(server);
+  const nc = await connectNats(url, { name: 'bench-declarations' });
+  const rows: { nodes: number; millis: number; published: number }[] = [];
+  try {
+    for (const size of SIZES) {
+      const name = `b${size}`;
+      const names = { logStream: `LOG_${name}`, logPrefix: `${name}.log`, nodesStream: `NODES_${name}`, controlStream: `CONTROL_${name}`, prefix: name };
+      const log = new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry() });
+      await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: name, actor: 'bench' });
+      const mesh = new MeshService(log);
+      let n = 0;
+      const run = (command: Parameters<MeshService['execute']>[0]) => mesh.execute(command, { commandId: `${name}-${++n}`, actor: 'bench' });
+      await run({ type: 'register-module', manifest: { name: 'nats', provides: [{ provision: 'mesh-bus' }], canHold: ['mesh-broker'] } });
+      await run({ type: 'register-module', manifest: { name: 'forge', provides: [{ provision: 'git' }], canHold: ['mesh-git'] } });
+      await run({ type: 'register-module', manifest: { name: 'ci', requires: [bus, { name: 'code', contract: 'git', provider: 'module', seat: 'mesh-git' }], resources: { processes: [{ name: 'ci', run: ['ci', '--from', '${code.node}'] }] } } });
+      await run({ type: 'add-node', node: 'hub' });
+      await run({ type: 'assign', module: 'nats', node: 'hub', hold: ['mesh-broker'], pins: {}, values: {}, placements: {} });
+      for (const forge of ['forge-a', 'forge-b']) await run({ type: 'add-node', node: forge });
+      await run({ type: 'assign', module: 'forge', node: 'forge-a', hold: ['mesh-git'], pins: {}, values: {}, placements: {} });
+      await run({ type: 'assign', module: 'forge', node: 'forge-b', hold: [], pins: {}, values: {}, placements: {} });
+      for (let i = 0; i < size; i++) {
+        await run({ type: 'add-node', node: `n${i}` });
+        await run({ type: 'assign', module: 'ci', node: `n${i}`, hold: [], pins: {}, values: {}, placements: {} });
+      }
+
+      const passes: DeclarationPass[] = [];
+      const controller = new Controller(nc, new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry() }), {
+        names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
+        actor: 'controller',
+        logger: pino({ level: 'silent' }),
+        onPass: (pass) => passes.push(pass),
+      });
+      await controller.start();
+      const settled = async (atLeastSeq: number): Promise<DeclarationPass> => {
+        for (;;) {
+          const pass = passes.at(-1);
+          if (pass && pass.seq >= atLeastSeq) return pass;
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      };
+      await settled(0);
+      const handover = await run({ type: 'hand-over-seat', seat: 'mesh-git', to: { node: 'forge-b', module: 'forge' } });
+      const started = process.hrtime.bigint();
+      const pass = await settled(handover.seq);
+      const millis = Number(process.hrtime.bigint() - started) / 1e6;
+      rows.push({ nodes: size, millis: Math.max(millis, pass.millis), published: pass.published.length });
+      await controller.stop();
+      const jsm = await jetstreamManager(nc);
+      for (const stream of [names.logStream, names.nodesStream, names.controlStream]) await jsm.streams.delete(stream).catch(() => undefined);
+    }
+  } finally {
+    await nc.close();
+    await stopNatsServer(server, 'SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const print = (text: string): void => void process.stdout.write(`${text}\n`);
+  print('\ndeclarations derived and published after one change that touches every node');
+  print(`${'nodes'.padStart(6)} ${'published'.padStart(10)} ${'ms'.padStart(8)} ${'ms/node'.padStart(8)} ${'growth vs first'.padStart(16)}`);
+  const first = rows[0];
+  for (const row of rows) {
+    const growth = first ? `${(row.millis / first.millis).toFixed(1)}× for ${(row.nodes / first.nodes).toFixed(0)}× nodes` : '';
+    print(`${String(row.nodes).padStart(6)} ${String(row.published).padStart(10)} ${row.millis.toFixed(0).padStart(8)} ${(row.millis / row.nodes).toFixed(2).padStart(8)} ${growth.padStart(16)}`);
+  }
+};
+
+await main();
