@@ -69,6 +69,15 @@ export interface MeshState {
   /** the last reason each node's declaration could not be composed, and the log sequence it was stated at */
   declarationRefusals: Map<string, { reason: string; seq: number }>;
   enrolmentTokens: Map<string, EnrolmentTokenState>;
+  /** what the control plane has stated about machines (fact.* events), so it states each change once */
+  facts: {
+    /** `<node>/<module>` → the version the last applied fact named */
+    running: Map<string, { definitionVersion: number; artifact: string | null }>;
+    /** `<node>/<resource key>` → the last refusal stated */
+    refused: Map<string, { reason: string; definitionVersion: number; artifact: string | null }>;
+    /** `<node>/<resource key>` → the version a crash loop was stated for */
+    crashLooping: Map<string, { definitionVersion: number; artifact: string | null }>;
+  };
 }
 
 export const emptyMeshState = (): MeshState => ({
@@ -82,6 +91,7 @@ export const emptyMeshState = (): MeshState => ({
   versions: new Map(),
   declarationRefusals: new Map(),
   enrolmentTokens: new Map(),
+  facts: { running: new Map(), refused: new Map(), crashLooping: new Map() },
 });
 
 export const assignmentKey = (ref: AssignmentRef): string => `${ref.node}/${ref.module}`;
@@ -193,6 +203,32 @@ export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
       if (token) token.spentBy = data.node;
       const node = state.nodes.get(data.node) ?? { name: data.node, root: DEFAULT_NODE_ROOT };
       state.nodes.set(data.node, { ...node, publicKey: data.publicKey });
+      break;
+    }
+    case 'fact.applied': {
+      const data = event.data as { node: string; module: string; version: { definitionVersion: number; artifact: string | null } };
+      state.facts.running.set(`${data.node}/${data.module}`, data.version);
+      for (const key of [...state.facts.refused.keys(), ...state.facts.crashLooping.keys()]) {
+        if (key.startsWith(`${data.node}/${data.module}/`)) {
+          state.facts.refused.delete(key);
+          state.facts.crashLooping.delete(key);
+        }
+      }
+      break;
+    }
+    case 'fact.refused': {
+      const data = event.data as { node: string; resource: string; reason: string; version: { definitionVersion: number; artifact: string | null } };
+      state.facts.refused.set(`${data.node}/${data.resource}`, { reason: data.reason, ...data.version });
+      break;
+    }
+    case 'fact.crash-looping': {
+      const data = event.data as { node: string; resource: string; version: { definitionVersion: number; artifact: string | null } };
+      state.facts.crashLooping.set(`${data.node}/${data.resource}`, data.version);
+      break;
+    }
+    case 'fact.stopped': {
+      const data = event.data as { node: string; module: string };
+      state.facts.running.delete(`${data.node}/${data.module}`);
       break;
     }
     case 'assignment.created': {

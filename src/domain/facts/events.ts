@@ -1,0 +1,56 @@
+import { z } from 'zod';
+import { defineEvent } from '../events/registry.js';
+
+// What machines are doing, stated by the control plane under the mesh-controller seat (ADR 0134):
+// derived from node reports, appended to the log on change only, and published on
+// `mesh.seat.mesh-controller.event.<applied|refused|crash-looping|stopped|report-mismatch>`.
+
+export const factAggregate = (node: string): string => `fact.${node}`;
+
+const version = z.strictObject({ definitionVersion: z.number().int(), artifact: z.string().nullable() });
+export type RunningVersion = z.infer<typeof version>;
+
+const where = { node: z.string().min(1), module: z.string().min(1), declarationSequence: z.number().int().nonnegative() };
+
+export const FactApplied = defineEvent({
+  type: 'fact.applied',
+  version: 1,
+  schema: z.strictObject({ ...where, version, previous: version.nullable() }),
+});
+
+export const FactRefused = defineEvent({
+  type: 'fact.refused',
+  version: 1,
+  schema: z.strictObject({ ...where, version, resource: z.string().min(1), kind: z.string(), reason: z.string() }),
+});
+
+export const FactCrashLooping = defineEvent({
+  type: 'fact.crash-looping',
+  version: 1,
+  schema: z.strictObject({ ...where, version, resource: z.string().min(1), restarts: z.number().int().nonnegative(), reason: z.string() }),
+});
+
+export const FactStopped = defineEvent({
+  type: 'fact.stopped',
+  version: 1,
+  schema: z.strictObject({ ...where, previous: version }),
+});
+
+/** A report that does not add up: what was sent is not what was answered for. */
+export const FactReportMismatch = defineEvent({
+  type: 'fact.report-mismatch',
+  version: 1,
+  schema: z.strictObject({
+    node: z.string().min(1),
+    declarationSequence: z.number().int().nonnegative(),
+    sent: z.number().int(),
+    answered: z.number().int(),
+    missing: z.array(z.string()),
+    unexpected: z.array(z.string()),
+  }),
+});
+
+export const factEvents = [FactApplied, FactRefused, FactCrashLooping, FactStopped, FactReportMismatch] as const;
+
+/** The seat event subject a fact is published on. */
+export const factSubject = (type: string, prefix = 'mesh'): string => `${prefix}.seat.mesh-controller.event.${type.replace(/^fact\./, '')}`;
