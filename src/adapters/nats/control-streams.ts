@@ -6,6 +6,8 @@ import { DiscardPolicy, JetStreamApiError, RetentionPolicy, StorageType, type Je
 export interface ControlStreamNames {
   nodes: string;
   control: string;
+  /** modules' and seats' events; defaults to EVENTS (with the prefix's name when not `mesh`) */
+  events?: string;
   /** subject prefix: `mesh` in production; tests use their own */
   prefix: string;
 }
@@ -32,6 +34,19 @@ export const controlStreamConfig = (names: ControlStreamNames): Partial<StreamCo
   discard: DiscardPolicy.Old,
 });
 
+export const eventsStreamName = (names: ControlStreamNames): string => names.events ?? (names.prefix === 'mesh' ? 'EVENTS' : `EVENTS_${names.prefix}`);
+
+/** Modules' and seats' events (DESIGN.md decision 5), kept for a while for consumers that were away. */
+export const eventsStreamConfig = (names: ControlStreamNames): Partial<StreamConfig> & { name: string } => ({
+  name: eventsStreamName(names),
+  description: "Modules' and seats' events, for any consumer.",
+  subjects: [`${names.prefix}.mod.*.event.>`, `${names.prefix}.seat.*.event.>`],
+  retention: RetentionPolicy.Limits,
+  storage: StorageType.File,
+  max_age: 90 * 24 * 3_600 * 1_000_000_000,
+  discard: DiscardPolicy.Old,
+});
+
 const assertStream = async (jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> => {
   try {
     const info = await jsm.streams.info(config.name);
@@ -48,4 +63,5 @@ const assertStream = async (jsm: JetStreamManager, config: Partial<StreamConfig>
 export const assertControlStreams = async (jsm: JetStreamManager, names: ControlStreamNames = DEFAULT_CONTROL_STREAMS): Promise<void> => {
   await assertStream(jsm, nodesStreamConfig(names));
   await assertStream(jsm, controlStreamConfig(names));
+  await assertStream(jsm, eventsStreamConfig(names));
 };
