@@ -1,4 +1,5 @@
 import { ValidationError } from '../errors.js';
+import { agentCommand } from './agent.js';
 import { assignCommand, unassignCommand } from './assign.js';
 import { controllerCommand } from './controller.js';
 import { devCommand } from './dev.js';
@@ -24,6 +25,8 @@ usage:
   mesh assign MODULE NODE [--hold SEAT]… [--pin REQ=NODE/MODULE]… [--set NAME=VALUE]… [--place DIR=PATH]…
   mesh unassign MODULE NODE
   mesh controller                      run the control plane in the foreground (mesh dev up runs it for you)
+  mesh agent --node NAME [--state DIR] [--token T]
+                                       run this machine's node agent in the foreground; stopping it leaves what runs running
   mesh projections status | rebuild NAME   each projection's version, checkpoint, lag, stall; force a blue/green rebuild
 
 Every verb takes --json; commands take --command-id ID (a retry with the same id acts once).
@@ -55,6 +58,8 @@ export const main = async (argv: string[]): Promise<number> => {
         return await controllerCommand(rest);
       case 'projections':
         return await projectionsCommand(rest);
+      case 'agent':
+        return await agentCommand(rest);
       case undefined:
       case 'help':
       case '--help':

@@ -1,0 +1,233 @@
+import { jetstream } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { pino, type Logger } from 'pino';
+import { connectNats } from '../adapters/nats/connect.js';
+import { declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
+import { aliveSubject, reportSubject, type Report } from '../domain/reports/report.js';
+import { judgeDeclaration } from './acceptance.js';
+import { followDeclarations } from './declaration-feed.js';
+import { DockerEngine } from './docker.js';
+import { containerDriver } from './drivers/container.js';
+import { directoryDriver } from './drivers/directory.js';
+import type { DriverContext } from './drivers/driver.js';
+import { fileDriver } from './drivers/file.js';
+import { processDriver, type ProcessDriver } from './drivers/process.js';
+import { runOnceDriver, type RunOnceDriver } from './drivers/run-once.js';
+import { secretDriver } from './drivers/secret.js';
+import { pause } from './pause.js';
+import { ReconcileLoop } from './reconcile-loop.js';
+import { Reconciler } from './reconciler.js';
+import { refusalReport, reportOf, sameReport } from './report-of.js';
+import { ReportOutbox } from './report-outbox.js';
+import { sha256 } from './resource-identity.js';
+import { agentWire, backoff, DEFAULT_TIMINGS, type AgentTimings, type AgentWire } from './settings.js';
+import { RecordStore, StateFolder } from './state-folder.js';
+
+// The node agent: applies its node's declaration and reports. It works from its state folder
+// first and the bus second — it reconciles the declaration it accepted last before it has even
+// connected, and nothing it runs depends on NATS, PostgreSQL or the control plane being up.
+
+export interface EnrolRequest {
+  node: string;
+  token: string | undefined;
+  stateDir: string;
+  natsUrl: string;
+}
+
+export interface AgentOptions {
+  node: string;
+  natsUrl: string;
+  stateDir: string;
+  wire?: Partial<AgentWire>;
+  timings?: Partial<AgentTimings>;
+  logger?: Logger;
+  /** passed to `enrol` as it is */
+  token?: string;
+  /** joins the mesh before the agent connects as the node (enrolment); nothing by default */
+  enrol?: (request: EnrolRequest) => Promise<void>;
+  /** every report, as it is handed to the outbox */
+  onReport?: (report: Report) => void;
+}
+
+export interface AgentStatus {
+  connected: boolean;
+  /** reconcile passes completed since start */
+  passes: number;
+  /** the declaration accepted last */
+  sequence: number | null;
+  lastReport: Report | undefined;
+}
+
+export class Agent {
+  private readonly node: string;
+  private readonly wire: AgentWire;
+  private readonly timings: AgentTimings;
+  private readonly logger: Logger;
+  private readonly folder: StateFolder;
+  private readonly stopping = new AbortController();
+  private readonly loop: ReconcileLoop;
+  private readonly outbox: ReportOutbox;
+  private records: RecordStore | undefined;
+  private processes: ProcessDriver | undefined;
+  private steps: RunOnceDriver | undefined;
+  private reconciler: Reconciler | undefined;
+  private declaration: Declaration | undefined;
+  /** the declaration whose next report is published even if it says nothing new */
+  private announce: Declaration | undefined;
+  private lastReport: Report | undefined;
+  private nc: NatsConnection | undefined;
+  private connected = false;
+  private passes = 0;
+  private timers: NodeJS.Timeout[] = [];
+  private following: Promise<void> | undefined;
+
+  constructor(private readonly options: AgentOptions) {
+    this.node = options.node;
+    this.wire = { ...agentWire(), ...options.wire };
+    this.timings = { ...DEFAULT_TIMINGS, ...options.timings };
+    this.logger = (options.logger ?? pino({ level: 'silent' })).child({ component: 'agent', node: options.node });
+    this.folder = new StateFolder(options.stateDir);
+    this.loop = new ReconcileLoop(() => this.reconcile(), this.logger);
+    this.outbox = new ReportOutbox((report) => this.publishReport(report), this.timings, this.logger);
+  }
+
+  async start(): Promise<void> {
+    this.folder.lock();
+    try {
+      await (this.options.enrol ?? (async () => undefined))({ node: this.node, token: this.options.token, stateDir: this.folder.dir, natsUrl: this.options.natsUrl });
+      this.records = new RecordStore(this.folder);
+      const docker = new DockerEngine(this.timings);
+      const context: DriverContext = { folder: this.folder, records: this.records, timings: this.timings, logger: this.logger, wake: (reason) => this.wake(reason) };
+      this.processes = processDriver(context);
+      this.steps = runOnceDriver(context, docker);
+      this.reconciler = new Reconciler(
+        { directory: directoryDriver(context), file: fileDriver(context), secret: secretDriver(context), process: this.processes, 'run-once': this.steps, container: containerDriver(context, docker) },
+        this.records,
+        this.logger,
+      );
+      // What this agent started before its restart keeps running and is watched, not started again.
+      this.processes.adoptAll();
+      this.declaration = this.folder.loadDeclaration();
+      this.announce = this.declaration;
+    } catch (error) {
+      this.folder.unlock();
+      throw error;
+    }
+    if (this.declaration) this.wake('start');
+    const resync = setInterval(() => this.wake('resync'), this.timings.resyncMs);
+    const heartbeat = setInterval(() => this.heartbeat(), this.timings.heartbeatMs);
+    this.timers.push(resync, heartbeat);
+    this.following = this.connectAndFollow();
+  }
+
+  /** Stops the agent and leaves everything it started running: an agent restart restarts nothing. */
+  async stop(): Promise<void> {
+    if (this.stopping.signal.aborted) return;
+    this.stopping.abort();
+    for (const timer of this.timers) clearInterval(timer);
+    await this.loop.idle();
+    this.processes?.detachAll();
+    this.steps?.cancelAll();
+    await this.outbox.stop();
+    await this.following;
+    await this.nc?.close().catch(() => undefined);
+    this.folder.unlock();
+  }
+
+  status(): AgentStatus {
+    return { connected: this.connected, passes: this.passes, sequence: this.declaration?.sequence ?? null, lastReport: this.lastReport };
+  }
+
+  private wake(reason: string): void {
+    if (!this.stopping.signal.aborted) this.loop.wake(reason);
+  }
+
+  private async reconcile(): Promise<void> {
+    const declaration = this.declaration;
+    if (!declaration || !this.reconciler) return;
+    const resources = await this.reconciler.pass(declaration);
+    this.passes++;
+    const report = reportOf(this.node, declaration, resources, new Date());
+    if (this.announce === declaration || !sameReport(this.lastReport, report)) {
+      if (this.announce === declaration) this.announce = undefined;
+      this.lastReport = report;
+      this.send(report);
+    }
+  }
+
+  private receive(payload: unknown): void {
+    const judgement = judgeDeclaration(this.node, payload, this.declaration);
+    if (!judgement.accepted) {
+      this.logger.warn({ sequence: judgement.sequence, refusal: judgement.refusal }, 'declaration refused');
+      this.send(refusalReport(this.node, judgement, this.lastReport?.running ?? [], new Date()));
+      return;
+    }
+    if (judgement.changed) {
+      this.folder.saveDeclaration(judgement.declaration);
+      this.logger.info({ sequence: judgement.declaration.sequence, digest: judgement.declaration.digest }, 'declaration accepted');
+    }
+    this.declaration = judgement.declaration;
+    this.announce = judgement.declaration;
+    this.wake('declaration');
+  }
+
+  private send(report: Report): void {
+    this.outbox.offer(report);
+    this.options.onReport?.(report);
+  }
+
+  private async publishReport(report: Report): Promise<void> {
+    if (!this.nc || !this.connected) throw new Error('not connected to NATS');
+    const body = JSON.stringify(report);
+    await jetstream(this.nc).publish(reportSubject(this.node, this.wire.prefix), body, { msgID: `${this.node}:${sha256(body)}`, timeout: 5_000 });
+  }
+
+  private heartbeat(): void {
+    if (!this.nc || !this.connected) return;
+    const body = { node: this.node, at: new Date().toISOString(), sequence: this.declaration?.sequence ?? null, digest: this.declaration?.digest ?? null };
+    this.nc.publish(aliveSubject(this.node, this.wire.prefix), JSON.stringify(body));
+  }
+
+  /** Connects for ever (a node outlives any outage of the bus), then follows its declaration subject. */
+  private async connectAndFollow(): Promise<void> {
+    const signal = this.stopping.signal;
+    for (let attempt = 1; !signal.aborted && !this.nc; attempt++) {
+      try {
+        this.nc = await connectNats(this.options.natsUrl, { name: `mesh-agent-${this.node}`, persistent: true });
+      } catch (error) {
+        this.logger.warn({ err: (error as Error).message }, 'cannot reach NATS; trying again');
+        await pause(backoff(attempt, 500, 15_000), signal);
+      }
+    }
+    const nc = this.nc;
+    if (!nc) return;
+    if (signal.aborted) {
+      await nc.close();
+      return;
+    }
+    this.connected = true;
+    void this.watchConnection(nc);
+    this.heartbeat();
+    this.outbox.retryNow();
+    await followDeclarations(
+      jetstream(nc),
+      { stream: this.wire.nodesStream, subject: declarationSubject(this.node, this.wire.prefix) },
+      (payload) => this.receive(payload),
+      signal,
+      this.logger,
+    );
+  }
+
+  private async watchConnection(nc: NatsConnection): Promise<void> {
+    for await (const status of nc.status()) {
+      if (status.type === 'disconnect') {
+        this.connected = false;
+        this.logger.warn('disconnected from NATS; everything keeps running');
+      } else if (status.type === 'reconnect') {
+        this.connected = true;
+        this.logger.info('reconnected to NATS');
+        this.outbox.retryNow();
+      }
+    }
+  }
+}

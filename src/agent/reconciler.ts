@@ -1,0 +1,139 @@
+import type { Logger } from 'pino';
+import type { Declaration, DeclaredAssignment, Resource } from '../domain/declarations/declaration.js';
+import type { ResourceOutcome } from '../domain/reports/report.js';
+import type { Driver } from './drivers/driver.js';
+import type { ProcessDriver } from './drivers/process.js';
+import type { RunOnceDriver } from './drivers/run-once.js';
+import { refused, type Outcome } from './outcome.js';
+import type { ResourceRecord } from './records.js';
+import { matchRecords, resourceDigest, resourceIdentity, type Desired, type Matching } from './resource-identity.js';
+import type { RecordStore } from './state-folder.js';
+
+// One reconcile pass, controller-runtime style: it compares the declaration with the records and
+// the machine and converges; it does not care what happened since the last pass, so running it
+// twice does nothing the second time. Undeclared records go first (what is replaced stops before
+// its successor starts), then every module applies its resources in their declared order. Modules
+// apply side by side and independently: a failed step stops only its own module (ADR 0136).
+
+export interface Drivers {
+  directory: Driver<'directory'>;
+  file: Driver<'file'>;
+  secret: Driver<'secret'>;
+  process: ProcessDriver;
+  'run-once': RunOnceDriver;
+  container: Driver<'container'>;
+}
+
+const STOPS_FIRST: Record<ResourceRecord['kind'], number> = { process: 0, container: 0, 'run-once': 0, file: 1, secret: 1, directory: 2 };
+
+export class Reconciler {
+  constructor(
+    private readonly drivers: Drivers,
+    private readonly records: RecordStore,
+    private readonly logger: Logger,
+  ) {}
+
+  async pass(declaration: Declaration): Promise<ResourceOutcome[]> {
+    const resources = declaration.assignments.flatMap((a) => a.resources);
+    const digests = new Map(resources.map((r) => [r.key, resourceDigest(r)]));
+    const desired = resources.map((resource): Desired => ({ resource, digest: resourceDigest(resource), identity: resourceIdentity(resource, digests) }));
+    const matching = matchRecords(desired, this.records.all());
+    this.drivers['run-once'].cancelExcept(new Set(desired.filter((d) => d.resource.kind === 'run-once').map((d) => d.identity)));
+    await this.undeclare(matching.leftovers);
+    const outcomes = new Map<string, Outcome>();
+    const byKey = new Map(desired.map((d) => [d.resource.key, d]));
+    await Promise.all(declaration.assignments.map((assignment) => this.applyModule(assignment, byKey, matching, outcomes)));
+    return resources.map((r) => ({ key: r.key, module: r.module, kind: r.kind, ...(outcomes.get(r.key) ?? refused('not applied')) }));
+  }
+
+  /** Gives back everything the agent applied for these records; what fails is tried again next pass. */
+  private async undeclare(leftovers: ResourceRecord[]): Promise<void> {
+    const ordered = [...leftovers].sort((a, b) => STOPS_FIRST[a.kind] - STOPS_FIRST[b.kind] || ('path' in b ? b.path.length : 0) - ('path' in a ? a.path.length : 0));
+    for (const record of ordered) {
+      try {
+        await this.undeclareOne(record);
+      } catch (error) {
+        this.logger.warn({ key: record.key, err: error }, 'could not undeclare; trying again at the next pass');
+      }
+    }
+  }
+
+  private undeclareOne(record: ResourceRecord): Promise<void> {
+    switch (record.kind) {
+      case 'directory':
+        return this.drivers.directory.undeclare(record);
+      case 'file':
+        return this.drivers.file.undeclare(record);
+      case 'secret':
+        return this.drivers.secret.undeclare(record);
+      case 'process':
+        return this.drivers.process.undeclare(record);
+      case 'run-once':
+        return this.drivers['run-once'].undeclare(record);
+      case 'container':
+        return this.drivers.container.undeclare(record);
+      default: {
+        const unreachable: never = record;
+        return unreachable;
+      }
+    }
+  }
+
+  private async applyModule(assignment: DeclaredAssignment, byKey: Map<string, Desired>, matching: Matching, outcomes: Map<string, Outcome>): Promise<void> {
+    for (const resource of assignment.resources) {
+      const desired = byKey.get(resource.key) as Desired;
+      const duplicate = matching.duplicates.get(resource.key);
+      if (duplicate) {
+        outcomes.set(resource.key, refused(`${resource.kind} ${'path' in resource ? resource.path : ''} is also declared as ${duplicate}`));
+        continue;
+      }
+      try {
+        outcomes.set(resource.key, await this.applyOne(desired, matching.records.get(resource.key), gateOf(resource, assignment, outcomes)));
+      } catch (error) {
+        this.logger.warn({ key: resource.key, err: error }, 'could not apply');
+        outcomes.set(resource.key, refused(`could not apply: ${(error as Error).message}`));
+      }
+    }
+  }
+
+  private applyOne({ resource, identity, digest }: Desired, found: ResourceRecord | undefined, gate: string | null): Promise<Outcome> {
+    // Identities differ between kinds, so a matched record is of the resource's kind.
+    const common = { identity, digest, gate };
+    switch (resource.kind) {
+      case 'directory':
+        return this.drivers.directory.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'directory' }> | undefined });
+      case 'file':
+        return this.drivers.file.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'file' }> | undefined });
+      case 'secret':
+        return this.drivers.secret.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'secret' }> | undefined });
+      case 'process':
+        return this.drivers.process.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'process' }> | undefined });
+      case 'run-once':
+        return this.drivers['run-once'].apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'run-once' }> | undefined });
+      case 'container':
+        return this.drivers.container.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'container' }> | undefined });
+      default: {
+        const unreachable: never = resource;
+        return unreachable;
+      }
+    }
+  }
+}
+
+/**
+ * Why a resource may not start yet: a key in its `after` that has not applied. A step gates only
+ * its own module (ADR 0136), and only a step declared before what it gates, so a module never
+ * waits on another and a pass never waits on itself.
+ */
+const gateOf = (resource: Resource, assignment: DeclaredAssignment, outcomes: ReadonlyMap<string, Outcome>): string | null => {
+  const after = 'after' in resource ? resource.after : [];
+  for (const key of after) {
+    if (!assignment.resources.some((r) => r.key === key)) return `waiting for ${key}, which is not declared in module ${assignment.module}`;
+    const outcome = outcomes.get(key);
+    if (!outcome) return `waiting for ${key}, which is declared after it`;
+    if (outcome.outcome === 'applied') continue;
+    if (outcome.outcome === 'refused') return `waiting for ${key}, which failed: ${outcome.reason}`;
+    return `waiting for ${key}: ${outcome.reason ?? outcome.outcome}`;
+  }
+  return null;
+};

@@ -1,0 +1,73 @@
+import type { ResourceKind } from '../domain/declarations/declaration.js';
+
+// What the agent remembers about each resource it applied, kept on disk so a restarted agent
+// knows what it started, what it found, and which declaration of a resource it last acted on.
+
+interface RecordBase {
+  /** stable for the life of the record, whatever key the resource is declared under */
+  id: string;
+  key: string;
+  module: string;
+  /** what the resource is on the machine (see resource-identity.ts) */
+  identity: string;
+  /** sha256 of the resource's declaration, as last applied */
+  digest: string;
+}
+
+/** `found`: it was already there when first declared, so undeclaring leaves it (ADR 0118). */
+export interface DirectoryRecord extends RecordBase {
+  kind: 'directory';
+  path: string;
+  found: boolean;
+}
+
+/** `written`: sha256 of what the agent wrote; a found file's original is kept in found/<id>. */
+export interface FileRecord extends RecordBase {
+  kind: 'file';
+  path: string;
+  written: string;
+  found: boolean;
+}
+
+export interface SecretRecord extends RecordBase {
+  kind: 'secret';
+  path: string;
+}
+
+/** pid and start time together name one process: a pid alone is reused. */
+export interface RunningProcess {
+  pid: number;
+  /** field 22 of /proc/<pid>/stat: clock ticks after boot; a reused pid has another */
+  startTicks: string;
+  startedAt: string;
+  cmdline: string;
+}
+
+export interface ProcessRecord extends RecordBase {
+  kind: 'process';
+  running: RunningProcess | null;
+  /** exits in a row without staying up for the stable period */
+  restarts: number;
+  lastExit: string | null;
+}
+
+export interface RunOnceRecord extends RecordBase {
+  kind: 'run-once';
+  succeeded: boolean;
+  /** "exited with status 3: …output tail…" when it failed */
+  failure: string | null;
+  attempts: number;
+  finishedAt: string;
+  /** a failed step is not tried again before this */
+  retryAfter: string | null;
+}
+
+/** Only containers the agent created (labelled with their identity) are recorded. */
+export interface ContainerRecord extends RecordBase {
+  kind: 'container';
+  name: string;
+}
+
+export type ResourceRecord = DirectoryRecord | FileRecord | SecretRecord | ProcessRecord | RunOnceRecord | ContainerRecord;
+
+export type RecordOf<K extends ResourceKind> = Extract<ResourceRecord, { kind: K }>;
