@@ -1,4 +1,5 @@
 import { rmSync, writeFileSync } from 'node:fs';
+import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../config.js';
 import { connectNats } from '../adapters/nats/connect.js';
@@ -7,6 +8,8 @@ import { bootstrapControlPlane } from '../controller/bootstrap.js';
 import { Controller } from '../controller/controller.js';
 import { EnrolmentService } from '../controller/enrolment-service.js';
 import { MeshService } from '../controller/mesh-service.js';
+import { DEFAULT_STATUS_SCHEMA } from '../controller/node-status.js';
+import { ReportIngester } from '../controller/report-ingester.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { parseFlags } from './flags.js';
 
@@ -35,6 +38,18 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     logger: logger.child({ component: 'enrolment' }),
   });
   enrolment.start();
+  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 4 });
+  // PostgreSQL may be away: reports wait in CONTROL until it is back, and the pool reconnects.
+  pool.on('error', (error) => logger.warn({ err: error }, 'PostgreSQL connection lost'));
+  const reports = new ReportIngester(nc, log, {
+    names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix },
+    pool,
+    statusSchema: process.env.MESH_CONTROLLER_SCHEMA ?? DEFAULT_STATUS_SCHEMA,
+    actor: 'controller',
+    logger: logger.child({ component: 'reports' }),
+    state: () => controller.mesh(),
+  });
+  await reports.start();
   // Written once running, so a starter that sees the pid file knows the controller is up.
   if (pidFile) writeFileSync(pidFile, `${process.pid}\n`);
   logger.info({ nats: config.natsUrl }, 'controller started');
@@ -44,7 +59,9 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   });
   logger.info('controller stopping');
   enrolment.stop();
+  await reports.stop();
   await controller.stop();
+  await pool.end();
   await nc.close();
   if (pidFile) rmSync(pidFile, { force: true });
   return 0;

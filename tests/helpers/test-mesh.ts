@@ -5,6 +5,8 @@ import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js'
 import { bootstrapControlPlane } from '../../src/controller/bootstrap.js';
 import { Controller, type DeclarationPass } from '../../src/controller/controller.js';
 import { EnrolmentService } from '../../src/controller/enrolment-service.js';
+import { ReportIngester } from '../../src/controller/report-ingester.js';
+import pg from 'pg';
 import { MeshService } from '../../src/controller/mesh-service.js';
 import type { MeshCommand } from '../../src/domain/mesh/commands.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../../src/domain/declarations/declaration.js';
@@ -24,6 +26,8 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
   const mesh = new MeshService(newLog());
   const controllers: Controller[] = [];
   const services: EnrolmentService[] = [];
+  const ingesters: ReportIngester[] = [];
+  const pools: pg.Pool[] = [];
   const passes: DeclarationPass[] = [];
   let commands = 0;
 
@@ -47,10 +51,29 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
     return service;
   };
 
+  /** Reads this mesh's reports into facts, with node status in a PostgreSQL schema of the test's own. */
+  const startIngester = async (controller: Controller, options: { databaseUrl?: string; schema?: string } = {}): Promise<ReportIngester> => {
+    const pool = new pg.Pool({ connectionString: options.databaseUrl ?? process.env.MESH_DATABASE_URL, max: 2 });
+    pool.on('error', () => undefined);
+    pools.push(pool);
+    const ingester = new ReportIngester(nc, newLog(), {
+      names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
+      pool,
+      statusSchema: options.schema ?? `status_${name}`,
+      actor: 'controller',
+      logger: pino({ level: 'silent' }),
+      state: () => controller.mesh(),
+    });
+    await ingester.start();
+    ingesters.push(ingester);
+    return ingester;
+  };
+
   return {
     nc,
     jsm,
     startEnrolment,
+    startIngester,
     log,
     names,
     mesh,
@@ -65,9 +88,11 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
     /** Every message NODES has taken for a node (its stream keeps only the newest, so count via the stream's last sequence). */
     nodesHead: async (): Promise<number> => (await jsm.streams.info(names.nodesStream)).state.last_seq,
     close: async () => {
+      for (const ingester of ingesters) await ingester.stop();
+      for (const pool of pools) await pool.end().catch(() => undefined);
       for (const service of services) service.stop();
       for (const controller of controllers) await controller.stop();
-      for (const stream of [names.logStream, names.nodesStream, names.controlStream]) await jsm.streams.delete(stream).catch(() => undefined);
+      for (const stream of [names.logStream, names.nodesStream, names.controlStream, `EVENTS_${names.prefix}`]) await jsm.streams.delete(stream).catch(() => undefined);
       await nc.close();
     },
   };

@@ -1,0 +1,62 @@
+import type pg from 'pg';
+import type { Report } from '../domain/reports/report.js';
+
+// The controller's own record of what each node last said and when it was last heard: not a
+// projection of the log (reports and heartbeats are not mesh changes), so it lives in a schema of
+// the controller's, written only here.
+
+export const DEFAULT_STATUS_SCHEMA = 'controller';
+
+const ident = (name: string): string => `"${name.replaceAll('"', '""')}"`;
+
+export const ensureNodeStatus = async (pool: pg.Pool, schema: string): Promise<void> => {
+  await pool.query(`CREATE SCHEMA IF NOT EXISTS ${ident(schema)}`);
+  await pool.query(`
+    CREATE TABLE IF NOT EXISTS ${ident(schema)}.node_status (
+      node text PRIMARY KEY,
+      report_sequence bigint,
+      report_digest text,
+      report jsonb,
+      reported_at timestamptz,
+      heartbeat_at timestamptz
+    )`);
+};
+
+export const recordReport = async (pool: pg.Pool, schema: string, report: Report, receivedAt: Date): Promise<void> => {
+  await pool.query(
+    `INSERT INTO ${ident(schema)}.node_status (node, report_sequence, report_digest, report, reported_at)
+     VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (node) DO UPDATE SET report_sequence = excluded.report_sequence, report_digest = excluded.report_digest,
+       report = excluded.report, reported_at = excluded.reported_at
+     WHERE node_status.reported_at IS NULL OR node_status.reported_at <= excluded.reported_at`,
+    [report.node, report.sequence, report.digest, JSON.stringify(report), receivedAt],
+  );
+};
+
+export const recordHeartbeats = async (pool: pg.Pool, schema: string, beats: ReadonlyMap<string, Date>): Promise<void> => {
+  if (beats.size === 0) return;
+  const nodes = [...beats.keys()];
+  const times = nodes.map((node) => beats.get(node)?.toISOString());
+  await pool.query(
+    `INSERT INTO ${ident(schema)}.node_status (node, heartbeat_at)
+     SELECT * FROM unnest($1::text[], $2::timestamptz[])
+     ON CONFLICT (node) DO UPDATE SET heartbeat_at = GREATEST(node_status.heartbeat_at, excluded.heartbeat_at)`,
+    [nodes, times],
+  );
+};
+
+export interface NodeStatusRow {
+  node: string;
+  reportSequence: number | null;
+  reportDigest: string | null;
+  report: Report | null;
+  reportedAt: Date | null;
+  heartbeatAt: Date | null;
+}
+
+export const readNodeStatus = async (pool: pg.Pool, schema: string): Promise<NodeStatusRow[]> => {
+  const { rows } = await pool.query<{ node: string; report_sequence: string | null; report_digest: string | null; report: Report | null; reported_at: Date | null; heartbeat_at: Date | null }>(
+    `SELECT node, report_sequence, report_digest, report, reported_at, heartbeat_at FROM ${ident(schema)}.node_status ORDER BY node`,
+  );
+  return rows.map((r) => ({ node: r.node, reportSequence: r.report_sequence === null ? null : Number(r.report_sequence), reportDigest: r.report_digest, report: r.report, reportedAt: r.reported_at, heartbeatAt: r.heartbeat_at }));
+};

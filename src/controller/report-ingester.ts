@@ -1,0 +1,162 @@
+import { createHash } from 'node:crypto';
+import { AckPolicy, DeliverPolicy, JetStreamApiError, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
+import type { NatsConnection, Subscription } from '@nats-io/nats-core';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import type { EventLog } from '../adapters/eventlog/event-log.js';
+import { declarationSchema, declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
+import { deriveFacts } from '../domain/facts/derive.js';
+import { factAggregate, factSubject } from '../domain/facts/events.js';
+import { evolveMesh, type MeshState } from '../domain/mesh/state.js';
+import { reportSchema, type Report } from '../domain/reports/report.js';
+import { ConcurrencyError } from '../errors.js';
+import { ensureNodeStatus, recordHeartbeats, recordReport } from './node-status.js';
+
+// Reads what nodes say (CONTROL, a work queue only the controller reads) and turns it into facts.
+// A report is acknowledged only once everything it caused is done: its node's status recorded in
+// PostgreSQL and its facts in the log. While either is away the report is handed back (nak with a
+// delay) and comes again; nothing is dropped or acknowledged falsely. A report about anything but
+// the declaration outstanding for its node is acknowledged and not acted on (design 25 §3).
+
+export interface ReportIngesterOptions {
+  names: { nodesStream: string; controlStream: string; prefix: string };
+  pool: pg.Pool;
+  statusSchema: string;
+  actor: string;
+  logger: Logger;
+  /** the mesh as the controller has folded it: what has been stated already */
+  state: () => MeshState;
+  /** a durable consumer name, shared by every controller process */
+  consumer?: string;
+}
+
+const RETRY_MS = 1_000;
+
+export class ReportIngester {
+  private readonly js: JetStreamClient;
+  private messages: ConsumerMessages | undefined;
+  private heartbeats: Subscription | undefined;
+  private flushTimer: NodeJS.Timeout | undefined;
+  private readonly beats = new Map<string, Date>();
+  private running: Promise<void> | undefined;
+  private readonly declarations = new Map<string, Declaration>();
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly log: EventLog,
+    private readonly options: ReportIngesterOptions,
+  ) {
+    this.js = jetstream(nc);
+  }
+
+  async start(): Promise<void> {
+    await ensureNodeStatus(this.options.pool, this.options.statusSchema);
+    const jsm = await jetstreamManager(this.nc);
+    const name = this.options.consumer ?? 'controller-reports';
+    try {
+      await jsm.consumers.info(this.options.names.controlStream, name);
+    } catch (error) {
+      if (!(error instanceof JetStreamApiError) || error.code !== 10014) throw error;
+      await jsm.consumers.add(this.options.names.controlStream, {
+        durable_name: name,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        filter_subject: `${this.options.names.prefix}.control.*.report`,
+        ack_wait: 30_000_000_000,
+        max_deliver: -1,
+      });
+    }
+    const consumer = await this.js.consumers.get(this.options.names.controlStream, name);
+    this.messages = await consumer.consume({ max_messages: 64 });
+    this.running = (async () => {
+      for await (const message of this.messages ?? []) await this.handle(message);
+    })();
+
+    // Heartbeats are core NATS: nothing persisted, only the newest time per node kept.
+    this.heartbeats = this.nc.subscribe(`${this.options.names.prefix}.control.*.alive`, {
+      callback: (error, message) => {
+        if (error) return;
+        const node = message.subject.split('.').at(-2);
+        if (node) this.beats.set(node, new Date());
+      },
+    });
+    this.flushTimer = setInterval(() => void this.flushHeartbeats(), 1_000);
+    this.flushTimer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.flushTimer) clearInterval(this.flushTimer);
+    this.heartbeats?.unsubscribe();
+    await this.messages?.close();
+    await this.running?.catch(() => undefined);
+    await this.flushHeartbeats();
+  }
+
+  private async flushHeartbeats(): Promise<void> {
+    if (this.beats.size === 0) return;
+    const beats = new Map(this.beats);
+    try {
+      await recordHeartbeats(this.options.pool, this.options.statusSchema, beats);
+      for (const [node, at] of beats) if (this.beats.get(node) === at) this.beats.delete(node);
+    } catch (error) {
+      this.options.logger.warn({ err: error }, 'heartbeats not recorded yet; PostgreSQL unavailable');
+    }
+  }
+
+  private async handle(message: JsMsg): Promise<void> {
+    let report: Report;
+    try {
+      report = reportSchema.parse(message.json());
+    } catch (error) {
+      // Nothing can ever make it valid: say so and let it go, rather than redeliver it for ever.
+      this.options.logger.error({ err: error, subject: message.subject }, 'unreadable report');
+      message.term();
+      return;
+    }
+    try {
+      const declaration = await this.outstanding(report.node);
+      if (!declaration || declaration.digest !== report.digest) {
+        this.options.logger.info({ node: report.node, digest: report.digest, outstanding: declaration?.digest }, 'report about a declaration that is not outstanding: not acted on');
+        message.ack();
+        return;
+      }
+      await recordReport(this.options.pool, this.options.statusSchema, report, new Date(report.at));
+      await this.stateFacts(declaration, report);
+      message.ack();
+    } catch (error) {
+      this.options.logger.warn({ err: error, node: report.node, sequence: report.sequence }, 'report held for a retry');
+      message.nak(RETRY_MS);
+    }
+  }
+
+  private async stateFacts(declaration: Declaration, report: Report): Promise<void> {
+    const state = this.options.state();
+    const facts = deriveFacts(state, declaration, report);
+    if (facts.length === 0) return;
+    const aggregate = factAggregate(report.node);
+    const commandId = `report:${report.node}:${report.sequence}:${createHash('sha256').update(JSON.stringify(report)).digest('hex').slice(0, 16)}`;
+    let result;
+    try {
+      result = await this.log.append(aggregate, facts, state.versions.get(aggregate) ?? 0, { commandId, actor: this.options.actor, causationId: `report:${report.node}:${report.sequence}` });
+    } catch (error) {
+      if (error instanceof ConcurrencyError) throw new Error(`the controller's view of ${aggregate} is behind the log; retrying`, { cause: error });
+      throw error;
+    }
+    if (!result.duplicate) for (const event of result.events) evolveMesh(state, event);
+    for (const event of result.events) {
+      await this.js.publish(factSubject(event.type, this.options.names.prefix), JSON.stringify(event), { msgID: event.id });
+    }
+    this.options.logger.info({ node: report.node, facts: result.events.map((e) => e.type), seq: result.seq }, 'facts stated');
+  }
+
+  private async outstanding(node: string): Promise<Declaration | undefined> {
+    const jsm = await jetstreamManager(this.nc);
+    const message = await jsm.streams.getMessage(this.options.names.nodesStream, { last_by_subj: declarationSubject(node, this.options.names.prefix) });
+    if (!message) return undefined;
+    const cached = this.declarations.get(node);
+    if (cached && cached.digest === message.json<{ digest: string }>().digest) return cached;
+    const declaration = declarationSchema.parse(message.json());
+    this.declarations.set(node, declaration);
+    return declaration;
+  }
+}

@@ -1,0 +1,105 @@
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { jetstream } from '@nats-io/jetstream';
+import { meshHome } from '../../src/config.js';
+import { freePort } from '../../src/dev/ports.js';
+import { startPostgres, stopPostgres } from '../../src/dev/postgres.js';
+import type { Declaration } from '../../src/domain/declarations/declaration.js';
+import type { StoredEvent } from '../../src/domain/events/envelope.js';
+import type { Report } from '../../src/domain/reports/report.js';
+import { fixtureManifest } from '../helpers/given.js';
+import { uniqueName } from '../helpers/names.js';
+import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
+
+const reportFor = (declaration: Declaration, overrides: Partial<Report> = {}): Report => ({
+  node: declaration.node,
+  sequence: declaration.sequence,
+  digest: declaration.digest,
+  at: new Date().toISOString(),
+  resources: declaration.assignments.flatMap((a) => a.resources.map((r) => ({ key: r.key, module: r.module, kind: r.kind, outcome: 'applied' as const, reason: null, restarts: null }))),
+  running: declaration.assignments.map((a) => ({ module: a.module, definitionVersion: a.definitionVersion, artifact: a.artifact })),
+  refusal: null,
+  ...overrides,
+});
+
+describe('reports become facts, stated once, on change', () => {
+  let t: TestMesh;
+  beforeEach(async () => {
+    t = await openTestMesh();
+    await t.run({ type: 'register-module', manifest: fixtureManifest('distribution') });
+    await t.run({ type: 'add-node', node: 'lab1' });
+    await t.run({ type: 'assign', module: 'distribution', node: 'lab1', hold: [], pins: {}, values: {}, placements: {} });
+  });
+  afterEach(async () => t.close());
+
+  const facts = async (): Promise<StoredEvent[]> => {
+    const found: StoredEvent[] = [];
+    for await (const event of t.log.read({ aggregate: 'fact' })) found.push(event);
+    return found;
+  };
+  const publishReport = async (report: Report) => jetstream(t.nc).publish(`${t.names.prefix}.control.${report.node}.report`, JSON.stringify(report));
+  const declared = () => waitFor('lab1 declared with distribution', async () => {
+    const d = await t.declarationOf('lab1');
+    return d?.assignments.length === 1 ? d : undefined;
+  });
+
+  it('three identical reports make one applied fact, published under the controller seat; a restart states nothing again', async () => {
+    const controller = await t.startController();
+    await t.startIngester(controller);
+    const seen: string[] = [];
+    const subscription = t.nc.subscribe(`${t.names.prefix}.seat.mesh-controller.event.>`, { callback: (_e, m) => seen.push(m.subject) });
+    const declaration = await declared();
+    for (let i = 0; i < 3; i++) await publishReport(reportFor(declaration));
+    await waitFor('the applied fact', async () => (await facts()).length === 1);
+    await waitFor('the reports consumed', async () => (await t.jsm.streams.info(t.names.controlStream)).state.messages === 0);
+    const [applied] = await facts();
+    expect(applied?.data).toMatchObject({ node: 'lab1', module: 'distribution', version: { definitionVersion: 1, artifact: null }, previous: null });
+    await waitFor('the fact published', async () => seen.length === 1);
+    expect(seen).toEqual([`${t.names.prefix}.seat.mesh-controller.event.applied`]);
+    subscription.unsubscribe();
+
+    // A second controller reading the same log and the same reports again states nothing.
+    const again = await t.startController();
+    await t.startIngester(again);
+    await publishReport(reportFor(declaration));
+    await waitFor('the report consumed', async () => (await t.jsm.streams.info(t.names.controlStream)).state.messages === 0);
+    expect(await facts()).toHaveLength(1);
+  });
+
+  it('acts on no report about a declaration that is not outstanding, and states a report that does not add up', async () => {
+    const controller = await t.startController();
+    await t.startIngester(controller);
+    const declaration = await declared();
+    await publishReport(reportFor(declaration, { digest: 'sha256:0000000000000000000000000000000000000000000000000000000000000000' }));
+    await publishReport(reportFor(declaration, { resources: [], running: [] }));
+    const [mismatch] = await waitFor('the mismatch fact', async () => {
+      const found = await facts();
+      return found.length === 1 ? found : undefined;
+    });
+    expect(mismatch?.type).toBe('fact.report-mismatch');
+    expect((mismatch?.data as { missing: string[] }).missing).toEqual(declaration.assignments[0]?.resources.map((r) => r.key));
+  });
+
+  it('holds reports while PostgreSQL is away and applies each exactly once when it returns', async () => {
+    const dir = join(meshHome(), 'tmp', uniqueName('pg-'));
+    const postgres = { dir, port: await freePort() };
+    const started = await startPostgres(postgres);
+    try {
+      const controller = await t.startController();
+      await t.startIngester(controller, { databaseUrl: started.url });
+      const declaration = await declared();
+      await stopPostgres(postgres);
+      for (let i = 0; i < 3; i++) await publishReport(reportFor(declaration));
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(await facts()).toHaveLength(0);
+      expect((await t.jsm.streams.info(t.names.controlStream)).state.messages).toBe(3);
+      await startPostgres(postgres);
+      await waitFor('the reports applied', async () => (await t.jsm.streams.info(t.names.controlStream)).state.messages === 0, 60_000);
+      expect((await facts()).map((f) => f.type)).toEqual(['fact.applied']);
+    } finally {
+      await stopPostgres(postgres).catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
