@@ -1,4 +1,5 @@
 import { assignmentEvents } from './assignments/events.js';
+import { buildEvents } from './builds/events.js';
 import { catalogueEvents } from './catalogue/events.js';
 import { declarationEvents } from './declarations/events.js';
 import { EventRegistry } from './events/registry.js';
@@ -9,4 +10,4 @@ import { seatEvents } from './seats/events.js';
 
 /** Every event type of the mesh, as the log reads and writes them. */
 export const meshEventRegistry = (): EventRegistry =>
-  new EventRegistry([...meshEvents, ...catalogueEvents, ...seatEvents, ...nodeEvents, ...assignmentEvents, ...declarationEvents, ...enrolmentEvents]);
+  new EventRegistry([...meshEvents, ...catalogueEvents, ...seatEvents, ...nodeEvents, ...assignmentEvents, ...declarationEvents, ...enrolmentEvents, ...buildEvents]);

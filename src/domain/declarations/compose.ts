@@ -105,8 +105,10 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
   const mountSource = (from: string): string => answers.paths.get(from) ?? files.get(from) ?? from;
   const envFiles = (entries: { from: string; reason: string }[]) => entries.map((e) => ({ path: mountSource(e.from), reason: e.reason }));
   const restartKeys = (names: string[]) => names.map((n) => (files.has(n) ? key(n) : answers.secrets.has(n) ? key(`secret-${n}`) : key(n)));
+  // The module's own artifact is the version its rollout put on its nodes (src/domain/builds).
+  const artifact = state.builds.deployed.get(module) ?? null;
   const image = (spec: Manifest['resources']['containers'][number]['image']): string =>
-    'upstream' in spec ? spec.upstream : `artifact-store://${module}@unbuilt-definition-${assignment.definitionVersion}`;
+    'upstream' in spec ? spec.upstream : `artifact-store://${module}@${artifact ?? `unbuilt-definition-${assignment.definitionVersion}`}`;
 
   const resources: Resource[] = [];
   for (const directory of manifest.resources.directories) {
@@ -183,7 +185,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
     .filter(([, holder]) => holder.node === assignment.node && holder.module === module)
     .map(([holding]) => state.seats.get(holding.split('@')[0] ?? '')?.name ?? holding.split('@')[0] ?? '')
     .sort();
-  return { module, definitionVersion: state.modules.get(module)?.definitionVersion ?? assignment.definitionVersion, artifact: null, seats, resources };
+  return { module, definitionVersion: state.modules.get(module)?.definitionVersion ?? assignment.definitionVersion, artifact, seats, resources };
 };
 
 const isSecretField = (state: MeshState, contract: string, field: string): boolean => {

@@ -1,3 +1,4 @@
+import { decideBuildCommand, type BuildCommand } from '../builds/decider.js';
 import { decideAssign, decideUnassign, type Assign, type Unassign } from '../assignments/decider.js';
 import { decideRegisterModule, type RegisterModule } from '../catalogue/decider.js';
 import type { Decision } from '../decision.js';
@@ -8,7 +9,7 @@ import type { MeshState } from './state.js';
 
 // Every command the mesh takes, and the one place that routes it to its rule.
 
-export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode;
+export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand;
 
 export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decision => {
   switch (command.type) {
@@ -30,6 +31,12 @@ export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decis
       return decideIssueEnrolmentToken(command, state);
     case 'enrol-node':
       return decideEnrolNode(command, state);
+    case 'move-source':
+    case 'move-module':
+    case 'submit-build':
+    case 'record-build':
+    case 'set-rollout-policy':
+      return decideBuildCommand(command, state);
     default: {
       const unreachable: never = command;
       throw new Error(`unknown command ${JSON.stringify(unreachable)}`);

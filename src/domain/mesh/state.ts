@@ -4,6 +4,7 @@ import type { Manifest, SeatDeclaration } from '../catalogue/manifest.js';
 import type { StoredEvent } from '../events/envelope.js';
 import type { AssignmentRef, SeatDefined } from '../seats/events.js';
 import { DEFAULT_NODE_ROOT } from '../nodes/events.js';
+import { emptyBuildsState, evolveBuilds, type BuildsState } from '../builds/state.js';
 
 // The mesh as the log says it is: the one state every rule is judged against. Folded from the
 // whole log in order; `seq` is the last log sequence folded in, the point a decision was made at.
@@ -69,6 +70,8 @@ export interface MeshState {
   /** the last reason each node's declaration could not be composed, and the log sequence it was stated at */
   declarationRefusals: Map<string, { reason: string; seq: number }>;
   enrolmentTokens: Map<string, EnrolmentTokenState>;
+  /** sources' heads, builds, module versions and what rolls out (src/domain/builds) */
+  builds: BuildsState;
   /** what the control plane has stated about machines (fact.* events), so it states each change once */
   facts: {
     /** `<node>/<module>` → the version the last applied fact named */
@@ -91,6 +94,7 @@ export const emptyMeshState = (): MeshState => ({
   versions: new Map(),
   declarationRefusals: new Map(),
   enrolmentTokens: new Map(),
+  builds: emptyBuildsState(),
   facts: { running: new Map(), refused: new Map(), crashLooping: new Map() },
 });
 
@@ -254,6 +258,13 @@ export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
       state.assignments.delete(assignmentKey(data));
       break;
     }
+    case 'source.moved':
+    case 'build.submitted':
+    case 'build.succeeded':
+    case 'build.failed':
+    case 'module.rollout-set':
+      evolveBuilds(state.builds, event);
+      break;
     default:
       break;
   }

@@ -1,0 +1,198 @@
+import type { Decision } from '../decision.js';
+import { moduleAggregate } from '../catalogue/events.js';
+import { holderOf, seatNamed, type MeshState } from '../mesh/state.js';
+import { Refusal } from '../refusal.js';
+import { BuildFailed, BuildSubmitted, BuildSucceeded, RolloutPolicySet, SourceMoved, buildAggregate, sourceAggregate, sourceKey, type Base, type RolloutPolicy, type SourceRef } from './events.js';
+import { assessGraph, type Assessment, type GraphInput } from './graph.js';
+import { policyOf } from './state.js';
+
+// The rules of builds, judged against the whole mesh: a branch moving, a build submitted, its
+// outcome recorded, and the policy a new version rolls out by.
+
+export interface MoveSource {
+  type: 'move-source';
+  source: SourceRef;
+  ref: string;
+  commit: string;
+  heardFrom: string;
+}
+
+/** `mesh module moved MODULE COMMIT`: the same act as the mesh-git holder's pushed, for the module's repository and branch. */
+export interface MoveModule {
+  type: 'move-module';
+  module: string;
+  commit: string;
+  heardFrom: string;
+}
+
+export interface SubmitBuild {
+  type: 'submit-build';
+  module: string;
+  buildId: string;
+  registerOnly: boolean;
+  /** an operator's request builds even a current module; the coordinator's builds only stale ones */
+  requestedBy: 'operator' | 'coordinator';
+}
+
+export interface RecordBuild {
+  type: 'record-build';
+  buildId: string;
+  module: string;
+  commit: string;
+  outcome: { kind: 'built'; digest: string; bases: Base[] } | { kind: 'failed'; reason: string; output: string };
+}
+
+export interface SetRolloutPolicy {
+  type: 'set-rollout-policy';
+  module: string;
+  policy: RolloutPolicy;
+}
+
+export type BuildCommand = MoveSource | MoveModule | SubmitBuild | RecordBuild | SetRolloutPolicy;
+
+export const graphInputOf = (state: MeshState): GraphInput => ({
+  modules: state.modules,
+  builds: state.builds,
+  seatHeld: (name) => {
+    const seat = seatNamed(state, name);
+    return seat !== undefined && holderOf(state, seat.id, 'mesh') !== undefined;
+  },
+});
+
+const moduleRefusal = (what: string, module: string, why: string, remedy: string): Refusal => new Refusal(what, [{ what: module, why, remedy }]);
+
+const decideMoveSource = (command: MoveSource, state: MeshState): Decision => {
+  const key = sourceKey(command.source, command.ref);
+  const aggregate = sourceAggregate(command.source, command.ref);
+  const moved = [...state.modules.values()].filter((m) => m.manifest.source && sourceKey('seat' in m.manifest.source ? { seat: m.manifest.source.seat, repository: m.manifest.source.repository } : { url: m.manifest.source.url }, m.manifest.source.ref) === key).map((m) => m.name).sort();
+  if (state.builds.heads.get(key)?.commit === command.commit) return { aggregate, events: [], summary: `${key} is already at ${command.commit}` };
+  return {
+    aggregate,
+    events: [{ type: SourceMoved.type, data: { source: command.source, ref: command.ref, commit: command.commit, heardFrom: command.heardFrom } }],
+    summary: `${key} moved to ${command.commit}; built from it: ${moved.join(', ') || 'no module'}`,
+  };
+};
+
+const decideMoveModule = (command: MoveModule, state: MeshState): Decision => {
+  const module = state.modules.get(command.module);
+  if (!module) throw moduleRefusal(`moving module ${command.module}`, command.module, 'no such module is registered', 'register it first: mesh module register <manifest.json>');
+  const source = module.manifest.source;
+  if (!source) throw moduleRefusal(`moving module ${command.module}`, command.module, 'its manifest names no source', 'register it with a source: mesh module register <manifest.json> --source …');
+  const ref: SourceRef = 'seat' in source ? { seat: source.seat, repository: source.repository } : { url: source.url };
+  return decideMoveSource({ type: 'move-source', source: ref, ref: source.ref, commit: command.commit, heardFrom: command.heardFrom }, state);
+};
+
+const refusalFor = (assessment: Assessment): string | undefined => {
+  switch (assessment.status) {
+    case 'not-built':
+      return 'its manifest has no build section: it is not built by the mesh';
+    case 'waiting':
+      return `it stands on ${assessment.on.join(', ')}, which must be built first (${assessment.roots.join('; ')})`;
+    case 'blocked':
+      return assessment.why;
+    default:
+      return undefined;
+  }
+};
+
+const decideSubmitBuild = (command: SubmitBuild, state: MeshState): Decision => {
+  const what = `building module ${command.module}`;
+  const module = state.modules.get(command.module);
+  if (!module) throw moduleRefusal(what, command.module, 'no such module is registered', 'register it first: mesh module register <manifest.json>');
+  const assessments = assessGraph(graphInputOf(state));
+  const assessment = assessments.get(command.module) as Assessment;
+  const aggregate = buildAggregate(command.module);
+  if (assessment.status === 'building') return { aggregate, events: [], summary: `${command.module} is already being built (${assessment.buildId}, commit ${assessment.commit})` };
+  if (command.requestedBy === 'coordinator' && assessment.status !== 'stale') return { aggregate, events: [], summary: `${command.module} is ${assessment.status}: nothing submitted` };
+  const refused = refusalFor(assessment);
+  if (refused) throw moduleRefusal(what, command.module, refused, assessment.status === 'waiting' ? `build ${assessment.on.join(', ')} first` : 'fix that, then build again');
+
+  // A current or failed module is built again on request, from what a build would be handed now.
+  const plan = assessment.status === 'stale' ? assessment.plan : planOf(state, command.module);
+  if (!plan) throw moduleRefusal(what, command.module, 'no commit of its source is known', `say one: mesh module moved ${command.module} COMMIT`);
+  const source = module.manifest.source;
+  if (source && 'seat' in source && !graphInputOf(state).seatHeld(source.seat)) {
+    throw moduleRefusal(what, command.module, `${source.seat} is unheld: the clone address is composed from where its holder runs`, `hand ${source.seat} to a module: mesh seat handover ${source.seat} --to NODE/MODULE`);
+  }
+  return {
+    aggregate,
+    events: [
+      {
+        type: BuildSubmitted.type,
+        data: {
+          buildId: command.buildId,
+          module: command.module,
+          definitionVersion: module.definitionVersion,
+          ...plan,
+          registerOnly: command.registerOnly,
+          reason: assessment.status === 'stale' ? assessment.reasons.join('; ') : `requested (${assessment.status})`,
+        },
+      },
+    ],
+    summary: `build ${command.buildId} of ${command.module} at ${plan.commit} submitted to mesh-build-machine`,
+  };
+};
+
+/** What a build of a settled module would be handed now: its head commit and its bases' newest artifacts. */
+const planOf = (state: MeshState, name: string) => {
+  const module = state.modules.get(name);
+  const build = module?.manifest.build;
+  const source = module?.manifest.source;
+  if (!module || !build || !source) return undefined;
+  const ref: SourceRef = 'seat' in source ? { seat: source.seat, repository: source.repository } : { url: source.url };
+  const commit = state.builds.heads.get(sourceKey(ref, source.ref))?.commit ?? state.builds.latest.get(name)?.commit;
+  if (!commit) return undefined;
+  const bases: Base[] = build.on.map((base) => ({ name: base, digest: base.startsWith('sha256:') ? base : (state.builds.latest.get(base)?.digest ?? '') }));
+  return { commit, source: ref, path: source.path, recipe: build.recipe, output: build.output, bases };
+};
+
+const decideRecordBuild = (command: RecordBuild, state: MeshState): Decision => {
+  const aggregate = buildAggregate(command.module);
+  const build = state.builds.builds.get(command.buildId);
+  if (!build || build.module !== command.module) {
+    throw moduleRefusal(`recording build ${command.buildId}`, command.module, `no build ${command.buildId} of ${command.module} was submitted`, 'builds are recorded only for jobs the mesh submitted');
+  }
+  if (build.status !== 'submitted') return { aggregate, events: [], summary: `build ${command.buildId} was already recorded as ${build.status}` };
+  if (command.outcome.kind === 'failed') {
+    return {
+      aggregate,
+      events: [{ type: BuildFailed.type, data: { buildId: command.buildId, module: command.module, commit: command.commit, reason: command.outcome.reason, output: command.outcome.output } }],
+      summary: `build ${command.buildId} of ${command.module} failed: ${command.outcome.reason}`,
+    };
+  }
+  const { digest, bases } = command.outcome;
+  const upgrade = state.builds.latest.get(command.module)?.digest !== digest;
+  const rollOut = !build.registerOnly && policyOf(state.builds, command.module) === 'roll-out' && state.builds.deployed.get(command.module) !== digest;
+  return {
+    aggregate,
+    events: [{ type: BuildSucceeded.type, data: { buildId: command.buildId, module: command.module, commit: command.commit, digest, bases, upgrade, rollOut } }],
+    summary: `${command.module} built at ${command.commit}: ${digest}${upgrade ? '' : ' (byte-identical: not an upgrade)'}${rollOut ? ', rolling out' : ''}`,
+  };
+};
+
+const decideSetRolloutPolicy = (command: SetRolloutPolicy, state: MeshState): Decision => {
+  if (!state.modules.has(command.module)) throw moduleRefusal(`setting the rollout of ${command.module}`, command.module, 'no such module is registered', 'register it first');
+  const aggregate = moduleAggregate(command.module);
+  if (policyOf(state.builds, command.module) === command.policy && state.builds.policies.has(command.module)) return { aggregate, events: [], summary: `${command.module} already rolls out by ${command.policy}` };
+  return { aggregate, events: [{ type: RolloutPolicySet.type, data: { module: command.module, policy: command.policy } }], summary: `${command.module}'s new versions now ${command.policy === 'roll-out' ? 'roll out to its nodes' : 'are recorded only'}` };
+};
+
+export const decideBuildCommand = (command: BuildCommand, state: MeshState): Decision => {
+  switch (command.type) {
+    case 'move-source':
+      return decideMoveSource(command, state);
+    case 'move-module':
+      return decideMoveModule(command, state);
+    case 'submit-build':
+      return decideSubmitBuild(command, state);
+    case 'record-build':
+      return decideRecordBuild(command, state);
+    case 'set-rollout-policy':
+      return decideSetRolloutPolicy(command, state);
+    default: {
+      const unreachable: never = command;
+      throw new Error(`unknown command ${JSON.stringify(unreachable)}`);
+    }
+  }
+};
+

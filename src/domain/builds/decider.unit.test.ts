@@ -1,0 +1,204 @@
+import { describe, expect, it } from '@jest/globals';
+import { MeshFixture } from '../../../tests/helpers/given.js';
+import { composeDeclaration } from '../declarations/compose.js';
+import type { ProposedEvent } from '../events/envelope.js';
+import { graphInputOf } from './decider.js';
+import { assessGraph, reachedBy } from './graph.js';
+
+// Given a mesh / when a source moves, a build is submitted or recorded / then these events.
+
+const digest = (n: number): string => `sha256:${n.toString(16).padStart(64, '0')}`;
+const commit = (n: number): string => n.toString(16).padStart(40, 'c');
+
+const built = (name: string, on: string[] = [], repository = `acme/${name}`, ref = 'main'): Record<string, unknown> => ({
+  name,
+  source: { url: `https://git.example/${repository}`, ref },
+  resources: { containers: [{ name: 'app', image: { built: true } }] },
+  build: { recipe: 'make', output: 'out', on },
+});
+
+let builds = 0;
+const submit = (mesh: MeshFixture, module: string, registerOnly = false): ProposedEvent[] =>
+  mesh.run({ type: 'submit-build', module, buildId: `b${++builds}`, registerOnly, requestedBy: 'coordinator' });
+
+/** Submits a build of `module` and records it as built into `artifact`, with what it was handed. */
+const build = (mesh: MeshFixture, module: string, artifact: string): ProposedEvent[] => {
+  const [submitted] = submit(mesh, module);
+  const data = submitted?.data as { buildId: string; commit: string; bases: { name: string; digest: string }[] };
+  return mesh.run({ type: 'record-build', buildId: data.buildId, module, commit: data.commit, outcome: { kind: 'built', digest: artifact, bases: data.bases } });
+};
+
+const statusOf = (mesh: MeshFixture): Record<string, string> =>
+  Object.fromEntries([...assessGraph(graphInputOf(mesh.state)).values()].map((a) => [a.module, a.status]));
+
+const moved = (mesh: MeshFixture, module: string, n: number): ProposedEvent[] => mesh.run({ type: 'move-module', module, commit: commit(n), heardFrom: 'operator' });
+
+describe('a change becomes work', () => {
+  it('a moved branch marks every module built from that repository and branch, and nothing else', () => {
+    const mesh = new MeshFixture();
+    mesh.register(built('api', [], 'acme/shop'));
+    mesh.register(built('web', [], 'acme/shop'));
+    mesh.register(built('docs', [], 'acme/shop', 'docs'));
+    const events = mesh.run({ type: 'move-source', source: { url: 'https://git.example/acme/shop' }, ref: 'main', commit: commit(1), heardFrom: 'test' });
+    expect(events).toEqual([{ type: 'source.moved', data: { source: { url: 'https://git.example/acme/shop' }, ref: 'main', commit: commit(1), heardFrom: 'test' } }]);
+    expect(statusOf(mesh)).toEqual({ api: 'stale', web: 'stale', docs: 'blocked' });
+  });
+
+  it('several merges in a row: the last one wins and the build is of its commit', () => {
+    const mesh = new MeshFixture();
+    mesh.register(built('api'));
+    moved(mesh, 'api', 1);
+    moved(mesh, 'api', 2);
+    const [submitted] = submit(mesh, 'api');
+    expect(submitted?.data).toMatchObject({ module: 'api', commit: commit(2), bases: [] });
+  });
+
+  it('a module being built is not submitted twice', () => {
+    const mesh = new MeshFixture();
+    mesh.register(built('api'));
+    moved(mesh, 'api', 1);
+    expect(submit(mesh, 'api')).toHaveLength(1);
+    expect(submit(mesh, 'api')).toEqual([]);
+  });
+
+  it('a source on mesh-git is refused while mesh-git is unheld, saying why; an external one carries on', () => {
+    const mesh = new MeshFixture();
+    mesh.register({ ...built('forged'), source: { seat: 'mesh-git', repository: 'mesh/forged', ref: 'main' } });
+    mesh.register(built('external'));
+    moved(mesh, 'forged', 1);
+    moved(mesh, 'external', 1);
+    const [problem] = mesh.refusal({ type: 'submit-build', module: 'forged', buildId: 'x', registerOnly: false, requestedBy: 'operator' });
+    expect(problem?.why).toMatch(/mesh-git is unheld/);
+    expect(submit(mesh, 'external')).toHaveLength(1);
+  });
+
+  it('a build names the bases it is handed: each base module’s newest artifact, or a digest as written', () => {
+    const mesh = new MeshFixture();
+    mesh.register(built('runtime'));
+    mesh.register(built('app', ['runtime', digest(9)]));
+    moved(mesh, 'runtime', 1);
+    build(mesh, 'runtime', digest(1));
+    moved(mesh, 'app', 2);
+    const [submitted] = submit(mesh, 'app');
+    expect((submitted?.data as { bases: unknown }).bases).toEqual([
+      { name: 'runtime', digest: digest(1) },
+      { name: digest(9), digest: digest(9) },
+    ]);
+  });
+});
+
+describe('the graph', () => {
+  const diamond = (): MeshFixture => {
+    const mesh = new MeshFixture();
+    mesh.register(built('b'));
+    mesh.register(built('c', ['b']));
+    mesh.register(built('d', ['b']));
+    mesh.register(built('e', ['c', 'd']));
+    for (const [i, name] of ['b', 'c', 'd', 'e'].entries()) moved(mesh, name, i + 1);
+    build(mesh, 'b', digest(1));
+    build(mesh, 'c', digest(2));
+    build(mesh, 'd', digest(3));
+    build(mesh, 'e', digest(4));
+    return mesh;
+  };
+
+  it('in B → {C, D} → E, E waits for both and is built once, after them', () => {
+    const mesh = diamond();
+    expect(statusOf(mesh)).toEqual({ b: 'current', c: 'current', d: 'current', e: 'current' });
+    moved(mesh, 'b', 10);
+    expect(statusOf(mesh)).toEqual({ b: 'stale', c: 'waiting', d: 'waiting', e: 'waiting' });
+    build(mesh, 'b', digest(11));
+    expect(statusOf(mesh)).toEqual({ b: 'current', c: 'stale', d: 'stale', e: 'waiting' });
+    build(mesh, 'c', digest(12));
+    expect(statusOf(mesh)).toMatchObject({ c: 'current', d: 'stale', e: 'waiting' });
+    expect(submit(mesh, 'e')).toEqual([]);
+    build(mesh, 'd', digest(13));
+    expect(statusOf(mesh)).toMatchObject({ e: 'stale' });
+    const [submitted] = submit(mesh, 'e');
+    expect((submitted?.data as { bases: unknown }).bases).toEqual([
+      { name: 'c', digest: digest(12) },
+      { name: 'd', digest: digest(13) },
+    ]);
+  });
+
+  it('a failed base is one failure: its dependents wait on it and nothing is submitted for them', () => {
+    const mesh = diamond();
+    moved(mesh, 'b', 10);
+    const [submitted] = submit(mesh, 'b');
+    const buildId = (submitted?.data as { buildId: string }).buildId;
+    mesh.run({ type: 'record-build', buildId, module: 'b', commit: commit(10), outcome: { kind: 'failed', reason: 'recipe exited with 2', output: 'make: *** [all] Error 2' } });
+    expect(statusOf(mesh)).toEqual({ b: 'failed', c: 'waiting', d: 'waiting', e: 'waiting' });
+    const e = assessGraph(graphInputOf(mesh.state)).get('e');
+    expect(e).toMatchObject({ status: 'waiting', on: ['c', 'd'], roots: ['b failed: recipe exited with 2'] });
+    expect(submit(mesh, 'b')).toEqual([]);
+    for (const name of ['c', 'd']) expect(mesh.refusal({ type: 'submit-build', module: name, buildId: 'x', registerOnly: false, requestedBy: 'operator' })[0]?.why).toMatch(/stands on b/);
+  });
+
+  it('a byte-identical rebuild is registered and is not an upgrade; nothing standing on it is stale', () => {
+    const mesh = diamond();
+    moved(mesh, 'b', 20);
+    const [event] = build(mesh, 'b', digest(1));
+    expect(event?.data).toMatchObject({ upgrade: false, rollOut: false, commit: commit(20) });
+    expect(statusOf(mesh)).toEqual({ b: 'current', c: 'current', d: 'current', e: 'current' });
+    expect(mesh.state.builds.latest.get('b')?.commit).toBe(commit(20));
+  });
+
+  it('what a change reaches follows the bases each newest version was handed', () => {
+    const mesh = diamond();
+    expect(reachedBy(graphInputOf(mesh.state), 'b')).toEqual(['c', 'd', 'e']);
+    expect(reachedBy(graphInputOf(mesh.state), 'c')).toEqual(['e']);
+    expect(reachedBy(graphInputOf(mesh.state), 'e')).toEqual([]);
+  });
+});
+
+describe('rolling out', () => {
+  const running = (): MeshFixture => {
+    const mesh = new MeshFixture().node('n1');
+    mesh.register(built('app'));
+    mesh.assign('app', 'n1');
+    moved(mesh, 'app', 1);
+    return mesh;
+  };
+  const artifactOn = (mesh: MeshFixture): string | null | undefined => {
+    const composed = composeDeclaration(mesh.state, 'n1');
+    return composed.ok ? composed.declaration.assignments[0]?.artifact : undefined;
+  };
+
+  it('roll-out: the declaration of the nodes running the module carries the new artifact', () => {
+    const mesh = running();
+    expect(artifactOn(mesh)).toBeNull();
+    build(mesh, 'app', digest(1));
+    expect(artifactOn(mesh)).toBe(digest(1));
+    const composed = composeDeclaration(mesh.state, 'n1');
+    expect(composed.ok && composed.declaration.assignments[0]?.resources.find((r) => r.kind === 'container')).toMatchObject({ image: `artifact-store://app@${digest(1)}` });
+  });
+
+  it('record: the version is registered and the nodes keep what they run', () => {
+    const mesh = running();
+    build(mesh, 'app', digest(1));
+    mesh.run({ type: 'set-rollout-policy', module: 'app', policy: 'record' });
+    moved(mesh, 'app', 2);
+    const [event] = build(mesh, 'app', digest(2));
+    expect(event?.data).toMatchObject({ upgrade: true, rollOut: false });
+    expect(mesh.state.builds.latest.get('app')?.digest).toBe(digest(2));
+    expect(artifactOn(mesh)).toBe(digest(1));
+  });
+
+  it('--register-only records without deploying, whatever the policy', () => {
+    const mesh = running();
+    const [submitted] = submit(mesh, 'app', true);
+    const buildId = (submitted?.data as { buildId: string }).buildId;
+    const [event] = mesh.run({ type: 'record-build', buildId, module: 'app', commit: commit(1), outcome: { kind: 'built', digest: digest(5), bases: [] } });
+    expect(event?.data).toMatchObject({ upgrade: true, rollOut: false });
+    expect(artifactOn(mesh)).toBeNull();
+  });
+
+  it('an outcome recorded twice is recorded once', () => {
+    const mesh = running();
+    const [submitted] = submit(mesh, 'app');
+    const buildId = (submitted?.data as { buildId: string }).buildId;
+    const record = { type: 'record-build', buildId, module: 'app', commit: commit(1), outcome: { kind: 'built', digest: digest(5), bases: [] } } as const;
+    expect(mesh.run(record)).toHaveLength(1);
+    expect(mesh.run(record)).toEqual([]);
+  });
+});

@@ -1,0 +1,87 @@
+import type { z } from 'zod';
+import type { StoredEvent } from '../events/envelope.js';
+import type { Base, BuildFailed, BuildSubmitted, BuildSucceeded, RolloutPolicy, SourceMoved } from './events.js';
+import { sourceKey } from './events.js';
+
+// What the log says about sources, builds and module versions: one fold, used by the mesh's rules
+// (evolveMesh), by the build coordinator and by the projections, so all three judge alike.
+
+export type BuildRecord = z.infer<typeof BuildSubmitted.schema> & { submittedSeq: number } & (
+    | { status: 'submitted' }
+    | { status: 'succeeded'; digest: string; finishedSeq: number }
+    | { status: 'failed'; reason: string; output: string; finishedSeq: number }
+  );
+
+export interface ModuleVersion {
+  module: string;
+  digest: string;
+  /** the newest commit that produced it (a byte-identical rebuild keeps the digest, moves the commit) */
+  commit: string;
+  bases: Base[];
+  buildId: string;
+  seq: number;
+}
+
+export interface BuildsState {
+  /** `sourceKey` → where the branch is now */
+  heads: Map<string, { commit: string; seq: number }>;
+  builds: Map<string, BuildRecord>;
+  /** each module's newest registered version */
+  latest: Map<string, ModuleVersion>;
+  /** every version ever registered, keyed `<module>@<digest>` */
+  versions: Map<string, ModuleVersion>;
+  /** the artifact digest the nodes running a module are declared to run */
+  deployed: Map<string, string>;
+  policies: Map<string, RolloutPolicy>;
+}
+
+export const emptyBuildsState = (): BuildsState => ({ heads: new Map(), builds: new Map(), latest: new Map(), versions: new Map(), deployed: new Map(), policies: new Map() });
+
+export const BUILD_EVENT_TYPES = ['source.moved', 'build.submitted', 'build.succeeded', 'build.failed', 'module.rollout-set'] as const;
+
+export const versionKey = (module: string, digest: string): string => `${module}@${digest}`;
+
+/** The policy a module rolls out by: `roll-out` unless an operator said `record`. */
+export const policyOf = (state: BuildsState, module: string): RolloutPolicy => state.policies.get(module) ?? 'roll-out';
+
+/** Folds one build event, in place. Never throws; an event about an unknown build changes nothing. */
+export const evolveBuilds = (state: BuildsState, event: StoredEvent): BuildsState => {
+  switch (event.type) {
+    case 'source.moved': {
+      const data = event.data as z.infer<typeof SourceMoved.schema>;
+      state.heads.set(sourceKey(data.source, data.ref), { commit: data.commit, seq: event.seq });
+      break;
+    }
+    case 'build.submitted': {
+      const data = event.data as z.infer<typeof BuildSubmitted.schema>;
+      state.builds.set(data.buildId, { ...data, submittedSeq: event.seq, status: 'submitted' });
+      break;
+    }
+    case 'build.succeeded': {
+      const data = event.data as z.infer<typeof BuildSucceeded.schema>;
+      const build = state.builds.get(data.buildId);
+      if (!build || build.status !== 'submitted') break;
+      state.builds.set(data.buildId, { ...build, status: 'succeeded', digest: data.digest, finishedSeq: event.seq });
+      const version: ModuleVersion = { module: data.module, digest: data.digest, commit: data.commit, bases: data.bases, buildId: data.buildId, seq: event.seq };
+      state.latest.set(data.module, version);
+      state.versions.set(versionKey(data.module, data.digest), version);
+      if (data.rollOut) state.deployed.set(data.module, data.digest);
+      break;
+    }
+    case 'build.failed': {
+      const data = event.data as z.infer<typeof BuildFailed.schema>;
+      const build = state.builds.get(data.buildId);
+      if (!build || build.status !== 'submitted') break;
+      state.builds.set(data.buildId, { ...build, status: 'failed', reason: data.reason, output: data.output, finishedSeq: event.seq });
+      break;
+    }
+    case 'module.rollout-set': {
+      const data = event.data as { module: string; policy: RolloutPolicy };
+      state.policies.set(data.module, data.policy);
+      break;
+    }
+    default:
+      break;
+  }
+  return state;
+};
