@@ -16,6 +16,8 @@ export interface NatsServerOptions {
   port: number;
   monitorPort: number;
   say?: (line: string) => void;
+  /** more configuration, e.g. an authorization block (tests of bus permissions) */
+  extraConfig?: string;
 }
 
 export interface NatsServerStatus {
@@ -48,6 +50,7 @@ const writeConfig = (options: NatsServerOptions): void => {
     `jetstream {`,
     `  store_dir: "${p.store}"`,
     `}`,
+    options.extraConfig ?? '',
     ``,
   ].join('\n');
   writeFileSync(p.config, config);

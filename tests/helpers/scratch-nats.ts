@@ -9,8 +9,8 @@ import { uniqueName } from './names.js';
  * A nats-server of one test's own, started by the dev stack's script, for tests that kill or
  * restart the server: the shared test server stays up for everyone else.
  */
-export const scratchNats = async (label: string) => {
-  const options = { dir: join(meshHome(), 'tmp', uniqueName(`${label}-`)), port: await freePort(), monitorPort: await freePort() };
+export const scratchNats = async (label: string, extra: { extraConfig?: string } = {}) => {
+  const options = { dir: join(meshHome(), 'tmp', uniqueName(`${label}-`)), port: await freePort(), monitorPort: await freePort(), ...extra };
   const status = await startNatsServer(options);
   return {
     url: status.url,

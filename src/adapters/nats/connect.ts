@@ -6,6 +6,8 @@ export interface ConnectOptions {
   name: string;
   /** Keep reconnecting for ever (long-running components) or fail fast (one-shot CLI verbs). */
   persistent?: boolean;
+  user?: string;
+  pass?: string;
 }
 
 export const connectNats = async (url: string, options: ConnectOptions): Promise<NatsConnection> => {
@@ -17,6 +19,7 @@ export const connectNats = async (url: string, options: ConnectOptions): Promise
       reconnectTimeWait: 250,
       waitOnFirstConnect: false,
       timeout: 3_000,
+      ...(options.user ? { user: options.user, pass: options.pass ?? '' } : {}),
     });
   } catch (cause) {
     throw new UnavailableError(`cannot reach NATS at ${url}: ${(cause as Error).message}. Is the stack up? Run \`npx mesh dev up\`, or set MESH_NATS_URL.`, {
