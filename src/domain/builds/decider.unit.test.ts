@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { MeshFixture } from '../../../tests/helpers/given.js';
 import { composeDeclaration } from '../declarations/compose.js';
 import type { ProposedEvent } from '../events/envelope.js';
+import type { MeshCommand } from '../mesh/commands.js';
 import { graphInputOf } from './decider.js';
 import { assessGraph, reachedBy } from './graph.js';
 
@@ -197,7 +198,7 @@ describe('rolling out', () => {
     const mesh = running();
     const [submitted] = submit(mesh, 'app');
     const buildId = (submitted?.data as { buildId: string }).buildId;
-    const record = { type: 'record-build', buildId, module: 'app', commit: commit(1), outcome: { kind: 'built', digest: digest(5), bases: [] } } as const;
+    const record: MeshCommand = { type: 'record-build', buildId, module: 'app', commit: commit(1), outcome: { kind: 'built', digest: digest(5), bases: [] } };
     expect(mesh.run(record)).toHaveLength(1);
     expect(mesh.run(record)).toEqual([]);
   });
