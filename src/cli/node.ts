@@ -5,7 +5,7 @@ import { parseFlags } from './flags.js';
 import { printResult, withMesh } from './mesh-session.js';
 import { output } from './output.js';
 
-// mesh node add NAME [--root PATH] | list | token [--node NAME] [--ttl 1h]
+// mesh node add NAME [--root PATH] [--address HOST] | list | token [--node NAME] [--ttl 1h]
 
 const TTL = /^(\d+)([smhd])$/;
 const ttlMillis = (ttl: string): number => {
@@ -17,7 +17,7 @@ const ttlMillis = (ttl: string): number => {
 export const nodeCommand = async (args: string[]): Promise<number> => {
   const { values, positionals } = parseFlags(
     args,
-    { json: { type: 'boolean', default: false }, root: { type: 'string' }, node: { type: 'string' }, ttl: { type: 'string', default: '1h' }, 'command-id': { type: 'string' } },
+    { json: { type: 'boolean', default: false }, root: { type: 'string' }, address: { type: 'string' }, node: { type: 'string' }, ttl: { type: 'string', default: '1h' }, 'command-id': { type: 'string' } },
     2,
   );
   const out = output(values.json ?? false);
@@ -26,7 +26,10 @@ export const nodeCommand = async (args: string[]): Promise<number> => {
     case 'add':
       if (!name) throw new ValidationError('usage: mesh node add NAME [--root PATH]', { field: 'node' });
       return withMesh(async ({ mesh, metadata }) =>
-        printResult(out, await mesh.execute({ type: 'add-node', node: name, ...(values.root ? { root: values.root } : {}) }, metadata(values['command-id']))),
+        printResult(
+          out,
+          await mesh.execute({ type: 'add-node', node: name, ...(values.root ? { root: values.root } : {}), ...(values.address ? { address: values.address } : {}) }, metadata(values['command-id'])),
+        ),
       );
     case 'list':
       return withMesh(async ({ mesh }) => {

@@ -92,11 +92,11 @@ describe("the controller's bus permissions", () => {
       await ingester.start();
       try {
         const facts: string[] = [];
-        admin.subscribe(`${name}.seat.mesh-controller.event.>`, { callback: (_e, m) => facts.push(m.subject) });
+        admin.subscribe(`${name}.seat.mesh-controller.event.>`, { callback: (_e, m) => void facts.push(m.subject) });
         const { jetstreamManager } = await import('@nats-io/jetstream');
         const jsm = await jetstreamManager(admin);
         const message = await waitFor('the declaration', async () => jsm.streams.getMessage(streams.nodesStream, { last_by_subj: `${name}.node.lab1.declare` }).catch(() => null));
-        const declaration = declarationSchema.parse(message.json());
+        const declaration = declarationSchema.parse(message?.json());
         await jetstream(admin).publish(
           `${name}.control.lab1.report`,
           JSON.stringify({

@@ -48,7 +48,7 @@ describe('reports become facts, stated once, on change', () => {
     const controller = await t.startController();
     await t.startIngester(controller);
     const seen: string[] = [];
-    const subscription = t.nc.subscribe(`${t.names.prefix}.seat.mesh-controller.event.>`, { callback: (_e, m) => seen.push(m.subject) });
+    const subscription = t.nc.subscribe(`${t.names.prefix}.seat.mesh-controller.event.>`, { callback: (_e, m) => void seen.push(m.subject) });
     const declaration = await declared();
     for (let i = 0; i < 3; i++) await publishReport(reportFor(declaration));
     await waitFor('the applied fact', async () => (await facts()).length === 1);

@@ -66,6 +66,9 @@ export const fixtureManifest = (name: string): Record<string, unknown> =>
 
 export const FIXTURE_MODULES = ['nats', 'distribution', 'vault', 'postgres', 'gitea', 'builder', 'catalogue', 'route-proxy', 'audit-logger', 'telegram-sender', 'showcase'] as const;
 
+/** The modules a local demo mesh really runs: small HTTP servers and a stand-in for the bus. */
+export const DEMO_MODULES = ['local-bus', 'greeter', 'caller'] as const;
+
 /** A bus-speaking module with nothing else: the base most tests add one thing to. */
 export const minimalModule = (name: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
   name,

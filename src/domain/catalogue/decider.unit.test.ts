@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { FIXTURE_MODULES, MeshFixture, fixtureManifest, minimalModule } from '../../../tests/helpers/given.js';
+import { DEMO_MODULES, FIXTURE_MODULES, MeshFixture, fixtureManifest, minimalModule } from '../../../tests/helpers/given.js';
 import { manifestSchema } from './manifest.js';
 
 const whats = (problems: { what: string }[]) => problems.map((p) => p.what);
@@ -20,6 +20,11 @@ describe('registering a module', () => {
     const mesh = new MeshFixture();
     for (const name of FIXTURE_MODULES) expect(mesh.registerFixture(name)).toHaveLength(1);
     expect(JSON.stringify(FIXTURE_MODULES.map(fixtureManifest))).not.toMatch(/amqp|"mesh\.(mod|seat|log|node|control)\./);
+  });
+
+  it('accepts the demo modules, and a provider answers its consumer with its own values filled in', () => {
+    const mesh = new MeshFixture();
+    for (const name of DEMO_MODULES) expect(mesh.registerFixture(name)).toHaveLength(1);
   });
 
   it('adds the seats a module declares to the set', () => {

@@ -41,6 +41,11 @@ export const provisionSchema = z.strictObject({
   fields: z.record(z.string(), contractField).optional(),
   /** "For each consumer, one secret": resolution adds a `secret` requirement named for the consumer. */
   perConsumerSecret: z.boolean().default(false),
+  /**
+   * How this provider answers a consumer's non-secret fields, written with its own requirements:
+   * `{ "url": "http://${identity.address}:${port}" }`. Filled in when a consumer's declaration is composed.
+   */
+  answers: z.record(z.string(), z.string()).optional(),
 });
 
 export const requirementSchema = z.strictObject({

@@ -31,7 +31,20 @@ interface Answers {
   secrets: Map<string, Extract<Resolution['answer'], { kind: 'secret' }> & { requirement: string }>;
 }
 
-const answersOf = (root: string, module: string, resolutions: Resolution[]): Answers => {
+/** A provider's answers to a consumer: its `answers` templates, filled with its own requirements. */
+const providerAnswers = (state: MeshState, provider: { node: string; module: string }, contract: string): Map<string, string> => {
+  const assignment = state.assignments.get(`${provider.node}/${provider.module}`);
+  const manifest = state.modules.get(provider.module)?.manifest;
+  const templates = manifest?.provides.find((p) => p.provision === contract)?.answers;
+  if (!assignment || !manifest || !templates) return new Map();
+  const input = { ...assignment, values: Object.fromEntries(Object.entries(assignment.values).map(([name, value]) => [name, String(value)])) };
+  const { resolutions } = resolveRequirements(state, input, manifest.requires);
+  const own = answersOf(state, state.nodes.get(provider.node)?.root ?? '/var/lib/mesh', provider.module, resolutions, false);
+  const noSecrets = (): undefined => undefined;
+  return new Map(Object.entries(templates).map(([field, template]) => [field, fill(template, own, noSecrets)]));
+};
+
+const answersOf = (state: MeshState, root: string, module: string, resolutions: Resolution[], withProviders = true): Answers => {
   const values = new Map<string, string>();
   const paths = new Map<string, string>();
   const secrets: Answers['secrets'] = new Map();
@@ -48,14 +61,20 @@ const answersOf = (root: string, module: string, resolutions: Resolution[]): Ans
         values.set(requirement, String(answer.value));
         break;
       case 'identity':
-        values.set(`${requirement}.name`, answer.name).set(`${requirement}.node`, answer.node).set(`${requirement}.module`, answer.module);
+        values
+          .set(`${requirement}.name`, answer.name)
+          .set(`${requirement}.node`, answer.node)
+          .set(`${requirement}.module`, answer.module)
+          .set(`${requirement}.address`, state.nodes.get(answer.node)?.address ?? answer.node);
         break;
       case 'fact':
         break;
-      case 'assignment':
-        // Fields a provider answers travel back later; the node is known now.
-        values.set(`${requirement}.node`, answer.node);
+      case 'assignment': {
+        values.set(`${requirement}.node`, answer.node).set(`${requirement}.address`, state.nodes.get(answer.node)?.address ?? answer.node);
+        const contract = resolutions.find((r) => r.requirement === requirement)?.contract ?? '';
+        if (withProviders) for (const [field, value] of providerAnswers(state, answer, contract)) values.set(`${requirement}.${field}`, value);
         break;
+      }
       case 'secret': {
         const path = secretPath(root, module, requirement);
         secrets.set(requirement, { ...answer, requirement });
@@ -90,7 +109,7 @@ const fillAll = (record: Record<string, string>, filler: (text: string) => strin
 const composeAssignment = (state: MeshState, assignment: AssignmentState, manifest: Manifest, resolutions: Resolution[]): DeclaredAssignment => {
   const module = assignment.module;
   const root = state.nodes.get(assignment.node)?.root ?? '/var/lib/mesh';
-  const answers = answersOf(root, module, resolutions);
+  const answers = answersOf(state, root, module, resolutions);
   const secretName = (requirement: string, field: string | undefined): string | undefined => {
     const direct = answers.secrets.get(requirement);
     if (direct && (field === undefined || field === 'value')) return direct.name;

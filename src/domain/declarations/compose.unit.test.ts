@@ -73,6 +73,18 @@ describe("composing a node's declaration", () => {
     expect(novox.ok ? [] : novox.problems.map((p) => p.what)).toEqual(['novox/postgres requires superuser (secret)']);
   });
 
+  it("fills a consumer's reference to its provider's answers, and the identity's address", () => {
+    const mesh = new MeshFixture().node('alpha').node('beta');
+    mesh.run({ type: 'add-node', node: 'gamma', address: '127.0.0.1' });
+    for (const name of ['local-bus', 'greeter', 'caller']) mesh.registerFixture(name);
+    mesh.assign('local-bus', 'alpha', { hold: ['mesh-broker'] });
+    mesh.assign('greeter', 'gamma', { hold: ['front-desk'], values: { port: '19001' } });
+    mesh.assign('caller', 'beta');
+    const caller = composed(mesh, 'beta').assignments[0]?.resources[0] as Extract<Resource, { kind: 'process' }>;
+    expect(caller.run.slice(3)).toEqual(['http://127.0.0.1:19001', '18082']);
+    expect(composed(mesh, 'gamma').assignments[0]?.seats).toEqual(['front-desk']);
+  });
+
   it('changes the digest when any field of any resource changes — every field in the schema is covered', () => {
     const declaration = composed(foundation(), 'lab1');
     const samples = new Map<string, Resource>();

@@ -32,6 +32,8 @@ export interface ModuleState {
 export interface NodeState {
   name: string;
   root: string;
+  /** where other nodes reach it; its name when none was given */
+  address: string | null;
   /** the agent's public key, once the node has enrolled */
   publicKey?: string;
 }
@@ -192,8 +194,8 @@ export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
       break;
     }
     case 'node.added': {
-      const data = event.data as { node: string; root: string };
-      state.nodes.set(data.node, { name: data.node, root: data.root });
+      const data = event.data as { node: string; root: string; address: string | null };
+      state.nodes.set(data.node, { ...state.nodes.get(data.node), name: data.node, root: data.root, address: data.address });
       break;
     }
     case 'enrolment.token-issued': {
@@ -205,7 +207,7 @@ export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
       const data = event.data as { node: string; publicKey: string; tokenId: string };
       const token = state.enrolmentTokens.get(data.tokenId);
       if (token) token.spentBy = data.node;
-      const node = state.nodes.get(data.node) ?? { name: data.node, root: DEFAULT_NODE_ROOT };
+      const node = state.nodes.get(data.node) ?? { name: data.node, root: DEFAULT_NODE_ROOT, address: null };
       state.nodes.set(data.node, { ...node, publicKey: data.publicKey });
       break;
     }

@@ -7,6 +7,7 @@ export interface AddNode {
   type: 'add-node';
   node: string;
   root?: string;
+  address?: string;
 }
 
 export const decideAddNode = (command: AddNode, state: MeshState): Decision => {
@@ -16,7 +17,12 @@ export const decideAddNode = (command: AddNode, state: MeshState): Decision => {
   if (!root.startsWith('/')) problems.push({ what: '--root', why: `"${root}" is not an absolute path`, remedy: 'give the absolute folder that holds modules\' directories on that node' });
   const existing = state.nodes.get(command.node);
   if (existing && existing.root !== root) problems.push({ what: command.node, why: `node ${command.node} exists with root ${existing.root}`, remedy: 'a node\'s root is fixed when it is added' });
+  if (command.address !== undefined && !/^[A-Za-z0-9.:_-]+$/.test(command.address)) problems.push({ what: '--address', why: `"${command.address}" is not a host name or IP address`, remedy: 'give the address other nodes reach it at' });
   refuseIfAny(`adding node ${command.node}`, problems);
   if (existing) return { aggregate: nodeAggregate(command.node), events: [], summary: `node ${command.node} already exists` };
-  return { aggregate: nodeAggregate(command.node), events: [{ type: NodeAdded.type, data: { node: command.node, root } }], summary: `node ${command.node} added (root ${root})` };
+  return {
+    aggregate: nodeAggregate(command.node),
+    events: [{ type: NodeAdded.type, data: { node: command.node, root, address: command.address ?? null } }],
+    summary: `node ${command.node} added (root ${root}${command.address ? `, address ${command.address}` : ''})`,
+  };
 };
