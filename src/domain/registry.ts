@@ -6,8 +6,11 @@ import { EventRegistry } from './events/registry.js';
 import { meshEvents } from './mesh/events.js';
 import { nodeEvents } from './nodes/events.js';
 import { enrolmentEvents } from './nodes/enrolment.js';
+import { factEvents } from './facts/events.js';
+import { operatorEvents } from './operators/operators.js';
+import { projectionEvents } from './projections/events.js';
 import { seatEvents } from './seats/events.js';
 
 /** Every event type of the mesh, as the log reads and writes them. */
 export const meshEventRegistry = (): EventRegistry =>
-  new EventRegistry([...meshEvents, ...catalogueEvents, ...seatEvents, ...nodeEvents, ...assignmentEvents, ...declarationEvents, ...enrolmentEvents, ...buildEvents]);
+  new EventRegistry([...meshEvents, ...catalogueEvents, ...seatEvents, ...nodeEvents, ...assignmentEvents, ...declarationEvents, ...enrolmentEvents, ...buildEvents, ...factEvents, ...operatorEvents, ...projectionEvents]);

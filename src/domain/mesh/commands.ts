@@ -4,12 +4,13 @@ import { decideRegisterModule, type RegisterModule } from '../catalogue/decider.
 import type { Decision } from '../decision.js';
 import { decideAddNode, type AddNode } from '../nodes/decider.js';
 import { decideEnrolNode, decideIssueEnrolmentToken, type EnrolNode, type IssueEnrolmentToken } from '../nodes/enrolment.js';
+import { decideAddOperator, decideRevokeOperator, type AddOperator, type RevokeOperator } from '../operators/operators.js';
 import { decideDefineSystemSeat, decideHandOverSeat, decideRenameSeat, type DefineSystemSeat, type HandOverSeat, type RenameSeat } from '../seats/decider.js';
 import type { MeshState } from './state.js';
 
 // Every command the mesh takes, and the one place that routes it to its rule.
 
-export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand;
+export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator;
 
 export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decision => {
   switch (command.type) {
@@ -31,6 +32,10 @@ export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decis
       return decideIssueEnrolmentToken(command, state);
     case 'enrol-node':
       return decideEnrolNode(command, state);
+    case 'add-operator':
+      return decideAddOperator(command, state);
+    case 'revoke-operator':
+      return decideRevokeOperator(command, state);
     case 'move-source':
     case 'move-module':
     case 'submit-build':

@@ -72,6 +72,8 @@ export interface MeshState {
   /** the last reason each node's declaration could not be composed, and the log sequence it was stated at */
   declarationRefusals: Map<string, { reason: string; seq: number }>;
   enrolmentTokens: Map<string, EnrolmentTokenState>;
+  /** operators by name, with the key their commands are signed with */
+  operators: Map<string, { operator: string; publicKey: string; revoked: boolean }>;
   /** sources' heads, builds, module versions and what rolls out (src/domain/builds) */
   builds: BuildsState;
   /** what the control plane has stated about machines (fact.* events), so it states each change once */
@@ -96,6 +98,7 @@ export const emptyMeshState = (): MeshState => ({
   versions: new Map(),
   declarationRefusals: new Map(),
   enrolmentTokens: new Map(),
+  operators: new Map(),
   builds: emptyBuildsState(),
   facts: { running: new Map(), refused: new Map(), crashLooping: new Map() },
 });
@@ -209,6 +212,17 @@ export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
       if (token) token.spentBy = data.node;
       const node = state.nodes.get(data.node) ?? { name: data.node, root: DEFAULT_NODE_ROOT, address: null };
       state.nodes.set(data.node, { ...node, publicKey: data.publicKey });
+      break;
+    }
+    case 'operator.added': {
+      const data = event.data as { operator: string; publicKey: string };
+      state.operators.set(data.operator, { operator: data.operator, publicKey: data.publicKey, revoked: false });
+      break;
+    }
+    case 'operator.revoked': {
+      const data = event.data as { operator: string };
+      const operator = state.operators.get(data.operator);
+      if (operator) operator.revoked = true;
       break;
     }
     case 'fact.applied': {
