@@ -1,6 +1,7 @@
 import type { EventLog } from '../adapters/eventlog/event-log.js';
 import type { CommandMetadata, StoredEvent } from '../domain/events/envelope.js';
 import { decideMeshCommand, type MeshCommand } from '../domain/mesh/commands.js';
+import type { SignedCommand } from '../domain/operators/signed-command.js';
 import { emptyMeshState, evolveMesh, type MeshState } from '../domain/mesh/state.js';
 import { ConcurrencyError } from '../errors.js';
 
@@ -34,7 +35,8 @@ export class MeshService {
     return this.state;
   }
 
-  async execute(command: MeshCommand, metadata: CommandMetadata): Promise<CommandResult> {
+  /** `signed`: the operator's signed command, kept in the log with the events it caused. */
+  async execute(command: MeshCommand, metadata: CommandMetadata, options: { signed?: SignedCommand } = {}): Promise<CommandResult> {
     for (let attempt = 1; ; attempt++) {
       const state = await this.current();
       const earlier = state.commands.get(metadata.commandId);
@@ -42,7 +44,10 @@ export class MeshService {
       const decision = decideMeshCommand(command, state);
       if (decision.events.length === 0) return { summary: decision.summary, seq: state.seq, events: [], duplicate: false };
       try {
-        const result = await this.log.append(decision.aggregate, decision.events, state.versions.get(decision.aggregate) ?? 0, metadata, { expectedLogSeq: state.seq });
+        const result = await this.log.append(decision.aggregate, decision.events, state.versions.get(decision.aggregate) ?? 0, metadata, {
+          expectedLogSeq: state.seq,
+          ...(options.signed ? { signed: options.signed } : {}),
+        });
         if (!result.duplicate) for (const event of result.events) evolveMesh(this.state, event);
         return { summary: decision.summary, seq: result.seq, events: result.events, duplicate: result.duplicate };
       } catch (error) {

@@ -3,9 +3,13 @@ import { pino } from 'pino';
 import { connectNats } from '../../src/adapters/nats/connect.js';
 import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
 import { bootstrapControlPlane } from '../../src/controller/bootstrap.js';
+import { BuildCoordinator } from '../../src/controller/build-coordinator.js';
+import { artifactBucketName, jobsStreamName } from '../../src/adapters/nats/build-streams.js';
 import { Controller, type DeclarationPass } from '../../src/controller/controller.js';
 import { EnrolmentService } from '../../src/controller/enrolment-service.js';
 import { ReportIngester } from '../../src/controller/report-ingester.js';
+import { CommandDispatcher } from '../../src/controller/command-dispatcher.js';
+import { ToolServer } from '../../src/controller/tool-server.js';
 import pg from 'pg';
 import { MeshService } from '../../src/controller/mesh-service.js';
 import type { MeshCommand } from '../../src/domain/mesh/commands.js';
@@ -27,6 +31,7 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
   const controllers: Controller[] = [];
   const services: EnrolmentService[] = [];
   const ingesters: ReportIngester[] = [];
+  const toolServers: ToolServer[] = [];
   const pools: pg.Pool[] = [];
   const passes: DeclarationPass[] = [];
   let commands = 0;
@@ -51,6 +56,20 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
     return service;
   };
 
+  const coordinators: BuildCoordinator[] = [];
+  /** Turns moved branches into builds and builds into versions, with a short ack wait so a dead builder's job moves on quickly. */
+  const startBuilds = async (ackWaitMs = 3_000): Promise<BuildCoordinator> => {
+    const coordinator = new BuildCoordinator(nc, newLog(), new MeshService(newLog()), {
+      names: { nodes: names.nodesStream, control: names.controlStream, prefix: names.prefix },
+      actor: 'controller',
+      logger: pino({ level: process.env.MESH_TEST_LOG ?? 'silent' }),
+      ackWaitMs,
+    });
+    await coordinator.start();
+    coordinators.push(coordinator);
+    return coordinator;
+  };
+
   /** Reads this mesh's reports into facts, with node status in a PostgreSQL schema of the test's own. */
   const startIngester = async (controller: Controller, options: { databaseUrl?: string; schema?: string } = {}): Promise<ReportIngester> => {
     const pool = new pg.Pool({ connectionString: options.databaseUrl ?? process.env.MESH_DATABASE_URL, max: 2 });
@@ -69,11 +88,21 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
     return ingester;
   };
 
+  /** The mesh-controller seat's command tools on this mesh's prefix, as a controller process serves them. */
+  const startTools = (): ToolServer => {
+    const server = new ToolServer(nc, new CommandDispatcher(new MeshService(newLog())), { prefix: names.prefix, logger: pino({ level: 'silent' }) });
+    server.start();
+    toolServers.push(server);
+    return server;
+  };
+
   return {
     nc,
     jsm,
+    startTools,
     startEnrolment,
     startIngester,
+    startBuilds,
     log,
     names,
     mesh,
@@ -91,8 +120,10 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
       for (const ingester of ingesters) await ingester.stop();
       for (const pool of pools) await pool.end().catch(() => undefined);
       for (const service of services) service.stop();
+      for (const server of toolServers) server.stop();
+      for (const coordinator of coordinators) await coordinator.stop();
       for (const controller of controllers) await controller.stop();
-      for (const stream of [names.logStream, names.nodesStream, names.controlStream, `EVENTS_${names.prefix}`]) await jsm.streams.delete(stream).catch(() => undefined);
+      for (const stream of [names.logStream, names.nodesStream, names.controlStream, `EVENTS_${names.prefix}`, jobsStreamName(names), `OBJ_${artifactBucketName(names)}`]) await jsm.streams.delete(stream).catch(() => undefined);
       await nc.close();
     },
   };

@@ -1,4 +1,5 @@
 import type { CommandMetadata, ProposedEvent, StoredEvent } from '../../domain/events/envelope.js';
+import type { SignedCommand } from '../../domain/operators/signed-command.js';
 
 // The port every part of the control plane writes and reads the mesh's history through.
 
@@ -39,6 +40,8 @@ export interface AppendOptions {
    * as of that sequence and must not land if anything was appended since (Nats-Expected-Last-Sequence).
    */
   expectedLogSeq?: number;
+  /** the operator's signed command that decided these events: kept with them, for audit */
+  signed?: SignedCommand;
 }
 
 export interface EventLog {

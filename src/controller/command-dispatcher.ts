@@ -1,0 +1,59 @@
+import { verifySignature } from '../adapters/operator-keys.js';
+import type { MeshCommand } from '../domain/mesh/commands.js';
+import { signedCommandSchema, type SignedCommand } from '../domain/operators/signed-command.js';
+import { Refusal } from '../domain/refusal.js';
+import { ValidationError } from '../errors.js';
+import type { CommandResult, MeshService } from './mesh-service.js';
+
+// The one place an operator's command enters the control plane, whatever carried it (a tool call
+// on the bus, the HTTP API): its signature is checked against the key the log holds for the
+// operator, then it is decided and appended. An unsigned, unknown, revoked or altered command is
+// refused, saying which, and appends nothing.
+
+/** The commands an operator may send; the rest are the mesh's own (genesis, enrolment, builds' outcomes). */
+export const OPERATOR_COMMANDS = new Set<MeshCommand['type']>([
+  'register-module',
+  'rename-seat',
+  'hand-over-seat',
+  'add-node',
+  'assign',
+  'unassign',
+  'issue-enrolment-token',
+  'add-operator',
+  'revoke-operator',
+  'move-module',
+  'move-source',
+  'submit-build',
+  'set-rollout-policy',
+] as MeshCommand['type'][]);
+
+export class CommandDispatcher {
+  constructor(private readonly mesh: MeshService) {}
+
+  async dispatch(input: unknown, verb?: string): Promise<CommandResult> {
+    const parsed = signedCommandSchema.safeParse(input);
+    if (!parsed.success) {
+      const unsigned = typeof input === 'object' && input !== null && !('signature' in input);
+      throw new Refusal('a command', [
+        unsigned
+          ? { what: 'signature', why: 'the command is not signed', remedy: 'send it with `mesh`, which signs with your operator key' }
+          : { what: parsed.error.issues[0]?.path.join('.') || 'command', why: parsed.error.issues[0]?.message ?? 'not a signed command', remedy: 'send { commandId, operator, command, time, signature }' },
+      ]);
+    }
+    const signed: SignedCommand = parsed.data;
+    const type = String(signed.command.type ?? '');
+    if (verb !== undefined && verb !== type) throw new ValidationError(`the ${verb} tool was sent a ${type || 'typeless'} command`, { field: 'command.type' });
+    if (!OPERATOR_COMMANDS.has(type as MeshCommand['type'])) {
+      throw new Refusal(`command ${type}`, [{ what: type || 'command.type', why: 'it is not a command an operator sends', remedy: `send one of: ${[...OPERATOR_COMMANDS].join(', ')}` }]);
+    }
+    const state = await this.mesh.current();
+    const operator = state.operators.get(signed.operator);
+    const subject = `${type} from operator ${signed.operator}`;
+    if (!operator) throw new Refusal(subject, [{ what: signed.operator, why: 'no such operator is registered', remedy: 'ask an operator to add you: mesh operator add NAME --key PUBLIC-KEY' }]);
+    if (operator.revoked) throw new Refusal(subject, [{ what: signed.operator, why: 'this operator was revoked', remedy: 'ask an operator to add you under a new name' }]);
+    if (!verifySignature(signed, operator.publicKey)) {
+      throw new Refusal(subject, [{ what: 'signature', why: 'the signature does not match the command: it was altered, or signed with another key', remedy: 'send the command again as `mesh` signed it' }]);
+    }
+    return this.mesh.execute(signed.command as unknown as MeshCommand, { commandId: signed.commandId, actor: `operator:${signed.operator}` }, { signed });
+  }
+}
