@@ -1,5 +1,12 @@
 import { auditProjection } from './audit.js';
+import { assignmentsProjection } from './mesh/assignments.js';
+import { buildsProjection } from './mesh/builds.js';
+import { factsProjection } from './mesh/facts.js';
+import { modulesProjection } from './mesh/modules.js';
+import { nodesProjection } from './mesh/nodes.js';
+import { operatorsProjection } from './mesh/operators.js';
+import { seatsProjection } from './mesh/seats.js';
 import type { ProjectionDefinition } from './projection.js';
 
-/** Every projection the control plane maintains. The mesh tables join this list as their events land. */
-export const meshProjections = (): ProjectionDefinition[] => [auditProjection];
+/** Every projection the control plane maintains. */
+export const meshProjections = (): ProjectionDefinition[] => [auditProjection, nodesProjection, modulesProjection, seatsProjection, assignmentsProjection, buildsProjection, factsProjection, operatorsProjection];

@@ -1,0 +1,37 @@
+import type { StoredEvent } from '../../domain/events/envelope.js';
+import { foldingProjection } from './folding.js';
+import { replaceRows } from './rows.js';
+
+// `facts`: one row per event that states what the control plane observed rather than what an
+// operator decided — a declaration that could not be composed, a projection that stalled. A fact
+// is never changed afterwards, so each event is one new row; the node and module it concerns are
+// columns of their own for the overview to find them.
+
+/** The fact event types: what the controller states about declarations, projections and machines. */
+export const FACT_TYPES: readonly string[] = [
+  'declaration.refused',
+  'projection.stalled',
+  'fact.applied',
+  'fact.refused',
+  'fact.crash-looping',
+  'fact.stopped',
+  'fact.report-mismatch',
+];
+
+const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+
+const rowOf = (event: StoredEvent): Record<string, unknown> => {
+  const data = event.data as Record<string, unknown>;
+  return { seq: event.seq, event_index: event.index, type: event.type, node: text(data.node), module: text(data.module), data, time: event.time };
+};
+
+export const factsProjection = foldingProjection<Record<string, unknown>[]>({
+  name: 'facts',
+  version: 1,
+  types: FACT_TYPES,
+  open: async () => [],
+  apply: (rows, event) => {
+    if (FACT_TYPES.includes(event.type)) rows.push(rowOf(event));
+  },
+  save: (rows, tx) => replaceRows(tx, 'facts', ['seq', 'event_index'], [], rows),
+});

@@ -1,0 +1,35 @@
+import type { StoredEvent } from '../../domain/events/envelope.js';
+import { defineProjection, migrationSql, type ProjectionDefinition, type ProjectionTx } from '../projection.js';
+
+// A mesh projection folds a run of events the way `evolveMesh` folds them, over the rows they
+// touch: `open` reads those rows, `apply` changes them in memory one event after another, `save`
+// writes what changed. One event alone goes the same way, so the live path and a rebuild write
+// the same rows by construction.
+
+export interface Folding<Batch> {
+  name: string;
+  version: number;
+  /** The event types it handles; every other type only moves the checkpoint. */
+  types: readonly string[];
+  open: (events: readonly StoredEvent[], tx: ProjectionTx) => Promise<Batch>;
+  apply: (batch: Batch, event: StoredEvent) => void;
+  save: (batch: Batch, tx: ProjectionTx) => Promise<void>;
+}
+
+export const foldingProjection = <Batch>(folding: Folding<Batch>): ProjectionDefinition => {
+  const fold = async (events: readonly StoredEvent[], tx: ProjectionTx): Promise<void> => {
+    const batch = await folding.open(events, tx);
+    for (const event of events) folding.apply(batch, event);
+    await folding.save(batch, tx);
+  };
+  return defineProjection({
+    name: folding.name,
+    version: folding.version,
+    schemaSql: migrationSql(folding.name, folding.version),
+    handlers: Object.fromEntries(folding.types.map((type) => [type, (event: StoredEvent, tx: ProjectionTx) => fold([event], tx)])),
+    applyMany: fold,
+  });
+};
+
+/** The data of the events of `type` in a run. */
+export const dataOf = <D>(events: readonly StoredEvent[], ...types: string[]): D[] => events.filter((e) => types.includes(e.type)).map((e) => e.data as D);

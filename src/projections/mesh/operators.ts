@@ -1,0 +1,27 @@
+import { dataOf, foldingProjection } from './folding.js';
+import { RowImage } from './rows.js';
+
+// `operators`, as evolveMesh folds operator.added (stated afresh, not revoked) and
+// operator.revoked (kept, marked revoked, when it exists).
+
+type OperatorRow = { name: string; public_key: string; revoked: boolean; changed_seq: number | string };
+
+export const operatorsProjection = foldingProjection<RowImage<OperatorRow>>({
+  name: 'operators',
+  version: 1,
+  types: ['operator.added', 'operator.revoked'],
+  open: async (events, tx) => {
+    const operators = new RowImage<OperatorRow>('operators', ['name']);
+    await operators.load(tx, dataOf<{ operator: string }>(events, 'operator.revoked').map((d) => ({ name: d.operator })));
+    return operators;
+  },
+  apply: (operators, event) => {
+    const data = event.data as { operator: string; publicKey?: string };
+    if (event.type === 'operator.added') operators.set({ name: data.operator, public_key: data.publicKey ?? '', revoked: false, changed_seq: event.seq });
+    else if (event.type === 'operator.revoked') {
+      const operator = operators.get({ name: data.operator });
+      if (operator) operators.set({ ...operator, revoked: true, changed_seq: event.seq });
+    }
+  },
+  save: (operators, tx) => operators.save(tx),
+});

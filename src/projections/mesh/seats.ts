@@ -1,0 +1,163 @@
+import type { Manifest, SeatDeclaration } from '../../domain/catalogue/manifest.js';
+import type { StoredEvent } from '../../domain/events/envelope.js';
+import { foldingProjection } from './folding.js';
+import type { ProjectionTx } from '../projection.js';
+import { RowImage, replaceRows } from './rows.js';
+
+// `seats` with `seat_aliases`, and `holdings`, as evolveMesh folds them. The set of seats is the
+// mesh's own (seat.defined) and those module definitions declare: module.registered restates its
+// module's seats and takes out of the set those it no longer declares. A seat keeps its id (its
+// first name) through renames, the old names staying as aliases. Holdings are keyed by seat id
+// and scope key and outlive a seat that left the set.
+
+export interface SeatRecord {
+  id: string;
+  name: string;
+  aliases: string[];
+  scope: 'mesh' | 'node';
+  delivers: string | null;
+  reserved: boolean;
+  decided: string;
+  definer: 'system' | 'module';
+  definer_module: string | null;
+  protocol: { accepts: { verb: string; retain: string }[]; emits: string[]; serves: string[] };
+  changed_seq: number;
+}
+
+interface Batch {
+  /** every seat, read when the batch changes the set; undefined when it only moves holdings */
+  seats: Map<string, SeatRecord> | undefined;
+  changedSeats: Set<string>;
+  holdings: RowImage<{ seat_id: string; scope_key: string; node: string; module: string; since_seq: number | string }>;
+}
+
+const SET_CHANGES = new Set(['seat.defined', 'seat.renamed', 'module.registered']);
+
+/** A seat by its name or any former name (evolveMesh's seatNamed). */
+const seatNamed = (seats: Map<string, SeatRecord>, name: string): SeatRecord | undefined => {
+  for (const seat of seats.values()) if (seat.name === name || seat.aliases.includes(name)) return seat;
+  return undefined;
+};
+
+const loadSeats = async (tx: ProjectionTx): Promise<Map<string, SeatRecord>> => {
+  const aliases = new Map<string, string[]>();
+  const aliasRows = await tx.client.query<{ seat_id: string; alias: string }>(`SELECT seat_id, alias FROM ${tx.table('seat_aliases')} ORDER BY seat_id, position`);
+  for (const row of aliasRows.rows) aliases.set(row.seat_id, [...(aliases.get(row.seat_id) ?? []), row.alias]);
+  const seats = new Map<string, SeatRecord>();
+  const rows = await tx.client.query<Omit<SeatRecord, 'aliases' | 'changed_seq'> & { changed_seq: string }>(`SELECT * FROM ${tx.table('seats')} ORDER BY changed_seq, id`);
+  for (const row of rows.rows) seats.set(row.id, { ...row, changed_seq: Number(row.changed_seq), aliases: aliases.get(row.id) ?? [] });
+  return seats;
+};
+
+const declaredSeat = (module: string, declaration: SeatDeclaration, existing: SeatRecord | undefined, seq: number): SeatRecord => ({
+  id: existing?.id ?? declaration.name,
+  name: existing?.name ?? declaration.name,
+  aliases: existing?.aliases ?? [],
+  scope: declaration.scope,
+  delivers: null,
+  reserved: false,
+  decided: `declared by module ${module}`,
+  protocol: { accepts: declaration.accepts, emits: declaration.emits, serves: declaration.serves },
+  definer: 'module',
+  definer_module: module,
+  changed_seq: seq,
+});
+
+const changeSet = (batch: Batch, event: StoredEvent): void => {
+  const seats = batch.seats as Map<string, SeatRecord>;
+  const put = (seat: SeatRecord): void => {
+    seats.set(seat.id, seat);
+    batch.changedSeats.add(seat.id);
+  };
+  switch (event.type) {
+    case 'seat.defined': {
+      const data = event.data as Omit<SeatRecord, 'id' | 'aliases' | 'definer' | 'definer_module' | 'changed_seq'> & { seat: string };
+      put({ id: data.seat, name: data.name, aliases: [], scope: data.scope, delivers: data.delivers, reserved: data.reserved, decided: data.decided, protocol: data.protocol, definer: 'system', definer_module: null, changed_seq: event.seq });
+      break;
+    }
+    case 'seat.renamed': {
+      const data = event.data as { seat: string; from: string; to: string };
+      const seat = seats.get(data.seat);
+      if (seat) put({ ...seat, aliases: [...seat.aliases.filter((a) => a !== data.to), data.from], name: data.to, changed_seq: event.seq });
+      break;
+    }
+    case 'module.registered': {
+      const data = event.data as { module: string; manifest: Manifest };
+      const declared = new Set<string>();
+      for (const declaration of data.manifest.seats) {
+        const seat = declaredSeat(data.module, declaration, seatNamed(seats, declaration.name), event.seq);
+        put(seat);
+        declared.add(seat.id);
+      }
+      // A seat its module no longer declares leaves the set with it. Every seat a module defines
+      // was named by its previous definition, so "defined by this module" is that set.
+      for (const seat of [...seats.values()]) {
+        if (seat.definer === 'module' && seat.definer_module === data.module && !declared.has(seat.id)) {
+          seats.delete(seat.id);
+          batch.changedSeats.add(seat.id);
+        }
+      }
+      break;
+    }
+    default:
+      break;
+  }
+};
+
+export const seatsProjection = foldingProjection<Batch>({
+  name: 'seats',
+  version: 1,
+  types: ['seat.defined', 'seat.renamed', 'module.registered', 'seat.held', 'seat.handed-over', 'seat.released'],
+  open: async (events, tx) => {
+    const holdings = new RowImage<{ seat_id: string; scope_key: string; node: string; module: string; since_seq: number | string }>('holdings', ['seat_id', 'scope_key']);
+    await holdings.load(
+      tx,
+      events.filter((e) => e.type === 'seat.released').map((e) => ({ seat_id: (e.data as { seat: string }).seat, scope_key: (e.data as { scopeKey: string }).scopeKey })),
+    );
+    const seats = events.some((e) => SET_CHANGES.has(e.type)) ? await loadSeats(tx) : undefined;
+    return { seats, changedSeats: new Set(), holdings };
+  },
+  apply: (batch, event) => {
+    if (SET_CHANGES.has(event.type)) return changeSet(batch, event);
+    switch (event.type) {
+      case 'seat.held':
+      case 'seat.handed-over': {
+        const data = event.data as { seat: string; scopeKey: string; to?: { node: string; module: string }; node?: string; module?: string };
+        const to = data.to ?? { node: data.node ?? '', module: data.module ?? '' };
+        batch.holdings.set({ seat_id: data.seat, scope_key: data.scopeKey, node: to.node, module: to.module, since_seq: event.seq });
+        break;
+      }
+      case 'seat.released': {
+        const data = event.data as { seat: string; scopeKey: string; node: string; module: string };
+        const holder = batch.holdings.get({ seat_id: data.seat, scope_key: data.scopeKey });
+        if (holder && holder.node === data.node && holder.module === data.module) batch.holdings.delete({ seat_id: data.seat, scope_key: data.scopeKey });
+        break;
+      }
+      default:
+        break;
+    }
+  },
+  save: async (batch, tx) => {
+    await batch.holdings.save(tx);
+    if (!batch.seats || batch.changedSeats.size === 0) return;
+    const ids = [...batch.changedSeats];
+    const kept = ids.flatMap((id) => {
+      const seat = batch.seats?.get(id);
+      return seat ? [seat] : [];
+    });
+    await replaceRows(
+      tx,
+      'seats',
+      ['id'],
+      ids.map((id) => ({ id })),
+      kept.map(({ aliases: _aliases, ...row }) => row),
+    );
+    await replaceRows(
+      tx,
+      'seat_aliases',
+      ['seat_id'],
+      ids.map((seat_id) => ({ seat_id })),
+      kept.flatMap((seat) => seat.aliases.map((alias, position) => ({ seat_id: seat.id, position, alias }))),
+    );
+  },
+});

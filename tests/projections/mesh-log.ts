@@ -1,0 +1,153 @@
+import { jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { sourceAggregate } from '../../src/domain/builds/events.js';
+import { encodeCommit } from '../../src/adapters/eventlog/codec.js';
+import type { Commit, ProposedEvent, StoredEvent } from '../../src/domain/events/envelope.js';
+import { decideMeshCommand, type MeshCommand } from '../../src/domain/mesh/commands.js';
+import { emptyMeshState, evolveMesh, type MeshState } from '../../src/domain/mesh/state.js';
+import { tokenVerifier } from '../../src/domain/nodes/enrolment.js';
+import { SYSTEM_SEATS } from '../../src/domain/seats/system-seats.js';
+import { fixtureManifest } from '../helpers/given.js';
+
+// A mesh's log written in bulk: commands decided by the real deciders against the mesh folded so
+// far, facts stated as the controller states them, each commit published without waiting for the
+// one before: core publishes on one connection, which JetStream stores in the order sent, flushed
+// now and then and checked at the end against the stream's last sequence. Every event type of the registry appears. Returns the mesh as evolveMesh folds it.
+
+export interface GeneratedLog {
+  state: MeshState;
+  events: number;
+  types: Set<string>;
+  headSeq: number;
+}
+
+const publicKeyOf = (n: number): string => Buffer.alloc(32, n % 251).toString('base64');
+
+export const writeMeshLog = async (nc: NatsConnection, log: { stream: string; subjectPrefix: string }, options: { minEvents: number; nodes?: number }): Promise<GeneratedLog> => {
+  const jsm = await jetstreamManager(nc);
+  const state = emptyMeshState();
+  const types = new Set<string>();
+  let unflushed = 0;
+  let seq = 0;
+  let events = 0;
+  let clock = Date.parse('2026-12-01T00:00:00.000Z');
+
+  const record = (aggregate: string, proposed: readonly ProposedEvent[], commandId: string, actor = 'operator:gen'): void => {
+    const firstVersion = (state.versions.get(aggregate) ?? 0) + 1;
+    seq++;
+    const time = new Date((clock += 7)).toISOString();
+    const commit: Commit = {
+      firstVersion,
+      events: proposed.map((e, i) => ({ id: `${commandId}-${i}`, type: e.type, schemaVersion: 1, aggregate, time, actor, commandId, causationId: commandId, correlationId: commandId, data: e.data })),
+    };
+    nc.publish(`${log.subjectPrefix}.${aggregate}`, encodeCommit(commit));
+    unflushed++;
+    commit.events.forEach((envelope, index) => {
+      const stored: StoredEvent = { ...envelope, seq, index, version: firstVersion + index };
+      evolveMesh(state, stored);
+      types.add(stored.type);
+      events++;
+    });
+  };
+  const flush = async (force = false): Promise<void> => {
+    if (!force && unflushed < 2_000) return;
+    unflushed = 0;
+    await nc.flush();
+  };
+  let commands = 0;
+  // Synchronous, so a run of commands goes out in few socket writes; `flush` is awaited between runs.
+  const run = (command: MeshCommand): void => {
+    const decision = decideMeshCommand(command, state);
+    if (decision.events.length > 0) record(decision.aggregate, decision.events, `cmd-${++commands}`);
+  };
+  const assign = (module: string, node: string, extra: Partial<Extract<MeshCommand, { type: 'assign' }>> = {}) =>
+    run({ type: 'assign', module, node, hold: [], pins: {}, values: {}, placements: {}, ...extra });
+
+  record('mesh.gen', [{ type: 'mesh.initialised', data: { mesh: 'gen', logStream: log.stream } }], 'genesis');
+  for (const seat of SYSTEM_SEATS) run({ type: 'define-system-seat', seat });
+  for (const name of ['nats', 'vault', 'postgres', 'gitea', 'audit-logger']) run({ type: 'register-module', manifest: fixtureManifest(name) });
+  const bus = [{ name: 'bus', contract: 'mesh-bus', provider: 'module', seat: 'mesh-broker' }];
+  const agent = (v: number) => ({ name: 'agent', description: `agent ${v}`, requires: bus, seats: [{ name: 'agent-slot', scope: 'node' }], canHold: ['agent-slot'] });
+  run({ type: 'register-module', manifest: agent(1) });
+  run({ type: 'register-module', manifest: { name: 'relay-a', requires: bus, seats: [{ name: 'relay', scope: 'mesh', emits: ['moved'] }], canHold: ['relay'] } });
+  run({ type: 'register-module', manifest: { name: 'relay-b', canHold: ['relay'] } });
+
+  const nodes = Array.from({ length: options.nodes ?? 60 }, (_, i) => `n${i}`);
+  for (const [i, node] of nodes.entries()) run({ type: 'add-node', node, ...(i % 3 === 0 ? { root: `/srv/mesh${i}` } : {}) });
+  assign('nats', 'n0', { hold: ['mesh-broker'] });
+  assign('vault', 'n0', { hold: ['mesh-vault'] });
+  assign('postgres', 'n0', { hold: ['mesh-store'] });
+  assign('gitea', 'n1', { hold: ['mesh-git'], values: { 'public-name': 'git.n1' } });
+  assign('relay-a', 'n2', { hold: ['relay'] });
+  assign('relay-b', 'n3');
+
+  // Enrolment: tokens for named nodes and one for any node, spent by a node never added.
+  const now = new Date(clock).toISOString();
+  const expiresAt = new Date(clock + 86_400_000 * 365).toISOString();
+  for (const [i, node] of [...nodes.slice(0, 20), 'ghost'].entries()) {
+    const tokenId = (1000 + i).toString(16).padStart(16, '0');
+    run({ type: 'issue-enrolment-token', tokenId, verifier: tokenVerifier(`secret-${i}`), node: node === 'ghost' ? null : node, expiresAt });
+    if (i % 4 !== 3) run({ type: 'enrol-node', node, tokenId, secret: `secret-${i}`, publicKey: publicKeyOf(i), now });
+  }
+
+  for (const [i, name] of ['ada', 'grace'].entries()) run({ type: 'add-operator', operator: name, publicKey: publicKeyOf(100 + i) });
+  run({ type: 'revoke-operator', operator: 'grace' });
+
+  let relayName = 'relay';
+  let relayAt = { node: 'n2', module: 'relay-a' };
+  let round = 0;
+  while (events < options.minEvents) {
+    round++;
+    await flush();
+    for (const [i, node] of nodes.entries()) {
+      if (state.assignments.has(`${node}/agent`)) run({ type: 'unassign', module: 'agent', node });
+      else assign('agent', node, { hold: ['agent-slot'] });
+      if ((i + round) % 7 === 0) {
+        if (state.assignments.has(`${node}/audit-logger`)) run({ type: 'unassign', module: 'audit-logger', node });
+        else assign('audit-logger', node, { values: { 'retention-days': String(round % 90) }, placements: { logs: `/srv/logs/${round}` } });
+      }
+    }
+    const to = relayAt.module === 'relay-a' ? { node: 'n3', module: 'relay-b' } : { node: 'n2', module: 'relay-a' };
+    run({ type: 'hand-over-seat', seat: relayName, to, expectedHolder: relayAt });
+    relayAt = to;
+    if (round % 10 === 0) {
+      const next = `relay-r${round}`;
+      run({ type: 'rename-seat', seat: relayName, to: next });
+      relayName = next;
+      run({ type: 'register-module', manifest: agent(round) });
+      // A seat that leaves the set while held: its holding stays.
+      const pager = `pager${round}`;
+      run({ type: 'register-module', manifest: { name: pager, requires: bus, seats: [{ name: pager, scope: 'mesh' }], canHold: [pager] } });
+      assign(pager, nodes[round % nodes.length] as string, { hold: [pager] });
+      run({ type: 'register-module', manifest: { name: pager, requires: bus, description: 'no seat any more' } });
+    }
+    if (round % 5 === 0) {
+      // Facts, as the controller states them.
+      const node = nodes[round % nodes.length] as string;
+      record(`node.${node}`, [{ type: 'declaration.refused', data: { node, derivedFromSeq: seq, reason: `sha256:${round.toString(16).padStart(64, '0')}`, unresolved: [{ what: 'x', why: `round ${round}`, remedy: 'y' }] } }], `refused-${round}`, 'controller');
+      const version = { definitionVersion: 1, artifact: null };
+      const where = { node, module: 'agent', declarationSequence: round };
+      record(`fact.${node}`, [{ type: 'fact.applied', data: { ...where, version, previous: null } }, { type: 'fact.refused', data: { ...where, version, resource: 'agent/x', kind: 'process', reason: 'exit 1' } }], `facts-a-${round}`, 'controller');
+      record(`fact.${node}`, [{ type: 'fact.crash-looping', data: { ...where, version, resource: 'agent/x', restarts: 5, reason: 'exit 1' } }, { type: 'fact.stopped', data: { ...where, previous: version } }], `facts-b-${round}`, 'controller');
+      record(`fact.${node}`, [{ type: 'fact.report-mismatch', data: { node, declarationSequence: round, sent: 2, answered: 1, missing: ['agent/x'], unexpected: [] } }], `facts-c-${round}`, 'controller');
+      // A source moved, a build submitted for it, its outcome (byte-identical rebuilds among them), an outcome for no build.
+      const commit = round.toString(16).padStart(12, 'a');
+      const source = { seat: 'mesh-git', repository: 'mesh/agent' };
+      const bases = [{ name: 'node-20-runtime', digest: `sha256:${'b'.repeat(63)}${round % 2}` }];
+      record(sourceAggregate(source, 'main'), [{ type: 'source.moved', data: { source, ref: 'main', commit, heardFrom: 'operator' } }], `moved-${round}`);
+      const build = { buildId: `b${round}`, module: 'agent', commit };
+      record('build.agent', [{ type: 'build.submitted', data: { ...build, definitionVersion: 1, source, path: '.', recipe: 'npm ci', output: 'dist', bases, registerOnly: false, reason: 'source moved' } }], `submit-${round}`);
+      const outcome =
+        round % 3 === 2
+          ? { type: 'build.failed', data: { ...build, reason: 'exit 1', output: 'npm ERR!' } }
+          : { type: 'build.succeeded', data: { ...build, digest: `sha256:${'c'.repeat(63)}${round % 4}`, bases, upgrade: true, rollOut: round % 4 !== 0 } };
+      record('build.agent', [outcome, { type: 'build.failed', data: { ...build, buildId: 'never-submitted', reason: 'x', output: '' } }], `outcome-${round}`);
+      record('module.agent', [{ type: 'module.rollout-set', data: { module: 'agent', policy: round % 2 ? 'record' : 'roll-out' } }], `policy-${round}`);
+      record(`projection.seats`, [{ type: 'projection.stalled', data: { projection: 'seats', version: 1, seq, eventType: 'seat.held', sqlstate: round % 2 ? '42703' : null, error: 'column "x" does not exist' } }], `stalled-${round}`, 'controller');
+    }
+  }
+  await flush(true);
+  const stored = (await jsm.streams.info(log.stream)).state;
+  if (stored.last_seq !== seq || stored.messages !== seq) throw new Error(`the stream holds ${stored.messages} commits up to seq ${stored.last_seq}; ${seq} were generated`);
+  return { state, events, types, headSeq: seq };
+};

@@ -1,0 +1,188 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type pg from 'pg';
+import { pino } from 'pino';
+import type { MeshState } from '../../src/domain/mesh/state.js';
+import { meshEventRegistry } from '../../src/domain/registry.js';
+import { meshProjections } from '../../src/projections/catalogue.js';
+import type { ProjectorSchemas } from '../../src/projections/control.js';
+import { handlerOf } from '../../src/projections/projection.js';
+import { Projector } from '../../src/projections/projector.js';
+import { ident } from '../../src/projections/sql.js';
+import { openTestLog, type TestLog } from '../helpers/log.js';
+import { dropSchemas, FAST, freshSchemas, openPool, testDatabaseUrl, waitServingAt } from './harness.js';
+import { writeMeshLog, type GeneratedLog } from './mesh-log.js';
+
+// The mesh's tables against the two things they must equal: the same projections rebuilt from
+// scratch (row for row), and the mesh as evolveMesh folds the same log — the reference semantics.
+
+const TABLES = ['audit', 'nodes', 'enrolment_tokens', 'modules', 'module_definitions', 'source_heads', 'builds', 'module_versions', 'module_rollouts', 'graph_edges', 'seats', 'seat_aliases', 'holdings', 'assignments', 'assignment_resolutions', 'facts', 'operators'];
+/** Event types that change nothing evolveMesh keeps: only the audit index records them. */
+const STATELESS = new Set(['mesh.initialised']);
+
+describe('the mesh projections', () => {
+  let testLog: TestLog;
+  let pool: pg.Pool;
+  const schemaSets: ProjectorSchemas[] = [];
+  const projectors: Projector[] = [];
+
+  const startProjector = async (schemas: ProjectorSchemas, batch?: { maxCommits: number; maxEvents: number }): Promise<Projector> => {
+    schemaSets.push(schemas);
+    const projector = new Projector({
+      databaseUrl: testDatabaseUrl(),
+      nc: testLog.nc,
+      log: { stream: testLog.settings.stream, subjectPrefix: testLog.settings.subjectPrefix, registry: meshEventRegistry() },
+      projections: meshProjections(),
+      schemas,
+      planIntervalMs: 1_000,
+      logger: pino({ level: process.env.MESH_TEST_LOG ?? 'silent' }),
+      settings: { ...FAST, ...(batch ? { batch } : {}) },
+    });
+    projectors.push(projector);
+    await projector.start();
+    return projector;
+  };
+  const caughtUp = async (schemas: ProjectorSchemas, seq: number): Promise<void> => {
+    for (const projection of meshProjections()) await waitServingAt(pool, schemas, projection.name, seq, 120_000);
+  };
+  const rows = async (schemas: ProjectorSchemas, table: string): Promise<Record<string, unknown>[]> =>
+    (await pool.query(`SELECT * FROM ${ident(schemas.read)}.${ident(table)} t ORDER BY t::text`)).rows;
+
+  beforeAll(async () => {
+    testLog = await openTestLog();
+    pool = openPool();
+  });
+  afterAll(async () => {
+    for (const projector of projectors) await projector.stop();
+    for (const schemas of schemaSets) await dropSchemas(pool, schemas);
+    await pool.end();
+    await testLog.close();
+  });
+
+  it('handles every event type that changes the mesh in a projection besides the audit index', () => {
+    const unhandled = meshEventRegistry()
+      .types()
+      .filter((type) => !STATELESS.has(type) && !meshProjections().some((p) => p.name !== 'audit' && handlerOf(p, type)));
+    expect(unhandled).toEqual([]);
+  });
+
+  it('over a generated log of 50,000 events: a rebuild equals the tables built as it arrived, and both are the mesh evolveMesh folds', async () => {
+    const incremental = freshSchemas();
+    // Small batches while following, so its transactions cut the log elsewhere than the rebuild's.
+    await startProjector(incremental, { maxCommits: 500, maxEvents: 1_111 });
+    const t0 = Date.now();
+    const lap = (what: string) => process.env.MESH_TEST_LAPS && process.stderr.write(`${what}: ${Date.now() - t0} ms\n`);
+    const generated = await writeMeshLog(testLog.nc, testLog.settings, { minEvents: 50_000 });
+    expect(generated.events).toBeGreaterThanOrEqual(50_000);
+    expect([...generated.types].sort()).toEqual(meshEventRegistry().types());
+    lap('generated');
+    await caughtUp(incremental, generated.headSeq);
+    lap('followed');
+
+    const scratch = freshSchemas();
+    await startProjector(scratch);
+    await caughtUp(scratch, generated.headSeq);
+    lap('rebuilt');
+
+    for (const table of TABLES) {
+      const built = await rows(incremental, table);
+      expect({ table, rows: await rows(scratch, table) }).toEqual({ table, rows: built });
+    }
+    expect((await rows(scratch, 'audit')).length).toBe(generated.events);
+    lap('compared');
+    await expectMesh(scratch, generated);
+    lap('checked against evolveMesh');
+  }, 240_000);
+
+  const expectMesh = async (schemas: ProjectorSchemas, { state }: GeneratedLog): Promise<void> => {
+    const byKey = <T>(list: [string, T][]) => new Map(list.sort(([a], [b]) => a.localeCompare(b)));
+    const sorted = <T>(map: Map<string, T>) => byKey([...map.entries()]);
+
+    const nodes = (await rows(schemas, 'nodes')).map((r) => [r.name as string, { name: r.name, root: r.root, address: r.address, ...(r.public_key ? { publicKey: r.public_key } : {}) }] as [string, unknown]);
+    expect(byKey(nodes)).toEqual(sorted(state.nodes));
+
+    const tokens = (await rows(schemas, 'enrolment_tokens')).map(
+      (r) => [r.token_id as string, { tokenId: r.token_id, node: r.node, expiresAt: r.expires_at, ...(r.spent_by ? { spentBy: r.spent_by } : {}) }] as [string, unknown],
+    );
+    expect(byKey(tokens)).toEqual(byKey([...state.enrolmentTokens.entries()].map(([k, { verifier: _verifier, ...t }]) => [k, t])));
+
+    const operators = (await rows(schemas, 'operators')).map((r) => [r.name as string, { operator: r.name, publicKey: r.public_key, revoked: r.revoked }] as [string, unknown]);
+    expect(byKey(operators)).toEqual(sorted(state.operators));
+
+    const modules = (await rows(schemas, 'modules')).map((r) => [r.name as string, { name: r.name, definitionVersion: r.definition_version, digest: r.digest, manifest: r.manifest }] as [string, unknown]);
+    expect(byKey(modules)).toEqual(sorted(state.modules));
+
+    const aliases = await rows(schemas, 'seat_aliases');
+    const aliasesOf = (id: unknown) => aliases.filter((a) => a.seat_id === id).sort((a, b) => Number(a.position) - Number(b.position)).map((a) => a.alias);
+    const seats = (await rows(schemas, 'seats')).map(
+      (r) =>
+        [
+          r.id as string,
+          {
+            id: r.id,
+            name: r.name,
+            aliases: aliasesOf(r.id),
+            scope: r.scope,
+            delivers: r.delivers,
+            reserved: r.reserved,
+            decided: r.decided,
+            protocol: r.protocol,
+            definer: r.definer === 'system' ? { kind: 'system' } : { kind: 'module', module: r.definer_module },
+          },
+        ] as [string, unknown],
+    );
+    expect(byKey(seats)).toEqual(sorted(state.seats));
+
+    const holdings = (await rows(schemas, 'holdings')).map((r) => [`${String(r.seat_id)}@${String(r.scope_key)}`, { node: r.node, module: r.module }] as [string, unknown]);
+    expect(byKey(holdings)).toEqual(sorted(state.holdings));
+
+    const resolutions = await rows(schemas, 'assignment_resolutions');
+    const assignments = (await rows(schemas, 'assignments')).map((r) => {
+      const own = resolutions.filter((x) => x.node === r.node && x.module === r.module).sort((a, b) => Number(a.position) - Number(b.position));
+      return [
+        `${String(r.node)}/${String(r.module)}`,
+        {
+          module: r.module,
+          node: r.node,
+          definitionVersion: r.definition_version,
+          resolutions: own.map((x) => ({ requirement: x.requirement, contract: x.contract, provider: x.provider, answer: x.answer })),
+          pins: r.pins,
+          values: r.values,
+          placements: r.placements,
+        },
+      ] as [string, unknown];
+    });
+    expect(byKey(assignments)).toEqual(sorted(state.assignments));
+    expect(resolutions.length).toBeGreaterThan(0);
+
+    const builds = state.builds;
+    const heads = (await rows(schemas, 'source_heads')).map((r) => [r.source_key as string, { commit: r.commit, seq: Number(r.moved_seq) }] as [string, unknown]);
+    expect(byKey(heads)).toEqual(sorted(builds.heads));
+    const buildRows = (await rows(schemas, 'builds')).map((r) => {
+      const outcome =
+        r.status === 'succeeded' ? { digest: r.artifact_digest, finishedSeq: Number(r.finished_seq) } : r.status === 'failed' ? { reason: r.failure, output: r.failure_output, finishedSeq: Number(r.finished_seq) } : {};
+      const record = { buildId: r.build_id, module: r.module, definitionVersion: r.definition_version, commit: r.commit, source: r.source, path: r.path, recipe: r.recipe, output: r.output, bases: r.bases, registerOnly: r.register_only, reason: r.reason, submittedSeq: Number(r.submitted_seq), status: r.status, ...outcome };
+      return [r.build_id as string, record] as [string, unknown];
+    });
+    expect(byKey(buildRows)).toEqual(sorted(builds.builds));
+    const versions = (await rows(schemas, 'module_versions')).map(
+      (r) => [`${String(r.module)}@${String(r.artifact_digest)}`, { module: r.module, digest: r.artifact_digest, commit: r.commit, bases: r.bases, buildId: r.build_id, seq: Number(r.built_seq) }] as unknown as [string, { module: unknown; seq: number }],
+    );
+    expect(byKey(versions)).toEqual(sorted(builds.versions));
+    const latest = new Map<string, unknown>();
+    for (const [, version] of versions.sort(([, a], [, b]) => a.seq - b.seq)) latest.set(version.module as string, version);
+    expect(sorted(latest)).toEqual(sorted(builds.latest));
+    const rollouts = await rows(schemas, 'module_rollouts');
+    expect(byKey(rollouts.filter((r) => r.policy).map((r) => [r.module as string, r.policy]))).toEqual(sorted(builds.policies));
+    expect(byKey(rollouts.filter((r) => r.deployed_digest).map((r) => [r.module as string, r.deployed_digest]))).toEqual(sorted(builds.deployed));
+    expect((await rows(schemas, 'graph_edges')).map((r) => ({ source: r.source, target: r.target, digest: r.target_digest }))).toEqual(
+      [...builds.latest.values()].flatMap((v) => v.bases.map((b) => ({ source: v.module, target: b.name, digest: b.digest }))),
+    );
+
+    // The last refusal stated for each node, as the controller remembers it.
+    const refusals = new Map<string, { reason: string; seq: number }>();
+    for (const fact of (await rows(schemas, 'facts')).sort((a, b) => Number(a.seq) - Number(b.seq))) {
+      if (fact.type === 'declaration.refused') refusals.set(fact.node as string, { reason: (fact.data as { reason: string }).reason, seq: Number(fact.seq) });
+    }
+    expect(sorted(refusals)).toEqual(sorted(state.declarationRefusals as MeshState['declarationRefusals']));
+  };
+});
