@@ -1,0 +1,187 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { jetstream, type Consumer, type JsMsg } from '@nats-io/jetstream';
+import { NoRespondersError, type NatsConnection } from '@nats-io/nats-core';
+import { Objm, type ObjectStore } from '@nats-io/obj';
+import type { Logger } from 'pino';
+import { fetchArtifact, storeArtifact } from '../adapters/artifacts/artifact-store.js';
+import { BUILDERS_CONSUMER, artifactBucketName, buildOutcomeSubject, cloneBaseSubject, jobsStreamName } from '../adapters/nats/build-streams.js';
+import { buildJobSchema, type BuildJob, type BuildOutcome } from '../domain/builds/job.js';
+
+// A holder of mesh-build-machine: takes one job at a time from the seat's work queue, clones the
+// source at the commit, runs the recipe with the bases it was handed, stores what the recipe left
+// under its content digest and states built or failed. It says it is still working while the
+// recipe runs; a builder that dies stops saying so, and the job goes to the next holder.
+
+export interface BuilderOptions {
+  prefix: string;
+  /** where checkouts are made; each job gets its own folder, removed afterwards */
+  workDir?: string;
+  /** how often it tells the server it is still working on a job (under the consumer's ack wait) */
+  heartbeatMs: number;
+  name?: string;
+  logger: Logger;
+}
+
+const OUTPUT_TAIL = 4_000;
+
+/** `node-20-runtime` → `MESH_BASE_NODE_20_RUNTIME`: where the recipe finds a base it was handed. */
+export const baseVariable = (name: string): string => `MESH_BASE_${name.replace(/[^A-Za-z0-9]/g, '_').toUpperCase()}`;
+
+class JobFailed extends Error {
+  constructor(
+    message: string,
+    readonly output = '',
+  ) {
+    super(message);
+  }
+}
+
+/** A failure that is not the job's: the job goes back to the queue and comes round again. */
+class NotNow extends Error {}
+
+export class Builder {
+  private readonly abort = new AbortController();
+  private running: Promise<void> | undefined;
+  private readonly name: string;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly options: BuilderOptions,
+  ) {
+    this.name = options.name ?? `builder@${hostname()}:${process.pid}`;
+  }
+
+  start(): void {
+    this.running = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.running?.catch(() => undefined);
+  }
+
+  private async bind(): Promise<{ consumer: Consumer; store: ObjectStore }> {
+    const js = jetstream(this.nc);
+    for (;;) {
+      try {
+        const consumer = await js.consumers.get(jobsStreamName(this.options), BUILDERS_CONSUMER);
+        const store = await new Objm(this.nc).open(artifactBucketName(this.options));
+        return { consumer, store };
+      } catch (error) {
+        // The control plane creates the seat's queue and the store; until then there is nothing to take.
+        if (this.abort.signal.aborted) throw error;
+        this.options.logger.info({ err: (error as Error).message }, 'the build queue is not there yet; waiting for the control plane');
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    }
+  }
+
+  private async loop(): Promise<void> {
+    const { consumer, store } = await this.bind();
+    this.options.logger.info({ builder: this.name }, 'taking build jobs');
+    while (!this.abort.signal.aborted) {
+      const message = await consumer.next({ expires: 1_000 }).catch((error: unknown) => {
+        this.options.logger.warn({ err: error }, 'taking a job failed; trying again');
+        return null;
+      });
+      if (message) await this.handle(message, store);
+    }
+  }
+
+  private async handle(message: JsMsg, store: ObjectStore): Promise<void> {
+    const parsed = buildJobSchema.safeParse(message.json());
+    if (!parsed.success) {
+      this.options.logger.error({ issues: parsed.error.issues }, 'a build job this builder cannot read; leaving it to the control plane');
+      message.term();
+      return;
+    }
+    const job = parsed.data;
+    const log = this.options.logger.child({ buildId: job.buildId, module: job.module, commit: job.commit });
+    log.info({ delivery: message.info.deliveryCount }, 'building');
+    const heartbeat = setInterval(() => message.working(), this.options.heartbeatMs);
+    let outcome: BuildOutcome;
+    try {
+      const digest = await this.build(job, store);
+      outcome = { outcome: 'built', buildId: job.buildId, module: job.module, commit: job.commit, digest, bases: job.bases, builder: this.name };
+      log.info({ digest }, 'built');
+    } catch (error) {
+      if (error instanceof NotNow) {
+        clearInterval(heartbeat);
+        log.warn({ why: error.message }, 'cannot build now; the job goes back to the queue');
+        message.nak(2_000);
+        return;
+      }
+      const failure = error instanceof JobFailed ? error : new JobFailed((error as Error).message);
+      outcome = { outcome: 'failed', buildId: job.buildId, module: job.module, commit: job.commit, reason: failure.message, output: failure.output.slice(-OUTPUT_TAIL), builder: this.name };
+      log.warn({ reason: failure.message }, 'build failed');
+    } finally {
+      clearInterval(heartbeat);
+    }
+    // Stated before the job is settled: a builder dying in between builds it again, and the
+    // control plane records one outcome per build.
+    await jetstream(this.nc).publish(buildOutcomeSubject(this.options.prefix, outcome.outcome), JSON.stringify(outcome), { msgID: `${job.buildId}:${outcome.outcome}` });
+    message.ack();
+  }
+
+  private async cloneUrl(job: BuildJob): Promise<string> {
+    if ('url' in job.source) return job.source.url;
+    // The address is composed now, from where the seat's holder runs (ADR 0111): never recorded.
+    try {
+      const reply = await this.nc.request(cloneBaseSubject(this.options.prefix, job.source.seat), JSON.stringify({ repository: job.source.repository }), { timeout: 5_000 });
+      const { base } = reply.json<{ base: string }>();
+      return `${base.replace(/\/$/, '')}/${job.source.repository}`;
+    } catch (error) {
+      if (error instanceof NoRespondersError || (error as Error).name === 'NoRespondersError' || (error as Error).name === 'TimeoutError') {
+        throw new NotNow(`no holder of ${job.source.seat} answered where it serves ${job.source.repository}`);
+      }
+      throw new NotNow(`asking ${job.source.seat}'s holder for ${job.source.repository}: ${(error as Error).message}`);
+    }
+  }
+
+  private async build(job: BuildJob, store: ObjectStore): Promise<string> {
+    const work = await mkdtemp(join(this.options.workDir ?? tmpdir(), `build-${job.module}-`));
+    try {
+      const url = await this.cloneUrl(job);
+      const checkout = join(work, 'src');
+      await runCommand('git', ['clone', '--quiet', '--no-checkout', url, checkout], work).catch((error: JobFailed) => {
+        throw new JobFailed(`cloning ${url} failed`, error.output);
+      });
+      await runCommand('git', ['-c', 'advice.detachedHead=false', 'checkout', '--quiet', '--detach', job.commit], checkout).catch((error: JobFailed) => {
+        throw new JobFailed(`commit ${job.commit} is not in ${url}`, error.output);
+      });
+      const env: Record<string, string> = { MESH_MODULE: job.module, MESH_COMMIT: job.commit, MESH_BASES: join(work, 'bases') };
+      for (const base of job.bases) {
+        const into = join(work, 'bases', base.name.replace(/[^A-Za-z0-9._-]/g, '_'));
+        if (!(await fetchArtifact(store, base.digest, into))) throw new JobFailed(`base ${base.name} (${base.digest}) is not in the artifact store`);
+        env[baseVariable(base.name)] = into;
+      }
+      const dir = resolve(checkout, job.path);
+      // `set -u`: a recipe naming a base it was not handed stops there, with that reason; there is no default base.
+      const result = await runCommand('sh', ['-c', `set -u\n${job.recipe}`], dir, env).catch((error: JobFailed) => {
+        throw new JobFailed(`the recipe failed: ${error.message}`, error.output);
+      });
+      const output = resolve(dir, job.output);
+      if (!(await stat(output).then((s) => s.isDirectory()).catch(() => false))) throw new JobFailed(`the recipe left no ${job.output} folder`, result);
+      return await storeArtifact(store, output, `${job.module} at ${job.commit}`);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+}
+
+/** Runs a command; resolves with its combined output, or rejects with a JobFailed carrying it. */
+const runCommand = (command: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<string> =>
+  new Promise((resolvePromise, reject) => {
+    const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    const take = (chunk: Buffer): void => {
+      output = (output + chunk.toString()).slice(-OUTPUT_TAIL * 4);
+    };
+    child.stdout.on('data', take);
+    child.stderr.on('data', take);
+    child.once('error', (error) => reject(new JobFailed(error.message, output)));
+    child.once('close', (code, signal) => (code === 0 ? resolvePromise(output) : reject(new JobFailed(signal ? `killed by ${signal}` : `exited with ${code}`, output))));
+  });
