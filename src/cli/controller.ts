@@ -5,6 +5,7 @@ import { loadConfig } from '../config.js';
 import { connectNats } from '../adapters/nats/connect.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { bootstrapControlPlane } from '../controller/bootstrap.js';
+import { BuildCoordinator } from '../controller/build-coordinator.js';
 import { Controller } from '../controller/controller.js';
 import { EnrolmentService } from '../controller/enrolment-service.js';
 import { MeshService } from '../controller/mesh-service.js';
@@ -50,6 +51,12 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     state: () => controller.mesh(),
   });
   await reports.start();
+  const builds = new BuildCoordinator(nc, new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() }), new MeshService(new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() })), {
+    names: { nodes: config.nodesStream, control: config.controlStream, prefix: config.subjectPrefix },
+    actor: 'controller',
+    logger: logger.child({ component: 'builds' }),
+  });
+  await builds.start();
   // Written once running, so a starter that sees the pid file knows the controller is up.
   if (pidFile) writeFileSync(pidFile, `${process.pid}\n`);
   logger.info({ nats: config.natsUrl }, 'controller started');
@@ -60,6 +67,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   logger.info('controller stopping');
   enrolment.stop();
   await reports.stop();
+  await builds.stop();
   await controller.stop();
   await pool.end();
   await nc.close();
