@@ -1,6 +1,8 @@
 import { ValidationError } from '../errors.js';
 import { agentCommand } from './agent.js';
 import { assignCommand, unassignCommand } from './assign.js';
+import { buildCommand, graphCommand } from './build.js';
+import { builderCommand } from './builder.js';
 import { controllerCommand } from './controller.js';
 import { devCommand } from './dev.js';
 import { logCommand } from './log.js';
@@ -25,6 +27,11 @@ usage:
   mesh assign MODULE NODE [--hold SEAT]… [--pin REQ=NODE/MODULE]… [--set NAME=VALUE]… [--place DIR=PATH]…
   mesh unassign MODULE NODE
   mesh controller                      run the control plane in the foreground (mesh dev up runs it for you)
+  mesh module moved MODULE COMMIT      its repository and branch moved (what the mesh-git holder's pushed says)
+  mesh module rollout MODULE roll-out|record   what a new version of it does to its nodes
+  mesh build MODULE [--register-only]  submit a build to mesh-build-machine; says what will roll out, and where
+  mesh builder [--work DIR]            take build jobs as a holder of mesh-build-machine, in the foreground
+  mesh graph [MODULE] [--reaches MODULE] [--stale]   the module graph: versions, edges, what must be rebuilt
   mesh agent --node NAME [--state DIR] [--token T]
                                        run this machine's node agent in the foreground; stopping it leaves what runs running
   mesh projections status | rebuild NAME   each projection's version, checkpoint, lag, stall; force a blue/green rebuild
@@ -54,6 +61,12 @@ export const main = async (argv: string[]): Promise<number> => {
         return await assignCommand(rest);
       case 'unassign':
         return await unassignCommand(rest);
+      case 'build':
+        return await buildCommand(rest);
+      case 'builder':
+        return await builderCommand(rest);
+      case 'graph':
+        return await graphCommand(rest);
       case 'controller':
         return await controllerCommand(rest);
       case 'projections':
@@ -67,7 +80,7 @@ export const main = async (argv: string[]): Promise<number> => {
         process.stdout.write(`${USAGE}\n`);
         return verb === undefined ? 2 : 0;
       default:
-        throw new ValidationError(`unknown verb "${verb}"; the verbs are: dev, log, module, seats, seat, node, assign, unassign (see \`mesh help\`)`, { field: 'verb' });
+        throw new ValidationError(`unknown verb "${verb}"; the verbs are: dev, log, module, seats, seat, node, assign, unassign, build, builder, graph (see \`mesh help\`)`, { field: 'verb' });
     }
   } catch (error) {
     return reportError(error, json);

@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { ValidationError } from '../errors.js';
 import { parseFlags } from './flags.js';
+import { moduleMovedCommand, moduleRolloutCommand } from './build.js';
 import { withMesh, printResult } from './mesh-session.js';
 import { output } from './output.js';
 
-// mesh module register <manifest.json> [--source SRC] | list | show NAME
+// mesh module register <manifest.json> [--source SRC] | list | show NAME | moved NAME COMMIT | rollout NAME POLICY
 
 /** `--source https://…` is an external repository as given; `--source mesh-git:owner/repo[@ref]` is one on a seat. */
 export const sourceFlag = (value: string): Record<string, string> => {
@@ -32,10 +33,10 @@ export const moduleCommand = async (args: string[]): Promise<number> => {
   const { values, positionals } = parseFlags(
     args,
     { json: { type: 'boolean', default: false }, source: { type: 'string' }, 'command-id': { type: 'string' } },
-    2,
+    3,
   );
   const out = output(values.json ?? false);
-  const [sub, argument] = positionals;
+  const [sub, argument, third] = positionals;
   switch (sub) {
     case 'register': {
       if (!argument) throw new ValidationError('mesh module register needs a manifest file: mesh module register <manifest.json>', { field: 'manifest' });
@@ -63,7 +64,11 @@ export const moduleCommand = async (args: string[]): Promise<number> => {
         else out.line(JSON.stringify(module, null, 2));
         return 0;
       });
+    case 'moved':
+      return moduleMovedCommand(argument, third, values.json ?? false, values['command-id']);
+    case 'rollout':
+      return moduleRolloutCommand(argument, third, values.json ?? false, values['command-id']);
     default:
-      throw new ValidationError(`mesh module needs one of: register, list, show (got ${sub ?? 'nothing'})`, { field: 'verb' });
+      throw new ValidationError(`mesh module needs one of: register, list, show, moved, rollout (got ${sub ?? 'nothing'})`, { field: 'verb' });
   }
 };
