@@ -1,15 +1,16 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connectNats } from '../../src/adapters/nats/connect.js';
-import { assertControlStreams, type ControlStreamNames } from '../../src/adapters/nats/control-streams.js';
+import { assertControlStreams, eventsStreamName, nodesStreamConfig, type ControlStreamNames } from '../../src/adapters/nats/control-streams.js';
 import { Agent } from '../../src/agent/agent.js';
 import { stillRunning } from '../../src/agent/proc.js';
 import type { ResourceRecord } from '../../src/agent/records.js';
 import type { AgentTimings } from '../../src/agent/settings.js';
-import { meshHome } from '../../src/config.js';
+import { meshHome, projectRoot } from '../../src/config.js';
 import { isAlive } from '../../src/dev/processes.js';
 import { declarationSubject, type Declaration, type DeclaredAssignment, type Resource } from '../../src/domain/declarations/declaration.js';
 import { reportSchema, reportSubject, type Report } from '../../src/domain/reports/report.js';
@@ -44,7 +45,9 @@ export const waitFor = async <T>(what: string, probe: () => T | undefined | fals
   }
 };
 
-export const processResource = (module: string, name: string, run: string[], extra: Partial<Extract<Resource, { kind: 'process' }>> = {}): Resource => ({
+type Of<K extends Resource['kind']> = Extract<Resource, { kind: K }>;
+
+export const processResource = (module: string, name: string, run: string[], extra: Partial<Of<'process'>> = {}): Of<'process'> => ({
   key: `${module}/${name}`,
   module,
   kind: 'process',
@@ -57,7 +60,7 @@ export const processResource = (module: string, name: string, run: string[], ext
   ...extra,
 });
 
-export const stepResource = (module: string, name: string, command: string[], extra: Partial<Extract<Resource, { kind: 'run-once' }>> = {}): Resource => ({
+export const stepResource = (module: string, name: string, command: string[], extra: Partial<Of<'run-once'>> = {}): Of<'run-once'> => ({
   key: `${module}/${name}`,
   module,
   kind: 'run-once',
@@ -73,11 +76,18 @@ export const stepResource = (module: string, name: string, command: string[], ex
   ...extra,
 });
 
-export const directoryResource = (module: string, name: string, path: string, mode = '0755'): Resource => ({ key: `${module}/${name}`, module, kind: 'directory', path, owner: null, mode });
+export const directoryResource = (module: string, name: string, path: string, mode = '0755'): Of<'directory'> => ({ key: `${module}/${name}`, module, kind: 'directory', path, owner: null, mode });
 
-export const fileResource = (module: string, name: string, path: string, content: string, mode = '0644'): Resource => ({ key: `${module}/${name}`, module, kind: 'file', path, content, mode });
+export const fileResource = (module: string, name: string, path: string, content: string, mode = '0644'): Of<'file'> => ({ key: `${module}/${name}`, module, kind: 'file', path, content, mode });
 
 export const assignment = (module: string, resources: Resource[], definitionVersion = 1): DeclaredAssignment => ({ module, definitionVersion, artifact: null, seats: [], resources });
+
+export interface AgentProcess {
+  child: ChildProcess;
+  output: () => string;
+  /** signals it and waits for its exit code */
+  stop: (signal: NodeJS.Signals) => Promise<number | null>;
+}
 
 export interface AgentTest {
   node: string;
@@ -91,6 +101,8 @@ export interface AgentTest {
   declaration(sequence: number, assignments: DeclaredAssignment[]): Declaration;
   publish(declaration: Declaration): Promise<void>;
   startAgent(options?: { stateDir?: string }): Promise<Agent>;
+  /** `mesh agent` in a process of its own, as an operator runs it */
+  runAgentCli(): AgentProcess;
   stateDir: string;
   reports(): Promise<Report[]>;
   /** the newest report that satisfies `test` (waits for it) */
@@ -106,7 +118,8 @@ export interface AgentTest {
   cleanup(): Promise<void>;
 }
 
-export const openAgentTest = async (options: { url?: string; timings?: Partial<AgentTimings> } = {}): Promise<AgentTest> => {
+/** `withoutControl`: only NODES exists, as when an agent comes up before the control plane has asserted CONTROL. */
+export const openAgentTest = async (options: { url?: string; timings?: Partial<AgentTimings>; withoutControl?: boolean } = {}): Promise<AgentTest> => {
   const id = uniqueName('a');
   const names: ControlStreamNames = { prefix: id, nodes: `NODES_${id}`, control: `CONTROL_${id}` };
   const node = uniqueName('node');
@@ -115,9 +128,11 @@ export const openAgentTest = async (options: { url?: string; timings?: Partial<A
   const url = options.url ?? testNatsUrl();
   const nc = await connectNats(url, { name: `test-${id}`, persistent: true });
   const jsm = await jetstreamManager(nc);
-  await assertControlStreams(jsm, names);
+  if (options.withoutControl) await jsm.streams.add(nodesStreamConfig(names));
+  else await assertControlStreams(jsm, names);
   const js = jetstream(nc);
   const agents: Agent[] = [];
+  const cliAgents: AgentProcess[] = [];
   const stateDirs = new Set([join(root, 'state')]);
 
   const records = (stateDir = join(root, 'state')): ResourceRecord[] => {
@@ -154,14 +169,40 @@ export const openAgentTest = async (options: { url?: string; timings?: Partial<A
       derivedFromSeq: sequence,
       assignments,
     }),
-    publish: async (declaration) => {
-      await js.publish(declarationSubject(node, names.prefix), JSON.stringify(declaration));
-    },
+    // Retried: right after a server restart the test's own connection may still be reconnecting.
+    publish: (declaration) =>
+      waitFor(`declaration ${declaration.sequence} published`, () =>
+        js
+          .publish(declarationSubject(node, names.prefix), JSON.stringify(declaration), { timeout: 5_000 })
+          .then(() => true as const)
+          .catch(() => undefined),
+      ).then(() => undefined),
     startAgent: async ({ stateDir = join(root, 'state') } = {}) => {
       stateDirs.add(stateDir);
       const agent = new Agent({ node, natsUrl: url, stateDir, wire: { prefix: names.prefix, nodesStream: names.nodes }, timings: { ...FAST, ...options.timings } });
       agents.push(agent);
       await agent.start();
+      return agent;
+    },
+    runAgentCli: () => {
+      const child = spawn(process.execPath, [join(projectRoot, 'bin', 'mesh.js'), 'agent', '--node', node, '--state', join(root, 'state')], {
+        cwd: projectRoot,
+        env: { ...process.env, MESH_NATS_URL: url, MESH_SUBJECT_PREFIX: names.prefix, MESH_NODES_STREAM: names.nodes },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      const agent: AgentProcess = {
+        child,
+        output: () => output,
+        stop: async (signal) => {
+          if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+          return exited;
+        },
+      };
+      cliAgents.push(agent);
       return agent;
     },
     reports,
@@ -183,6 +224,7 @@ export const openAgentTest = async (options: { url?: string; timings?: Partial<A
     alsoClean: (stateDir) => void stateDirs.add(stateDir),
     cleanup: async () => {
       for (const agent of agents) await agent.stop().catch(() => undefined);
+      for (const agent of cliAgents) await agent.stop('SIGKILL');
       for (const dir of stateDirs) {
         for (const record of records(dir)) {
           if (record.kind !== 'process' || !record.running || !stillRunning(record.running)) continue;
@@ -191,6 +233,7 @@ export const openAgentTest = async (options: { url?: string; timings?: Partial<A
       }
       await jsm.streams.delete(names.nodes).catch(() => undefined);
       await jsm.streams.delete(names.control).catch(() => undefined);
+      await jsm.streams.delete(eventsStreamName(names)).catch(() => undefined);
       await nc.close();
       rmSync(root, { recursive: true, force: true });
     },
