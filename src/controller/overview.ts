@@ -1,0 +1,131 @@
+import { holderOf, type MeshState } from '../domain/mesh/state.js';
+import type { Report } from '../domain/reports/report.js';
+
+// What the mesh is doing, said plainly, never claiming health from absence: a node not heard from
+// is named with the time it was last heard (or that it never was), a declaration not applied is
+// named with the one that was, and held, refused or crash-looping resources are counted with
+// their reasons. Healthy only when every node was heard from, applied its newest declaration, and
+// nothing is held, refused, crash-looping, uncomposable or stalled.
+
+export interface NodeHealthInput {
+  node: string;
+  report: Report | null;
+  reportedAt: Date | null;
+  heartbeatAt: Date | null;
+}
+
+export interface ProjectionHealthInput {
+  projection: string;
+  stalledAt?: { seq: number; eventType: string; sqlstate: string | null; error: string } | undefined;
+  lagEvents: number;
+}
+
+export interface OverviewInput {
+  state: MeshState;
+  nodes: NodeHealthInput[];
+  /** the newest declaration published for each node */
+  declared: Map<string, { sequence: number; digest: string }>;
+  projections?: ProjectionHealthInput[];
+  now: Date;
+  heartbeatThresholdMs: number;
+}
+
+export interface NodeOverview {
+  node: string;
+  address: string | null;
+  lastHeard: string | null;
+  lastReport: string | null;
+  declaredSequence: number | null;
+  appliedSequence: number | null;
+  running: { module: string; definitionVersion: number; artifact: string | null }[];
+  assigned: string[];
+  holds: string[];
+  seats: string[];
+  problems: string[];
+}
+
+export interface Overview {
+  healthy: boolean;
+  problems: string[];
+  nodes: NodeOverview[];
+  seats: { seat: string; scope: string; delivers: string | null; holders: string[] }[];
+}
+
+const when = (date: Date | null): string | null => (date ? date.toISOString() : null);
+
+export const overview = (input: OverviewInput): Overview => {
+  const { state } = input;
+  const problems: string[] = [];
+  const byNode = new Map(input.nodes.map((n) => [n.node, n]));
+  const nodes: NodeOverview[] = [];
+
+  for (const node of [...state.nodes.values()].sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    const health = byNode.get(node.name);
+    const declared = input.declared.get(node.name);
+    const report = health?.report ?? null;
+    const nodeProblems: string[] = [];
+    const heard = [health?.heartbeatAt, health?.reportedAt].filter((d): d is Date => d instanceof Date).sort((a, b) => b.getTime() - a.getTime())[0] ?? null;
+    if (!heard) nodeProblems.push(`${node.name}: never heard from`);
+    else if (input.now.getTime() - heard.getTime() > input.heartbeatThresholdMs) nodeProblems.push(`${node.name}: not heard from since ${heard.toISOString()}`);
+    if (declared && (!report || report.digest !== declared.digest)) {
+      nodeProblems.push(`${node.name}: has not applied declaration ${declared.sequence}${report ? ` (last applied ${report.sequence} at ${report.at})` : ''}`);
+    }
+    if (report?.refusal) nodeProblems.push(`${node.name}: refused declaration ${report.sequence}: ${report.refusal}`);
+
+    const assigned = [...state.assignments.values()].filter((a) => a.node === node.name).map((a) => a.module).sort();
+    const holds: string[] = [];
+    for (const module of assigned) {
+      const outcomes = (report?.resources ?? []).filter((r) => r.module === module);
+      const held = outcomes.filter((r) => r.outcome === 'held');
+      const refused = outcomes.filter((r) => r.outcome === 'refused');
+      const looping = outcomes.filter((r) => r.outcome === 'crash-looping');
+      const running = report?.running.some((r) => r.module === module) ?? false;
+      if (held.length > 0) {
+        const total = outcomes.length;
+        nodeProblems.push(`${node.name}/${module}: assigned, not taken — ${held.length} held, ${total - held.length - refused.length - looping.length} of ${total} applied (${[...new Set(held.map((r) => r.reason ?? 'no reason given'))].join('; ')})`);
+        holds.push(...held.map((r) => `${r.key}: ${r.reason ?? 'no reason given'}`));
+      }
+      for (const r of refused) nodeProblems.push(`${node.name}/${module}: ${r.key} refused: ${r.reason ?? 'no reason given'}`);
+      for (const r of looping) nodeProblems.push(`${node.name}/${module}: ${r.key} crash-looping (${r.restarts ?? '?'} restarts): ${r.reason ?? ''}`.trim());
+      if (report && report.digest === declared?.digest && !running && held.length + refused.length + looping.length === 0) nodeProblems.push(`${node.name}/${module}: assigned but not running`);
+    }
+    const refusal = state.declarationRefusals.get(node.name);
+    if (refusal) nodeProblems.push(`${node.name}: its declaration cannot be composed (stated at log sequence ${refusal.seq}); the previous one stands`);
+
+    const seats = [...state.seats.values()].filter((seat) => {
+      const holder = holderOf(state, seat.id, seat.scope === 'mesh' ? 'mesh' : node.name);
+      return holder?.node === node.name;
+    }).map((seat) => seat.name).sort();
+
+    problems.push(...nodeProblems);
+    nodes.push({
+      node: node.name,
+      address: node.address,
+      lastHeard: when(heard),
+      lastReport: when(health?.reportedAt ?? null),
+      declaredSequence: declared?.sequence ?? null,
+      appliedSequence: report && declared && report.digest === declared.digest ? report.sequence : (report?.sequence ?? null),
+      running: report?.running ?? [],
+      assigned,
+      holds,
+      seats,
+      problems: nodeProblems,
+    });
+  }
+
+  for (const projection of input.projections ?? []) {
+    if (projection.stalledAt) {
+      problems.push(`projection ${projection.projection}: stalled at sequence ${projection.stalledAt.seq} (${projection.stalledAt.eventType}${projection.stalledAt.sqlstate ? `, SQLSTATE ${projection.stalledAt.sqlstate}` : ''}): ${projection.stalledAt.error}`);
+    }
+  }
+
+  const seats = [...state.seats.values()]
+    .sort((a, b) => (a.name < b.name ? -1 : 1))
+    .map((seat) => ({
+      seat: seat.name,
+      scope: seat.scope,
+      delivers: seat.delivers,
+      holders: [...state.holdings.entries()].filter(([key]) => key.startsWith(`${seat.id}@`)).map(([, h]) => `${h.node}/${h.module}`).sort(),
+    }));
+  return { healthy: problems.length === 0, problems, nodes, seats };
+};

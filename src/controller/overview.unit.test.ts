@@ -1,0 +1,72 @@
+import { describe, expect, it } from '@jest/globals';
+import { MeshFixture } from '../../tests/helpers/given.js';
+import type { Report } from '../domain/reports/report.js';
+import { overview, type NodeHealthInput } from './overview.js';
+
+const now = new Date('2026-12-02T12:00:00.000Z');
+const ago = (ms: number): Date => new Date(now.getTime() - ms);
+
+const mesh = (): MeshFixture => {
+  const m = new MeshFixture().node('alpha').node('beta');
+  for (const name of ['local-bus', 'greeter']) m.registerFixture(name);
+  m.assign('local-bus', 'alpha', { hold: ['mesh-broker'] });
+  m.assign('greeter', 'beta', { hold: ['front-desk'] });
+  return m;
+};
+
+const report = (node: string, digest: string, module: string, outcomes: Report['resources'] = []): Report => ({
+  node,
+  sequence: 3,
+  digest,
+  at: ago(1_000).toISOString(),
+  resources: outcomes,
+  running: outcomes.some((o) => o.outcome !== 'applied') ? [] : [{ module, definitionVersion: 1, artifact: null }],
+  refusal: null,
+});
+
+describe('the overview never claims health from absence', () => {
+  const declared = new Map([
+    ['alpha', { sequence: 3, digest: 'sha256:a' }],
+    ['beta', { sequence: 3, digest: 'sha256:b' }],
+  ]);
+
+  it('is healthy only when every node was heard from and applied its newest declaration, with nothing held', () => {
+    const nodes: NodeHealthInput[] = [
+      { node: 'alpha', report: report('alpha', 'sha256:a', 'local-bus'), reportedAt: ago(1_000), heartbeatAt: ago(500) },
+      { node: 'beta', report: report('beta', 'sha256:b', 'greeter'), reportedAt: ago(1_000), heartbeatAt: ago(500) },
+    ];
+    const result = overview({ state: mesh().state, nodes, declared, now, heartbeatThresholdMs: 15_000 });
+    expect(result.problems).toEqual([]);
+    expect(result.healthy).toBe(true);
+    expect(result.nodes.find((n) => n.node === 'beta')?.seats).toEqual(['front-desk']);
+  });
+
+  it('names a node never heard from, one silent since T, and a declaration not applied', () => {
+    const nodes: NodeHealthInput[] = [{ node: 'alpha', report: report('alpha', 'sha256:old', 'local-bus'), reportedAt: ago(60_000), heartbeatAt: ago(60_000) }];
+    const result = overview({ state: mesh().state, nodes, declared, now, heartbeatThresholdMs: 15_000 });
+    expect(result.healthy).toBe(false);
+    expect(result.problems).toEqual([
+      `alpha: not heard from since ${ago(60_000).toISOString()}`,
+      `alpha: has not applied declaration 3 (last applied 3 at ${ago(1_000).toISOString()})`,
+      'beta: never heard from',
+      'beta: has not applied declaration 3',
+    ]);
+  });
+
+  it('counts held resources with their reasons, and names refusals and crash loops', () => {
+    const held: Report['resources'] = [
+      { key: 'greeter/data', module: 'greeter', kind: 'directory', outcome: 'applied', reason: null, restarts: null },
+      { key: 'greeter/prepare', module: 'greeter', kind: 'run-once', outcome: 'refused', reason: 'exit status 3', restarts: null },
+      { key: 'greeter/server', module: 'greeter', kind: 'process', outcome: 'held', reason: 'waiting for greeter/prepare, which failed', restarts: null },
+    ];
+    const nodes: NodeHealthInput[] = [
+      { node: 'alpha', report: report('alpha', 'sha256:a', 'local-bus'), reportedAt: ago(1_000), heartbeatAt: ago(500) },
+      { node: 'beta', report: report('beta', 'sha256:b', 'greeter', held), reportedAt: ago(1_000), heartbeatAt: ago(500) },
+    ];
+    const result = overview({ state: mesh().state, nodes, declared, now, heartbeatThresholdMs: 15_000 });
+    expect(result.problems).toEqual([
+      'beta/greeter: assigned, not taken — 1 held, 1 of 3 applied (waiting for greeter/prepare, which failed)',
+      'beta/greeter: greeter/prepare refused: exit status 3',
+    ]);
+  });
+});
