@@ -1,4 +1,6 @@
 import { pino } from 'pino';
+import { connectNats } from '../adapters/nats/connect.js';
+import { enrol, storedCredentials } from '../adapters/enrolment-client.js';
 import { loadConfig } from '../config.js';
 import { Agent, type AgentOptions } from '../agent/agent.js';
 import { agentWire, defaultStateDir } from '../agent/settings.js';
@@ -35,6 +37,18 @@ export const agentCommand = async (args: string[], hooks: Pick<AgentOptions, 'en
     wire,
     logger,
     ...(values.token === undefined ? {} : { token: values.token }),
+    // Joining: a machine with a token and no credentials yet spends the token once; one already
+    // enrolled goes on with the credentials it keeps.
+    enrol: async (request) => {
+      if (!request.token || storedCredentials(request.stateDir)) return;
+      const nc = await connectNats(request.natsUrl, { name: `mesh-agent-${request.node}-enrol` });
+      try {
+        await enrol(nc, { node: request.node, token: request.token, stateDir: request.stateDir, prefix: wire.prefix });
+        out.line(`node ${request.node} enrolled: its key stays in ${request.stateDir}`);
+      } finally {
+        await nc.close();
+      }
+    },
     ...hooks,
     onReport: (report) => printReport(out, report),
   });
