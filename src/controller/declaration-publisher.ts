@@ -31,8 +31,9 @@ export class DeclarationPublisher {
     this.jsm = jetstreamManager(nc, { checkAPI: false });
   }
 
-  async lastPublished(node: string): Promise<PublishedHead | null> {
-    if (this.heads.has(node)) return this.heads.get(node) ?? null;
+  /** `fresh`: read the stream, not what this publisher last saw (another controller may have published). */
+  async lastPublished(node: string, options: { fresh?: boolean } = {}): Promise<PublishedHead | null> {
+    if (this.heads.has(node) && !options.fresh) return this.heads.get(node) ?? null;
     const jsm = await this.jsm;
     const message = await jsm.streams.getMessage(this.names.nodesStream, { last_by_subj: declarationSubject(node, this.names.prefix) });
     const head = message ? { ...pick(declarationSchema.parse(message.json())), streamSeq: message.seq } : null;

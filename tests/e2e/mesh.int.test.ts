@@ -1,11 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { Agent } from '../../src/agent/agent.js';
 import { stillRunning } from '../../src/agent/proc.js';
 import type { ResourceRecord } from '../../src/agent/records.js';
-import { meshHome } from '../../src/config.js';
+import { meshHome, projectRoot } from '../../src/config.js';
+import { tokenVerifier } from '../../src/domain/nodes/enrolment.js';
 import { freePort } from '../../src/dev/ports.js';
 import type { StoredEvent } from '../../src/domain/events/envelope.js';
 import { FAST } from '../agent/harness.js';
@@ -138,6 +141,30 @@ describe('a mesh on this machine: command → declaration → agent → running 
     // Stated once, however many reports follow.
     await new Promise((r) => setTimeout(r, 1_500));
     expect((await facts()).filter((f) => f.type === 'fact.refused')).toHaveLength(1);
+  });
+
+  it('an agent started by an operator with a token joins the mesh once and keeps its key', async () => {
+    t.startEnrolment();
+    const tokenId = randomBytes(8).toString('hex');
+    const secret = randomBytes(24).toString('base64url');
+    await t.run({ type: 'issue-enrolment-token', tokenId, verifier: tokenVerifier(secret), node: 'gamma', expiresAt: new Date(Date.now() + 60_000).toISOString() });
+    const stateDir = join(root, 'agents', 'gamma');
+    const env = { MESH_NATS_URL: testNatsUrl(), MESH_SUBJECT_PREFIX: t.names.prefix, MESH_NODES_STREAM: t.names.nodesStream };
+    const agent = spawn(process.execPath, [join(projectRoot, 'bin', 'mesh.js'), 'agent', '--node', 'gamma', '--state', stateDir, '--token', `${tokenId}.${secret}`], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    agent.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      await waitFor('the node enrolled', async () => {
+        for await (const event of t.log.read({ aggregate: 'node.gamma' })) if (event.type === 'node.enrolled') return event;
+        return undefined;
+      });
+      await waitFor('the agent saying so', async () => output.includes('node gamma enrolled'));
+      expect(statSync(join(stateDir, 'identity.json')).mode & 0o777).toBe(0o600);
+      expect(existsSync(join(stateDir, 'credentials.json'))).toBe(true);
+    } finally {
+      agent.kill('SIGTERM');
+      await new Promise((r) => agent.once('exit', r));
+    }
   });
 
   it('a process that exits at once is one crash-loop fact with its count, not one per restart', async () => {
