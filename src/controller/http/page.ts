@@ -1,0 +1,75 @@
+// The overview page: one file, no build step, no third-party script. It reads /api/overview every
+// two seconds and listens to /api/facts/stream for facts as they are stated.
+
+export const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>the mesh</title>
+<style>
+  :root { font-family: system-ui, sans-serif; color: #1d2327; background: #f6f7f7; }
+  body { margin: 0 auto; max-width: 1100px; padding: 1.5rem; }
+  h1 { font-size: 1.4rem; margin: 0 0 1rem; }
+  h2 { font-size: 1.05rem; margin: 1.6rem 0 .5rem; }
+  #verdict { padding: .9rem 1rem; border-radius: 6px; font-weight: 600; }
+  #verdict.healthy { background: #e7f6ec; color: #1e6b35; }
+  #verdict.unhealthy { background: #fcebea; color: #8a1f11; }
+  #verdict ul { margin: .5rem 0 0; font-weight: 400; }
+  table { width: 100%; border-collapse: collapse; background: #fff; border-radius: 6px; overflow: hidden; }
+  th, td { text-align: left; padding: .45rem .6rem; border-bottom: 1px solid #e4e6e7; vertical-align: top; font-size: .92rem; }
+  th { background: #eef0f1; font-weight: 600; }
+  .muted { color: #687076; }
+  #facts li { margin: .2rem 0; font-size: .9rem; }
+  code { font-size: .85rem; }
+</style>
+</head>
+<body>
+<h1>the mesh</h1>
+<div id="verdict" class="unhealthy">asking the control plane…</div>
+<h2>Nodes</h2>
+<table id="nodes"><thead><tr><th>node</th><th>heard from</th><th>declaration</th><th>running</th><th>seats</th><th>problems</th></tr></thead><tbody></tbody></table>
+<h2>Seats</h2>
+<table id="seats"><thead><tr><th>seat</th><th>scope</th><th>delivers</th><th>held by</th></tr></thead><tbody></tbody></table>
+<h2>Facts, as they are stated</h2>
+<ul id="facts"></ul>
+<script>
+const text = (value) => String(value ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+const ago = (iso) => { if (!iso) return 'never'; const s = Math.round((Date.now() - Date.parse(iso)) / 1000); return s < 60 ? s + ' s ago' : Math.round(s / 60) + ' min ago'; };
+const describe = (fact) => {
+  const d = fact.data;
+  const where = d.node + (d.module ? '/' + d.module : '');
+  switch (fact.type) {
+    case 'fact.applied': return where + ' now runs definition ' + d.version.definitionVersion + (d.previous ? ' (was ' + d.previous.definitionVersion + ')' : '');
+    case 'fact.refused': return where + ': ' + d.resource + ' refused: ' + d.reason;
+    case 'fact.crash-looping': return where + ': ' + d.resource + ' crash-looping (' + d.restarts + ' restarts)';
+    case 'fact.stopped': return where + ' stopped';
+    default: return fact.type + ' ' + where;
+  }
+};
+const addFact = (fact) => {
+  const item = document.createElement('li');
+  item.innerHTML = '<span class="muted">' + text(new Date(fact.time).toLocaleTimeString()) + '</span> ' + text(describe(fact));
+  document.getElementById('facts').prepend(item);
+};
+let seenFacts = false;
+const render = (o) => {
+  const verdict = document.getElementById('verdict');
+  verdict.className = o.healthy ? 'healthy' : 'unhealthy';
+  verdict.innerHTML = o.healthy ? 'The mesh is doing what it was told.' : 'The mesh is not doing everything it was told:<ul>' + o.problems.map((p) => '<li>' + text(p) + '</li>').join('') + '</ul>';
+  document.querySelector('#nodes tbody').innerHTML = o.nodes.map((n) => '<tr><td><b>' + text(n.node) + '</b><br><span class="muted">' + text(n.address ?? '') + '</span></td><td>' + text(ago(n.lastHeard)) + '</td><td>' + text(n.appliedSequence ?? '–') + ' of ' + text(n.declaredSequence ?? '–') + '</td><td>' + (n.running.map((r) => text(r.module)).join(', ') || '<span class="muted">nothing</span>') + '</td><td>' + (n.seats.map(text).join(', ') || '<span class="muted">none</span>') + '</td><td>' + (n.problems.map(text).join('<br>') || '<span class="muted">none</span>') + '</td></tr>').join('');
+  document.querySelector('#seats tbody').innerHTML = o.seats.map((s) => '<tr><td>' + text(s.seat) + '</td><td>' + text(s.scope) + '</td><td>' + text(s.delivers ?? '–') + '</td><td>' + (s.holders.map(text).join(', ') || '<span class="muted">unheld</span>') + '</td></tr>').join('');
+  if (!seenFacts) { seenFacts = true; for (const fact of o.facts) addFact(fact); }
+};
+const refresh = () => fetch('/api/overview').then((r) => r.json()).then(render).catch(() => {
+  const verdict = document.getElementById('verdict');
+  verdict.className = 'unhealthy';
+  verdict.textContent = 'The control plane does not answer: what the mesh is doing is unknown.';
+});
+refresh();
+setInterval(refresh, 2000);
+new EventSource('/api/facts/stream').addEventListener('fact', (event) => addFact(JSON.parse(event.data)));
+</script>
+</body>
+</html>
+`;

@@ -1,0 +1,116 @@
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { jetstream } from '@nats-io/jetstream';
+import pg from 'pg';
+import type { FastifyInstance } from 'fastify';
+import { createOperatorKey, signCommand, type OperatorKey } from '../../src/adapters/operator-keys.js';
+import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
+import { meshHome } from '../../src/config.js';
+import { CommandDispatcher } from '../../src/controller/command-dispatcher.js';
+import { DeclarationPublisher } from '../../src/controller/declaration-publisher.js';
+import { buildApp } from '../../src/controller/http/app.js';
+import { FactFeed } from '../../src/controller/http/fact-feed.js';
+import { overviewSource } from '../../src/controller/http/overview-source.js';
+import { MeshService } from '../../src/controller/mesh-service.js';
+import { meshEventRegistry } from '../../src/domain/registry.js';
+import { fixtureManifest } from '../helpers/given.js';
+import { uniqueName } from '../helpers/names.js';
+import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
+
+describe("the controller's HTTP API", () => {
+  let t: TestMesh;
+  let app: FastifyInstance;
+  let feed: FactFeed;
+  let pool: pg.Pool;
+  let ada: OperatorKey;
+  const dir = join(meshHome(), 'tmp', uniqueName('http-'));
+
+  beforeEach(async () => {
+    t = await openTestMesh();
+    ada = createOperatorKey(join(dir, uniqueName('ada-'), 'operator.key'), 'ada');
+    await t.run({ type: 'add-operator', operator: 'ada', publicKey: ada.publicKey });
+    await t.run({ type: 'register-module', manifest: fixtureManifest('distribution') });
+    await t.run({ type: 'add-node', node: 'lab1' });
+    const controller = await t.startController();
+    await t.startIngester(controller);
+    const newLog = () => new JetStreamEventLog(t.nc, { stream: t.names.logStream, subjectPrefix: t.names.logPrefix, registry: meshEventRegistry() });
+    pool = new pg.Pool({ connectionString: process.env.MESH_DATABASE_URL, max: 2 });
+    feed = new FactFeed(newLog());
+    await feed.start();
+    app = buildApp({
+      overview: overviewSource({ mesh: new MeshService(newLog()), publisher: new DeclarationPublisher(t.nc, { nodesStream: t.names.nodesStream, prefix: t.names.prefix }), pool, statusSchema: `status_${t.names.prefix}`, heartbeatThresholdMs: 15_000 }),
+      onFact: (listener) => feed.subscribe(listener),
+      recentFacts: () => feed.latest(),
+      dispatcher: new CommandDispatcher(new MeshService(newLog())),
+    });
+  });
+  afterEach(async () => {
+    await app.close();
+    await feed.stop();
+    await pool.end();
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  // Over a real socket: fastify's in-process injection loads an ES module jest cannot require.
+  const request = async (method: 'GET' | 'POST', url: string, body?: unknown): Promise<{ status: number; text: string; json: <T>() => T }> => {
+    const address = app.server.listening ? `http://127.0.0.1:${(app.server.address() as { port: number }).port}` : await app.listen({ host: '127.0.0.1', port: 0 });
+    const response = await fetch(`${address}${url}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }) });
+    const text = await response.text();
+    return { status: response.status, text, json: <T>() => JSON.parse(text) as T };
+  };
+
+  it('serves the page, and an overview that names a node never heard from instead of calling it healthy', async () => {
+    const page = await request('GET', '/');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<title>the mesh</title>');
+    const overview = (await request('GET', '/api/overview')).json<{ healthy: boolean; problems: string[]; seats: { seat: string; holders: string[] }[] }>();
+    expect(overview.healthy).toBe(false);
+    expect(overview.problems).toContain('lab1: never heard from');
+    expect(overview.seats.find((s) => s.seat === 'mesh-git')?.holders).toEqual([]);
+  });
+
+  it('takes signed commands on the same verbs as the tools, and refuses the rest with a status', async () => {
+    const assign = () => signCommand(ada, uniqueName('c'), { type: 'assign', module: 'distribution', node: 'lab1', hold: [], pins: {}, values: {}, placements: {} }, new Date());
+    const ok = await request('POST', '/api/tools/assign', assign());
+    expect(ok.status).toBe(200);
+    expect(ok.json()).toMatchObject({ ok: true });
+    const refused = await request('POST', '/api/tools/assign', assign());
+    expect(refused.status).toBe(409);
+    expect(refused.json()).toMatchObject({ ok: false, refused: [{ why: 'lab1 already runs distribution, and one node runs one of each (ADR 0115)' }] });
+    const unsigned = await request('POST', '/api/tools/add-node', { command: { type: 'add-node', node: 'x' } });
+    expect(unsigned.status).toBe(409);
+  });
+
+  it('streams facts as they are stated', async () => {
+    const address = await app.listen({ host: '127.0.0.1', port: 0 });
+    const response = await fetch(`${address}/api/facts/stream`);
+    const reader = response.body?.getReader();
+    await t.run({ type: 'assign', module: 'distribution', node: 'lab1', hold: [], pins: {}, values: {}, placements: {} });
+    const declaration = await waitFor('the declaration', async () => {
+      const d = await t.declarationOf('lab1');
+      return d?.assignments.length === 1 ? d : undefined;
+    });
+    await jetstream(t.nc).publish(
+      `${t.names.prefix}.control.lab1.report`,
+      JSON.stringify({
+        node: 'lab1',
+        sequence: declaration.sequence,
+        digest: declaration.digest,
+        at: new Date().toISOString(),
+        resources: declaration.assignments.flatMap((a) => a.resources.map((r) => ({ key: r.key, module: r.module, kind: r.kind, outcome: 'applied', reason: null, restarts: null }))),
+        running: [{ module: 'distribution', definitionVersion: 1, artifact: null }],
+        refusal: null,
+      }),
+    );
+    let received = '';
+    while (!received.includes('event: fact')) {
+      const chunk = await reader?.read();
+      if (!chunk || chunk.done) break;
+      received += new TextDecoder().decode(chunk.value);
+    }
+    await reader?.cancel();
+    expect(received).toContain('"type":"fact.applied"');
+  });
+});
