@@ -15,11 +15,13 @@ export const meshHome = (env: NodeJS.ProcessEnv = process.env): string =>
 export const devStackDir = (env: NodeJS.ProcessEnv = process.env): string =>
   resolve(env.MESH_DEV_DIR ?? join(meshHome(env), 'dev'));
 
-export const DEFAULT_PORTS = { nats: 14222, natsMonitor: 18222, postgres: 15432 } as const;
+export const DEFAULT_PORTS = { nats: 14222, natsMonitor: 18222, postgres: 15432, http: 18080 } as const;
 
 export interface StackAddresses {
   natsUrl: string;
   databaseUrl: string;
+  /** the controller's page and API, once it serves them */
+  httpPort?: number;
 }
 
 export const stackFile = (dir: string): string => join(dir, 'stack.json');
@@ -44,6 +46,11 @@ export interface MeshConfig extends StackAddresses {
   nodesStream: string;
   controlStream: string;
   actor: string;
+  /** where the controller serves its page and API */
+  httpHost: string;
+  httpPort: number;
+  /** the operator key the CLI signs commands with */
+  operatorKeyFile: string;
 }
 
 export const loadConfig = (env: NodeJS.ProcessEnv = process.env): MeshConfig => {
@@ -58,6 +65,9 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): MeshConfig => 
     nodesStream: env.MESH_NODES_STREAM ?? 'NODES',
     controlStream: env.MESH_CONTROL_STREAM ?? 'CONTROL',
     actor: env.MESH_ACTOR ?? `operator:${safeUser()}@${hostname()}`,
+    httpHost: env.MESH_HTTP_HOST ?? '127.0.0.1',
+    httpPort: Number(env.MESH_HTTP_PORT ?? recorded.httpPort ?? DEFAULT_PORTS.http),
+    operatorKeyFile: env.MESH_OPERATOR_KEY ?? join(devStackDir(env), 'operator.key'),
   };
 };
 

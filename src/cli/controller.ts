@@ -11,6 +11,12 @@ import { EnrolmentService } from '../controller/enrolment-service.js';
 import { MeshService } from '../controller/mesh-service.js';
 import { DEFAULT_STATUS_SCHEMA } from '../controller/node-status.js';
 import { ReportIngester } from '../controller/report-ingester.js';
+import { CommandDispatcher } from '../controller/command-dispatcher.js';
+import { DeclarationPublisher } from '../controller/declaration-publisher.js';
+import { buildApp } from '../controller/http/app.js';
+import { FactFeed } from '../controller/http/fact-feed.js';
+import { overviewSource } from '../controller/http/overview-source.js';
+import { ToolServer } from '../controller/tool-server.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { parseFlags } from './flags.js';
 
@@ -57,6 +63,27 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     logger: logger.child({ component: 'builds' }),
   });
   await builds.start();
+  const newLog = () => new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() });
+  const dispatcher = new CommandDispatcher(new MeshService(newLog()));
+  const tools = new ToolServer(nc, dispatcher, { prefix: config.subjectPrefix, logger: logger.child({ component: 'tools' }) });
+  tools.start();
+  const facts = new FactFeed(newLog());
+  await facts.start();
+  const http = buildApp({
+    overview: overviewSource({
+      mesh: new MeshService(newLog()),
+      publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix }),
+      pool,
+      statusSchema: process.env.MESH_CONTROLLER_SCHEMA ?? DEFAULT_STATUS_SCHEMA,
+      heartbeatThresholdMs: Number(process.env.MESH_HEARTBEAT_THRESHOLD_MS ?? 15_000),
+    }),
+    onFact: (listener) => facts.subscribe(listener),
+    recentFacts: () => facts.latest(),
+    dispatcher,
+  });
+  // Loopback unless configured otherwise: the page is read-only, but it is the mesh's whole picture.
+  const httpAddress = await http.listen({ host: config.httpHost, port: config.httpPort });
+  logger.info({ http: httpAddress }, 'page and API listening');
   // Written once running, so a starter that sees the pid file knows the controller is up.
   if (pidFile) writeFileSync(pidFile, `${process.pid}\n`);
   logger.info({ nats: config.natsUrl }, 'controller started');
@@ -65,6 +92,9 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     process.once('SIGTERM', resolve);
   });
   logger.info('controller stopping');
+  await http.close();
+  await facts.stop();
+  tools.stop();
   enrolment.stop();
   await reports.stop();
   await builds.stop();

@@ -7,6 +7,7 @@ import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { bootstrapControlPlane, type BootstrapResult } from '../controller/bootstrap.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { controllerStatus, startController, stopController } from './controller-process.js';
+import { ensureFirstOperator, firstOperatorName } from './first-operator.js';
 import { natsServerStatus, startNatsServer, stopNatsServer, type NatsServerStatus } from './nats-server.js';
 import { postgresStatus, startPostgres, stopPostgres, type PostgresStatus } from './postgres.js';
 
@@ -18,12 +19,16 @@ export interface StackPorts {
   nats: number;
   natsMonitor: number;
   postgres: number;
+  /** the controller's page and API */
+  http: number;
 }
 
 export interface StackOptions {
   dir: string;
   ports: StackPorts;
   meshName: string;
+  /** the first operator's name, at genesis; the user's own name when absent */
+  operatorName?: string;
   actor: string;
   logStream: string;
   logSubjectPrefix: string;
@@ -60,6 +65,7 @@ export const stackPorts = (dir: string): StackPorts => {
     nats: portFromEnv('MESH_DEV_NATS_PORT') ?? recorded.nats ?? DEFAULT_PORTS.nats,
     natsMonitor: portFromEnv('MESH_DEV_NATS_MONITOR_PORT') ?? recorded.natsMonitor ?? DEFAULT_PORTS.natsMonitor,
     postgres: portFromEnv('MESH_DEV_PG_PORT') ?? recorded.postgres ?? DEFAULT_PORTS.postgres,
+    http: portFromEnv('MESH_DEV_HTTP_PORT') ?? recorded.http ?? DEFAULT_PORTS.http,
   };
 };
 
@@ -79,7 +85,7 @@ export const stackUp = async (options: StackOptions): Promise<StackStatus & { bo
   const postgres = await startPostgres({ ...postgresOptions(options), say });
   if (!postgres.started) say(`PostgreSQL already running on ${postgres.url} (pid ${postgres.pid})`);
 
-  const addresses: StackAddresses = { natsUrl: nats.url, databaseUrl: postgres.url };
+  const addresses: StackAddresses = { natsUrl: nats.url, databaseUrl: postgres.url, httpPort: options.ports.http };
   writeFileSync(stackFile(options.dir), `${JSON.stringify({ ...addresses, ports: options.ports }, null, 2)}\n`);
 
   const nc = await connectNats(nats.url, { name: 'mesh-dev' });
@@ -94,6 +100,8 @@ export const stackUp = async (options: StackOptions): Promise<StackStatus & { bo
     if (bootstrap.stream.created) say(`created the mesh log (stream ${options.logStream}, subjects ${options.logSubjectPrefix}.>)`);
     if (bootstrap.stream.updated.length > 0) say(`brought stream ${options.logStream} back to the mesh log's settings: ${bootstrap.stream.updated.join(', ')}`);
     if (bootstrap.genesis.appended) say(`the log opens with mesh.initialised for mesh "${options.meshName}" at seq ${bootstrap.genesis.seq}`);
+    const operator = await ensureFirstOperator(log, join(options.dir, 'operator.key'), options.operatorName ?? firstOperatorName());
+    if (operator.created) say(`first operator ${operator.name}: signing key in ${operator.file} (readable by you alone)`);
     const controller = await startController({
       dir: options.dir,
       env: {
@@ -102,6 +110,7 @@ export const stackUp = async (options: StackOptions): Promise<StackStatus & { bo
         MESH_NAME: options.meshName,
         MESH_LOG_STREAM: options.logStream,
         MESH_LOG_SUBJECT_PREFIX: options.logSubjectPrefix,
+        MESH_HTTP_PORT: String(options.ports.http),
       },
       say,
     });

@@ -8,8 +8,8 @@ import { runMesh } from '../helpers/cli.js';
 import { uniqueName } from '../helpers/names.js';
 import { SYSTEM_SEATS } from '../../src/domain/seats/system-seats.js';
 
-// A new mesh's log: mesh.initialised, then one seat.defined per system seat.
-const GENESIS_COMMITS = 1 + SYSTEM_SEATS.length;
+// A new mesh's log: mesh.initialised, one seat.defined per system seat, and the first operator.
+const GENESIS_COMMITS = 2 + SYSTEM_SEATS.length;
 
 // `mesh dev up|down|status` and `mesh log` as an operator runs them: child processes, real
 // servers, a stack folder and ports of this test's own, addresses found with no flags.
@@ -24,6 +24,7 @@ describe('the local stack from the command line', () => {
       MESH_DEV_NATS_PORT: String(await freePort()),
       MESH_DEV_NATS_MONITOR_PORT: String(await freePort()),
       MESH_DEV_PG_PORT: String(await freePort()),
+      MESH_DEV_HTTP_PORT: String(await freePort()),
       // The verbs must find the stack from its folder, not from the test stack's variables.
       MESH_NATS_URL: undefined,
       MESH_DATABASE_URL: undefined,

@@ -13,6 +13,7 @@ export const testStack = (): StackOptions => ({
     nats: port('MESH_TEST_NATS_PORT', 24222),
     natsMonitor: port('MESH_TEST_NATS_MONITOR_PORT', 28222),
     postgres: port('MESH_TEST_PG_PORT', 25432),
+    http: port('MESH_TEST_HTTP_PORT', 28080),
   },
   meshName: 'test',
   actor: 'test-setup',

@@ -1,0 +1,27 @@
+import { existsSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import type { EventLog } from '../adapters/eventlog/event-log.js';
+import { createOperatorKey, loadOperatorKey } from '../adapters/operator-keys.js';
+import { MeshService } from '../controller/mesh-service.js';
+
+// Genesis makes the first operator: a signing key in a file only the user can read, and its public
+// half in the log. Later operators are added by operators, with signed commands.
+
+export const firstOperatorName = (): string => {
+  try {
+    return userInfo().username.toLowerCase().replace(/[^a-z0-9._-]/g, '-') || 'operator';
+  } catch {
+    return 'operator';
+  }
+};
+
+export const ensureFirstOperator = async (log: EventLog, keyFile: string, name: string): Promise<{ name: string; file: string; created: boolean }> => {
+  const created = !existsSync(keyFile);
+  const key = created ? createOperatorKey(keyFile, name) : loadOperatorKey(keyFile);
+  const mesh = new MeshService(log);
+  const state = await mesh.current();
+  if (!state.operators.has(key.operator)) {
+    await mesh.execute({ type: 'add-operator', operator: key.operator, publicKey: key.publicKey }, { commandId: `genesis:operator:${key.operator}:${key.publicKey.slice(0, 16)}`, actor: 'genesis' });
+  }
+  return { name: key.operator, file: keyFile, created };
+};
