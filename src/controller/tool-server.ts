@@ -15,7 +15,7 @@ export type ToolAnswer =
   | { ok: false; refused: { what: string; why: string; remedy: string }[]; error: { code: string } & Record<string, unknown> };
 
 export const refusalAnswer = (error: unknown): ToolAnswer => {
-  if (error instanceof Refusal) return { ok: false, refused: [...error.problems], error: { code: error.code } };
+  if (error instanceof Refusal) return { ok: false, refused: [...error.problems], error: { code: error.code, subject: error.subject } };
   if (error instanceof MeshError) return { ok: false, refused: [{ what: String(error.details.field ?? error.code), why: error.message, remedy: '' }], error: { code: error.code, ...error.details } };
   return { ok: false, refused: [{ what: 'internal', why: (error as Error)?.message ?? String(error), remedy: 'look at the controller log' }], error: { code: 'internal' } };
 };

@@ -12,12 +12,15 @@ export interface Problem {
 
 export class Refusal extends RefusedError {
   readonly problems: readonly Problem[];
+  /** what was refused, e.g. "assigning greeter to lab3" */
+  readonly subject: string;
 
   constructor(subject: string, problems: readonly Problem[]) {
     const lines = problems.map((p) => `  - ${p.what}: ${p.why}; ${p.remedy}`);
     super(`${subject} refused:\n${lines.join('\n')}`, { refused: problems });
     this.name = 'Refusal';
     this.problems = problems;
+    this.subject = subject;
   }
 }
 

@@ -195,7 +195,7 @@ describe('from a merge to a running version', () => {
     expect((failure?.data as { output: string }).output).toContain('b cannot build: broken');
     const submittedAfter = await events(mesh, 'build.submitted');
     expect(submittedAfter).toHaveLength(5);
-    const result = await runMesh(['build', 'c', '--json'], envOf(mesh));
+    const result = await runMesh(['build', 'c', '--json'], { ...envOf(mesh), ...(await mesh.operatorCommands()) });
     expect(result.code).toBe(3);
     expect(JSON.parse(result.stdout).refused[0].why).toMatch(/stands on b/);
   });

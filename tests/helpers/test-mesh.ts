@@ -10,6 +10,10 @@ import { EnrolmentService } from '../../src/controller/enrolment-service.js';
 import { ReportIngester } from '../../src/controller/report-ingester.js';
 import { CommandDispatcher } from '../../src/controller/command-dispatcher.js';
 import { ToolServer } from '../../src/controller/tool-server.js';
+import { createOperatorKey } from '../../src/adapters/operator-keys.js';
+import { meshHome } from '../../src/config.js';
+import { rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { MeshService } from '../../src/controller/mesh-service.js';
 import type { MeshCommand } from '../../src/domain/mesh/commands.js';
@@ -32,6 +36,7 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
   const services: EnrolmentService[] = [];
   const ingesters: ReportIngester[] = [];
   const toolServers: ToolServer[] = [];
+  const keyDirs: string[] = [];
   const pools: pg.Pool[] = [];
   const passes: DeclarationPass[] = [];
   let commands = 0;
@@ -96,10 +101,24 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
     return server;
   };
 
+  /**
+   * Lets CLI processes send commands to this mesh: a first operator with a key file, registered in
+   * the log, and the tools served. Returns the environment a `mesh` child process needs.
+   */
+  const operatorCommands = async (): Promise<Record<string, string>> => {
+    const keyFile = join(meshHome(), 'tmp', uniqueName('operator-'), 'operator.key');
+    const key = createOperatorKey(keyFile, 'ada');
+    keyDirs.push(dirname(keyFile));
+    await mesh.execute({ type: 'add-operator', operator: 'ada', publicKey: key.publicKey }, { commandId: `${name}-operator`, actor: 'genesis' });
+    startTools();
+    return { MESH_OPERATOR_KEY: keyFile, MESH_SUBJECT_PREFIX: names.prefix, MESH_LOG_STREAM: names.logStream, MESH_LOG_SUBJECT_PREFIX: names.logPrefix };
+  };
+
   return {
     nc,
     jsm,
     startTools,
+    operatorCommands,
     startEnrolment,
     startIngester,
     startBuilds,
@@ -121,6 +140,7 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
       for (const pool of pools) await pool.end().catch(() => undefined);
       for (const service of services) service.stop();
       for (const server of toolServers) server.stop();
+      for (const dir of keyDirs) rmSync(dir, { recursive: true, force: true });
       for (const coordinator of coordinators) await coordinator.stop();
       for (const controller of controllers) await controller.stop();
       for (const stream of [names.logStream, names.nodesStream, names.controlStream, `EVENTS_${names.prefix}`, jobsStreamName(names), `OBJ_${artifactBucketName(names)}`]) await jsm.streams.delete(stream).catch(() => undefined);

@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { pino } from 'pino';
+import { createOperatorKey } from '../../src/adapters/operator-keys.js';
+import { meshHome } from '../../src/config.js';
+import { CommandDispatcher } from '../../src/controller/command-dispatcher.js';
+import { ToolServer } from '../../src/controller/tool-server.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connectNats } from '../../src/adapters/nats/connect.js';
@@ -17,16 +22,18 @@ import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
 
 // The operator's verbs against the real servers: each `mesh` call is its own process, reading
-// the log, deciding and appending, exactly as two controller processes would race.
+// the log and sending signed commands to the controller's tools, which decide them.
 
 describe('the catalogue, seats and assignments through the CLI', () => {
   const name = uniqueName('m');
   const stream = `LOG_${name}`;
   const prefix = `${name}.log`;
-  const env = { MESH_LOG_STREAM: stream, MESH_LOG_SUBJECT_PREFIX: prefix, MESH_ACTOR: 'operator:ada' };
+  const keyFile = join(meshHome(), 'tmp', uniqueName('ada-'), 'operator.key');
+  const env = { MESH_LOG_STREAM: stream, MESH_LOG_SUBJECT_PREFIX: prefix, MESH_SUBJECT_PREFIX: name, MESH_OPERATOR_KEY: keyFile };
   const mesh = (...args: string[]) => runMesh(args, env);
   let nc: NatsConnection;
   let log: JetStreamEventLog;
+  const tools: ToolServer[] = [];
 
   const head = async (): Promise<number> => (await (await jetstreamManager(nc)).streams.info(stream)).state.last_seq;
   const typesSince = async (seq: number): Promise<string[]> => {
@@ -39,8 +46,18 @@ describe('the catalogue, seats and assignments through the CLI', () => {
     nc = await connectNats(testNatsUrl(), { name: 'test-mesh-cli' });
     log = new JetStreamEventLog(nc, { stream, subjectPrefix: prefix, registry: meshEventRegistry() });
     await bootstrapControlPlane(nc, log, { stream, subjectPrefix: prefix, meshName: name, actor: 'test' });
+    const ada = createOperatorKey(keyFile, 'ada');
+    await new MeshService(log).execute({ type: 'add-operator', operator: 'ada', publicKey: ada.publicKey }, { commandId: uniqueName('genesis'), actor: 'genesis' });
+    // Two controllers serve the tools, as two controller processes would.
+    for (let i = 0; i < 2; i++) {
+      const server = new ToolServer(nc, new CommandDispatcher(new MeshService(new JetStreamEventLog(nc, { stream, subjectPrefix: prefix, registry: meshEventRegistry() }))), { prefix: name, logger: pino({ level: 'silent' }) });
+      server.start();
+      tools.push(server);
+    }
   });
   afterAll(async () => {
+    for (const server of tools) server.stop();
+    rmSync(dirname(keyFile), { recursive: true, force: true });
     await (await jetstreamManager(nc)).streams.delete(stream).catch(() => undefined);
     await nc.close();
   });
