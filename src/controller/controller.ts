@@ -7,7 +7,11 @@ import { sha256Digest } from '../domain/canonical.js';
 import { composeDeclaration } from '../domain/declarations/compose.js';
 import { DeclarationRefused } from '../domain/declarations/events.js';
 import { emptyMeshState, evolveMesh, type MeshState } from '../domain/mesh/state.js';
+import { loadConfig } from '../config.js';
+import { schemasFromEnv, type ProjectorSchemas } from '../projections/control.js';
+import type { Projector } from '../projections/projector.js';
 import { DeclarationPublisher, type PublishOutcome } from './declaration-publisher.js';
+import { runMeshProjector } from './projections.js';
 
 // The controller process: follows the log, keeps the mesh folded, and after every change derives
 // each node's declaration, publishing those whose content changed. It publishes nothing until it
@@ -24,6 +28,8 @@ export interface ControllerOptions {
   names: ControllerNames;
   /** PostgreSQL for the projections; without it the controller runs no projector */
   databaseUrl?: string;
+  /** the log the projector reads and its schemas; MESH_LOG_* and MESH_PROJECTOR_SCHEMA / MESH_READ_SCHEMA when absent */
+  projector?: { log?: { stream: string; subjectPrefix: string }; schemas?: ProjectorSchemas };
   actor: string;
   logger: Logger;
   /** called after each pass over the nodes; tests and benchmarks watch it */
@@ -46,6 +52,7 @@ export class Controller {
   private caughtUp = false;
   private pending: Promise<void> = Promise.resolve();
   private dirty = false;
+  private projector: Promise<Projector | undefined> | undefined;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -63,10 +70,26 @@ export class Controller {
   async start(): Promise<void> {
     await assertControlStreams(await jetstreamManager(this.nc), { nodes: this.options.names.nodesStream, control: this.options.names.controlStream, prefix: this.options.names.prefix });
     this.running = this.follow();
+    if (this.options.databaseUrl) {
+      const config = loadConfig();
+      this.projector = runMeshProjector({
+        nc: this.nc,
+        log: this.log,
+        databaseUrl: this.options.databaseUrl,
+        source: this.options.projector?.log ?? { stream: config.logStream, subjectPrefix: config.logSubjectPrefix },
+        schemas: this.options.projector?.schemas ?? schemasFromEnv(),
+        actor: this.options.actor,
+        logger: this.options.logger,
+        signal: this.abort.signal,
+      });
+    }
   }
 
   async stop(): Promise<void> {
     this.abort.abort();
+    const projector = this.projector;
+    this.projector = undefined;
+    await (await projector)?.stop();
     await this.running?.catch(() => undefined);
     await this.pending.catch(() => undefined);
   }

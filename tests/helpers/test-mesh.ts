@@ -19,6 +19,7 @@ import { MeshService } from '../../src/controller/mesh-service.js';
 import type { MeshCommand } from '../../src/domain/mesh/commands.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../../src/domain/declarations/declaration.js';
 import { meshEventRegistry } from '../../src/domain/registry.js';
+import type { ProjectorSchemas } from '../../src/projections/control.js';
 import { testNatsUrl } from './log.js';
 import { uniqueName } from './names.js';
 
@@ -41,9 +42,13 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
   const passes: DeclarationPass[] = [];
   let commands = 0;
 
-  const startController = async (): Promise<Controller> => {
+  /** With `projector`, the controller also folds this mesh's log into PostgreSQL under those schemas. */
+  const startController = async (options: { projector?: { databaseUrl: string; schemas: ProjectorSchemas } } = {}): Promise<Controller> => {
     const controller = new Controller(nc, newLog(), {
       names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
+      ...(options.projector
+        ? { databaseUrl: options.projector.databaseUrl, projector: { log: { stream: names.logStream, subjectPrefix: names.logPrefix }, schemas: options.projector.schemas } }
+        : {}),
       actor: 'controller',
       logger: pino({ level: 'silent' }),
       onPass: (pass) => passes.push(pass),
