@@ -36,9 +36,16 @@ export interface LogSource {
   registry: EventRegistry;
 }
 
+/** How many decoded commits a reader keeps for the other builds reading the same stretch of log. */
+const SHARED_COMMITS = 8_192;
+
 export class CommitReader {
   private readonly js: JetStreamClient;
   private readonly jsm: Promise<JetStreamManager>;
+  // Every build of a projector reads the same log, usually the same stretch of it (a rebuild starts
+  // them all at 1). A commit's bytes never change once stored (no deletes, no purges), so it is
+  // decoded once and handed to each build: read-only events, shared.
+  private readonly decoded = new Map<number, StoredEvent[]>();
 
   constructor(
     nc: NatsConnection,
@@ -71,12 +78,16 @@ export class CommitReader {
         if (message.seq < next) continue;
         next = message.seq + 1;
         const aggregate = aggregateOf(this.source.subjectPrefix, message.subject);
-        let events: StoredEvent[];
-        try {
-          events = decodeCommit(this.source.registry, message.seq, aggregate, message.data);
-        } catch (error) {
-          if (error instanceof MeshError) throw new UnreadableCommit(message.seq, error);
-          throw new UnreadableCommit(message.seq, new CorruptEventError(String(error), { seq: message.seq, field: 'payload' }));
+        let events = this.decoded.get(message.seq);
+        if (!events) {
+          try {
+            events = decodeCommit(this.source.registry, message.seq, aggregate, message.data);
+          } catch (error) {
+            if (error instanceof MeshError) throw new UnreadableCommit(message.seq, error);
+            throw new UnreadableCommit(message.seq, new CorruptEventError(String(error), { seq: message.seq, field: 'payload' }));
+          }
+          this.decoded.set(message.seq, events);
+          if (this.decoded.size > SHARED_COMMITS) this.decoded.delete(this.decoded.keys().next().value as number);
         }
         yield { seq: message.seq, events, pending: message.info.pending };
         if (signal.aborted) break;

@@ -1,10 +1,12 @@
 import { commitSchema, fieldOf, type Commit, type StoredEvent } from '../../domain/events/envelope.js';
 import type { EventRegistry } from '../../domain/events/registry.js';
 import { CorruptEventError, MeshError } from '../../errors.js';
+import { isValidCommit } from './envelope-check.js';
 
 // A commit on the wire is UTF-8 JSON. Reading it back validates the envelope, checks that it sits
 // on its own aggregate's subject, upcasts each event to its current schema version and validates
 // the result: a reader either gets events it can trust or an error naming the sequence and field.
+// The envelope is checked by hand first (envelope-check.ts); zod parses only what that turns down.
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -18,16 +20,7 @@ export const decodeCommit = (registry: EventRegistry, seq: number, aggregate: st
   } catch (cause) {
     throw new CorruptEventError(`log message at seq ${seq} is not UTF-8 JSON`, { seq, field: 'payload' }, { cause });
   }
-  const parsed = commitSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const field = fieldOf('', issue);
-    throw new CorruptEventError(`log message at seq ${seq} (${aggregate}): ${field || 'commit'}: ${issue?.message ?? 'invalid'}`, {
-      seq,
-      field,
-    });
-  }
-  const commit = parsed.data as Commit;
+  const commit = isValidCommit(raw) ? raw : parseCommit(seq, aggregate, raw);
   return commit.events.map((envelope, index) => {
     if (envelope.aggregate !== aggregate) {
       throw new CorruptEventError(
@@ -55,13 +48,27 @@ export const decodeCommit = (registry: EventRegistry, seq: number, aggregate: st
         type: envelope.type,
       });
     }
-    return {
-      ...envelope,
-      schemaVersion: upcast.version,
-      data: data.data,
-      seq,
-      index,
-      version: commit.firstVersion + index,
-    };
+    // The envelope is this call's own (parsed just now): it becomes the stored event in place.
+    const stored = envelope as StoredEvent;
+    stored.schemaVersion = upcast.version;
+    stored.data = data.data;
+    stored.seq = seq;
+    stored.index = index;
+    stored.version = commit.firstVersion + index;
+    return stored;
   });
+};
+
+/** The slow path: zod decides, and names the field when the commit is not valid. */
+const parseCommit = (seq: number, aggregate: string, raw: unknown): Commit => {
+  const parsed = commitSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = fieldOf('', issue);
+    throw new CorruptEventError(`log message at seq ${seq} (${aggregate}): ${field || 'commit'}: ${issue?.message ?? 'invalid'}`, {
+      seq,
+      field,
+    });
+  }
+  return parsed.data as Commit;
 };

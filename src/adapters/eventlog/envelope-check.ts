@@ -1,0 +1,67 @@
+import { AGGREGATE_TOKEN, EVENT_TYPE, type Commit } from '../../domain/events/envelope.js';
+
+// The envelope of a commit checked by hand: the read path's hot loop, where zod's general parser
+// (and the copies it returns) cost more than everything else the projector does. It accepts only
+// what `commitSchema` accepts, and maybe less: anything it turns down goes to zod, which either
+// accepts it after all or names the field that is wrong. So it changes speed, never outcomes.
+
+const ENVELOPE_KEYS = new Set(['id', 'type', 'schemaVersion', 'aggregate', 'time', 'actor', 'commandId', 'causationId', 'correlationId', 'data']);
+const TEXT_KEYS = ['id', 'actor', 'commandId', 'causationId', 'correlationId'] as const;
+
+// RFC 3339 with an offset, each part in range; the day is checked against its month below.
+const TIME = /^(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/;
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const validTime = (value: unknown): boolean => {
+  if (typeof value !== 'string') return false;
+  const match = TIME.exec(value);
+  if (!match) return false;
+  const day = Number(match[3]);
+  if (day <= 28) return true;
+  const year = Number(match[1]);
+  const month = Number(match[2]);
+  return day <= new Date(Date.UTC(year, month, 0)).getUTCDate() && year >= 1;
+};
+
+const validAggregate = (value: unknown): boolean => {
+  if (typeof value !== 'string') return false;
+  const tokens = value.split('.');
+  return tokens.length >= 2 && tokens.every((token) => AGGREGATE_TOKEN.test(token));
+};
+
+const validEnvelope = (value: unknown): boolean => {
+  if (!isRecord(value)) return false;
+  let keys = 0;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key) || !ENVELOPE_KEYS.has(key)) return false;
+    keys++;
+  }
+  if (keys !== ENVELOPE_KEYS.size) return false;
+  for (const key of TEXT_KEYS) {
+    const text = value[key];
+    if (typeof text !== 'string' || text.length === 0) return false;
+  }
+  const { type, schemaVersion } = value;
+  return (
+    typeof type === 'string' &&
+    EVENT_TYPE.test(type) &&
+    typeof schemaVersion === 'number' &&
+    Number.isSafeInteger(schemaVersion) &&
+    schemaVersion > 0 &&
+    validAggregate(value.aggregate) &&
+    validTime(value.time)
+  );
+};
+
+/** True when `raw` is certainly a valid commit, as parsed JSON (no own prototype tricks, no extra keys). */
+export const isValidCommit = (raw: unknown): raw is Commit => {
+  if (!isRecord(raw)) return false;
+  let keys = 0;
+  for (const key in raw) {
+    if (!Object.hasOwn(raw, key) || (key !== 'firstVersion' && key !== 'events')) return false;
+    keys++;
+  }
+  const { firstVersion, events } = raw;
+  return keys === 2 && typeof firstVersion === 'number' && Number.isSafeInteger(firstVersion) && firstVersion > 0 && Array.isArray(events) && events.length > 0 && events.every(validEnvelope);
+};
