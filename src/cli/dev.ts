@@ -1,11 +1,12 @@
 import { devStackDir, loadConfig } from '../config.js';
 import { ValidationError } from '../errors.js';
 import { stackDown, stackPorts, stackStatus, stackUp, type StackStatus } from '../dev/stack.js';
+import { DEMO_NODES } from '../dev/demo.js';
 import { parseFlags } from './flags.js';
 import { output, say } from './output.js';
 
 export const devCommand = async (args: string[]): Promise<number> => {
-  const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false } }, 1);
+  const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false }, demo: { type: 'boolean', default: false } }, 1);
   const out = output(values.json ?? false);
   const config = loadConfig();
   const dir = devStackDir();
@@ -20,15 +21,33 @@ export const devCommand = async (args: string[]): Promise<number> => {
   };
   switch (positionals[0]) {
     case 'up': {
-      const status = await stackUp(options);
-      if (out.json) out.data(status);
+      const wasUp = (await stackStatus(options)).controller.running;
+      const demo = values.demo ? { greeterPort: Number(process.env.MESH_DEMO_GREETER_PORT ?? 18081), callerPort: Number(process.env.MESH_DEMO_CALLER_PORT ?? 18082) } : undefined;
+      const status = await stackUp({ ...options, ...(demo ? { demo } : {}) });
+      const pageUrl = `http://127.0.0.1:${options.ports.http}/`;
+      const health = demo ? await waitForHealth(pageUrl, out.json ? () => undefined : say) : undefined;
+      if (out.json) out.data({ ...status, page: pageUrl, ...(health ? { healthy: health.healthy, problems: health.problems } : {}) });
       else {
         printStatus(status);
         out.line('');
-        out.line('the mesh log:   npx mesh log            (follow it: npx mesh log --follow)');
-        out.line('stop the stack: npx mesh dev down');
+        if (status.demo) {
+          if (wasUp && status.agents.length === DEMO_NODES.length) out.line('the mesh was already up; nothing new was raised.');
+          out.line(health?.healthy ? 'the mesh is up, and doing what it was told.' : `the mesh is up, but not doing everything it was told:\n  ${health?.problems.join('\n  ')}`);
+          out.line(`  the page:     ${pageUrl}`);
+          out.line(`  the greeter:  ${status.demo.greeterUrl}    (alpha, holding front-desk)`);
+          out.line(`  the caller:   ${status.demo.callerUrl}    (beta, requiring the greeter's greeting)`);
+          out.line('try next:');
+          out.line('  npx mesh status          what every node runs, and anything not as told');
+          out.line('  npx mesh seats           every seat and its holder');
+          out.line('  npx mesh log --follow    every mesh change as it is recorded');
+          out.line('stop it:      npx mesh dev down    (npm start brings the same mesh back from its log)');
+        } else {
+          out.line('the mesh log:   npx mesh log            (follow it: npx mesh log --follow)');
+          out.line(`the page:       ${pageUrl}`);
+          out.line('stop the stack: npx mesh dev down');
+        }
       }
-      return 0;
+      return demo && !health?.healthy ? 1 : 0;
     }
     case 'down': {
       const stopped = await stackDown(options);
@@ -47,11 +66,31 @@ export const devCommand = async (args: string[]): Promise<number> => {
   }
 };
 
+/** Waits, showing progress, until the controller's overview says the mesh does what it was told (or a minute passes). */
+const waitForHealth = async (pageUrl: string, say: (line: string) => void): Promise<{ healthy: boolean; problems: string[] }> => {
+  const deadline = Date.now() + 60_000;
+  let last = '';
+  for (;;) {
+    let overview: { healthy: boolean; problems: string[] } = { healthy: false, problems: ['the controller does not answer yet'] };
+    try {
+      overview = (await (await fetch(`${pageUrl}api/overview`)).json()) as { healthy: boolean; problems: string[] };
+    } catch {
+      // not listening yet
+    }
+    if (overview.healthy || Date.now() > deadline) return overview;
+    const now = `waiting for the mesh to settle: ${overview.problems.length} things not as told yet${overview.problems[0] ? ` (${overview.problems[0]})` : ''}`;
+    if (now !== last) say(now);
+    last = now;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+};
+
 const printStatus = (status: StackStatus): void => {
   const line = (text: string): void => void process.stdout.write(`${text}\n`);
   line(`stack data:  ${status.dir}`);
   line(`nats-server: ${status.nats.running ? `running, pid ${status.nats.pid}, ${status.nats.url} (monitor :${status.nats.monitorPort})` : `not running (${status.nats.url})`}`);
   line(`controller:  ${status.controller.running ? `running, pid ${status.controller.pid} (log ${status.controller.logFile})` : 'not running'}`);
+  for (const agent of status.agents) line(`agent ${agent.node}: running, pid ${agent.pid} (log ${agent.logFile})`);
   line(`postgresql:  ${status.postgres.running ? `running, pid ${status.postgres.pid}, ${status.postgres.url}` : `not running (${status.postgres.url})`}`);
   if (!status.log) line('mesh log:    unknown (NATS is not running)');
   else if ('error' in status.log) line(`mesh log:    unavailable: ${status.log.error}`);

@@ -8,6 +8,7 @@ import { bootstrapControlPlane, type BootstrapResult } from '../controller/boots
 import { meshEventRegistry } from '../domain/registry.js';
 import { controllerStatus, startController, stopController } from './controller-process.js';
 import { ensureFirstOperator, firstOperatorName } from './first-operator.js';
+import { demoAgentsStatus, raiseDemo, stopDemo } from './demo.js';
 import { natsServerStatus, startNatsServer, stopNatsServer, type NatsServerStatus } from './nats-server.js';
 import { postgresStatus, startPostgres, stopPostgres, type PostgresStatus } from './postgres.js';
 
@@ -26,6 +27,8 @@ export interface StackPorts {
 export interface StackOptions {
   dir: string;
   ports: StackPorts;
+  /** raise the demo mesh too: agents, the fixture catalogue, modules that run (npm start) */
+  demo?: { greeterPort: number; callerPort: number };
   meshName: string;
   /** the first operator's name, at genesis; the user's own name when absent */
   operatorName?: string;
@@ -40,6 +43,8 @@ export interface StackStatus {
   nats: NatsServerStatus;
   postgres: PostgresStatus;
   controller: { running: boolean; pid?: number; logFile: string };
+  /** the demo's agents, when it was raised */
+  agents: { node: string; running: boolean; pid?: number; logFile: string }[];
   log?: { stream: string; messages: number; firstSeq: number; lastSeq: number; lastTime: string } | { stream: string; error: string };
 }
 
@@ -77,7 +82,9 @@ const natsOptions = (options: Pick<StackOptions, 'dir' | 'ports'>) => ({
 
 const postgresOptions = (options: Pick<StackOptions, 'dir' | 'ports'>) => ({ dir: join(options.dir, 'postgres'), port: options.ports.postgres });
 
-export const stackUp = async (options: StackOptions): Promise<StackStatus & { bootstrap: BootstrapResult; addresses: StackAddresses }> => {
+export const stackUp = async (
+  options: StackOptions,
+): Promise<StackStatus & { bootstrap: BootstrapResult; addresses: StackAddresses; demo?: { greeterUrl: string; callerUrl: string } }> => {
   const say = options.say ?? (() => undefined);
   mkdirSync(options.dir, { recursive: true });
   const nats = await startNatsServer({ ...natsOptions(options), say });
@@ -115,6 +122,28 @@ export const stackUp = async (options: StackOptions): Promise<StackStatus & { bo
       say,
     });
     if (!controller.started) say(`controller already running (pid ${controller.pid})`);
+    if (options.demo) {
+      const env = {
+        MESH_NATS_URL: addresses.natsUrl,
+        MESH_DATABASE_URL: addresses.databaseUrl,
+        MESH_LOG_STREAM: options.logStream,
+        MESH_LOG_SUBJECT_PREFIX: options.logSubjectPrefix,
+      };
+      const demo = await raiseDemo({
+        dir: options.dir,
+        nc,
+        natsUrl: addresses.natsUrl,
+        natsPort: options.ports.nats,
+        logStream: options.logStream,
+        logSubjectPrefix: options.logSubjectPrefix,
+        subjectPrefix: 'mesh',
+        operatorKeyFile: join(options.dir, 'operator.key'),
+        ports: { greeter: options.demo.greeterPort, caller: options.demo.callerPort },
+        env,
+        say,
+      });
+      return { ...(await stackStatus(options)), bootstrap, addresses, demo };
+    }
     return { ...(await stackStatus(options)), bootstrap, addresses };
   } finally {
     await nc.close();
@@ -122,7 +151,9 @@ export const stackUp = async (options: StackOptions): Promise<StackStatus & { bo
 };
 
 export const stackDown = async (options: Pick<StackOptions, 'dir' | 'ports' | 'say'>): Promise<{ nats: boolean; postgres: boolean }> => {
+  // What the stack started, in reverse: the demo's agents and what they run, the controller, the servers.
   const say = options.say ?? (() => undefined);
+  await stopDemo(options.dir, say);
   const controller = await stopController(options.dir);
   say(controller ? 'controller stopped' : 'controller was not running');
   const postgres = await stopPostgres(postgresOptions(options));
@@ -135,7 +166,7 @@ export const stackDown = async (options: Pick<StackOptions, 'dir' | 'ports' | 's
 export const stackStatus = async (options: Pick<StackOptions, 'dir' | 'ports' | 'logStream'>): Promise<StackStatus> => {
   const nats = natsServerStatus(natsOptions(options));
   const postgres = postgresStatus(postgresOptions(options));
-  const status: StackStatus = { dir: options.dir, nats, postgres, controller: controllerStatus(options.dir) };
+  const status: StackStatus = { dir: options.dir, nats, postgres, controller: controllerStatus(options.dir), agents: demoAgentsStatus(options.dir).filter((a) => a.running) };
   if (!nats.running) return status;
   try {
     const nc = await connectNats(nats.url, { name: 'mesh-dev-status' });

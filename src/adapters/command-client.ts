@@ -1,0 +1,40 @@
+import type { NatsConnection } from '@nats-io/nats-core';
+import { errors as natsErrors } from '@nats-io/nats-core';
+import type { CommandResult } from '../controller/mesh-service.js';
+import { toolSubject, type ToolAnswer } from '../controller/tool-server.js';
+import type { StoredEvent } from '../domain/events/envelope.js';
+import type { MeshCommand } from '../domain/mesh/commands.js';
+import { Refusal } from '../domain/refusal.js';
+import { MeshError, UnavailableError, type MeshErrorCode } from '../errors.js';
+import { loadOperatorKey, signCommand } from './operator-keys.js';
+
+// An operator's command on its way to the control plane: signed with the operator's key and sent
+// to the mesh-controller seat's tool for its verb; the answer or the refusal comes back as it was
+// decided.
+
+const COMMAND_TIMEOUT_MS = 30_000;
+
+export const sendSignedCommand = async (nc: NatsConnection, config: { operatorKeyFile: string; subjectPrefix: string }, command: MeshCommand, commandId: string): Promise<CommandResult> => {
+  const key = loadOperatorKey(config.operatorKeyFile);
+  const signed = signCommand(key, commandId, command as unknown as Record<string, unknown>, new Date());
+  const subject = toolSubject(command.type, config.subjectPrefix);
+  let answer: ToolAnswer;
+  try {
+    const reply = await nc.request(subject, JSON.stringify(signed), { timeout: COMMAND_TIMEOUT_MS });
+    answer = JSON.parse(reply.string()) as ToolAnswer;
+  } catch (error) {
+    const noController = error instanceof natsErrors.RequestError && error.isNoResponders();
+    throw new UnavailableError(
+      noController
+        ? `no controller answers ${subject}: is the control plane running? (npx mesh dev up)`
+        : `the controller did not answer ${command.type} in ${COMMAND_TIMEOUT_MS / 1000} s; it may still be carried out — run the same command again with --command-id ${commandId} to learn its outcome without repeating it`,
+      { subject, commandId },
+      { cause: error },
+    );
+  }
+  if (answer.ok) return { summary: answer.summary, seq: answer.seq, duplicate: answer.duplicate, events: answer.events as StoredEvent[] };
+  const { code, ...details } = answer.error;
+  if (code === 'refused' && answer.refused.length > 0) throw new Refusal(typeof details.subject === 'string' ? details.subject : command.type, answer.refused);
+  throw new MeshError(code as MeshErrorCode, answer.refused.map((r) => r.why).join('; '), details);
+};
+

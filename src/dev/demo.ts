@@ -1,0 +1,103 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { sendSignedCommand } from '../adapters/command-client.js';
+import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
+import { projectRoot } from '../config.js';
+import { MeshService } from '../controller/mesh-service.js';
+import type { MeshCommand } from '../domain/mesh/commands.js';
+import { tokenVerifier } from '../domain/nodes/enrolment.js';
+import { meshEventRegistry } from '../domain/registry.js';
+import { stillRunning } from '../agent/proc.js';
+import type { ResourceRecord } from '../agent/records.js';
+import { backgroundStatus, processFiles, startBackground, stopBackground } from './background.js';
+
+// A whole mesh on this machine, raised the way an operator would: the fixture catalogue
+// registered, two nodes whose agents join with tokens, and modules that really run — a greeter
+// holding a seat, a caller requiring the greeter's provision, and the local bus holding
+// mesh-broker. Every step is a signed command to the controller, and every step can be taken again.
+
+export const DEMO_NODES = ['alpha', 'beta'] as const;
+export const CATALOGUE = ['nats', 'distribution', 'vault', 'postgres', 'gitea', 'builder', 'catalogue', 'route-proxy', 'audit-logger', 'telegram-sender', 'showcase', 'local-bus', 'greeter', 'caller'];
+
+export interface DemoOptions {
+  dir: string;
+  nc: NatsConnection;
+  natsUrl: string;
+  natsPort: number;
+  logStream: string;
+  logSubjectPrefix: string;
+  subjectPrefix: string;
+  operatorKeyFile: string;
+  ports: { greeter: number; caller: number };
+  env: Record<string, string>;
+  say: (line: string) => void;
+}
+
+const agentName = (node: string): string => `agent-${node}`;
+const agentState = (dir: string, node: string): string => join(dir, 'agents', node);
+
+export const demoAgentsStatus = (dir: string) =>
+  DEMO_NODES.map((node) => ({ node, ...backgroundStatus(dir, agentName(node), agentState(dir, node)) }));
+
+export const raiseDemo = async (options: DemoOptions): Promise<{ greeterUrl: string; callerUrl: string }> => {
+  const reads = new MeshService(new JetStreamEventLog(options.nc, { stream: options.logStream, subjectPrefix: options.logSubjectPrefix, registry: meshEventRegistry() }));
+  const run = (command: MeshCommand) => sendSignedCommand(options.nc, options, command, randomUUID());
+
+  let registered = 0;
+  for (const name of CATALOGUE) {
+    const manifest = JSON.parse(readFileSync(join(projectRoot, 'fixtures', 'modules', `${name}.json`), 'utf8')) as unknown;
+    const result = await run({ type: 'register-module', manifest });
+    if (result.events.length > 0) registered++;
+  }
+  options.say(registered > 0 ? `registered ${registered} modules of the fixture catalogue` : 'the fixture catalogue is registered');
+
+  for (const node of DEMO_NODES) {
+    const state = await reads.current();
+    if (!state.nodes.has(node)) await run({ type: 'add-node', node, root: join(options.dir, 'nodes', node), address: '127.0.0.1' });
+    const enrolled = Boolean((await reads.current()).nodes.get(node)?.publicKey);
+    const args = ['agent', '--node', node, '--state', agentState(options.dir, node)];
+    if (!enrolled && !existsSync(join(agentState(options.dir, node), 'credentials.json'))) {
+      const tokenId = randomBytes(8).toString('hex');
+      const secret = randomBytes(24).toString('base64url');
+      await run({ type: 'issue-enrolment-token', tokenId, verifier: tokenVerifier(secret), node, expiresAt: new Date(Date.now() + 10 * 60_000).toISOString() });
+      args.push('--token', `${tokenId}.${secret}`);
+    }
+    const agent = await startBackground({ name: agentName(node), dir: options.dir, args, env: options.env, marker: agentState(options.dir, node) });
+    options.say(agent.started ? `agent for node ${node} started (pid ${agent.pid}, log ${processFiles(options.dir, agentName(node)).logFile})` : `agent for node ${node} already running (pid ${agent.pid})`);
+  }
+
+  const assignments: { module: string; node: string; hold: string[]; values: Record<string, string> }[] = [
+    { module: 'local-bus', node: 'alpha', hold: ['mesh-broker'], values: { 'nats-port': String(options.natsPort) } },
+    { module: 'greeter', node: 'alpha', hold: ['front-desk'], values: { port: String(options.ports.greeter), greeting: 'hello from alpha, through the mesh' } },
+    { module: 'caller', node: 'beta', hold: [], values: { port: String(options.ports.caller) } },
+  ];
+  for (const a of assignments) {
+    if ((await reads.current()).assignments.has(`${a.node}/${a.module}`)) continue;
+    await run({ type: 'assign', module: a.module, node: a.node, hold: a.hold, pins: {}, values: a.values, placements: {} });
+    options.say(`assigned ${a.module} to ${a.node}${a.hold.length > 0 ? `, holding ${a.hold.join(', ')}` : ''}`);
+  }
+  return { greeterUrl: `http://127.0.0.1:${options.ports.greeter}/`, callerUrl: `http://127.0.0.1:${options.ports.caller}/` };
+};
+
+/** Stops the demo's agents and what they started; the log keeps the mesh, so the next `up` brings it back. */
+export const stopDemo = async (dir: string, say: (line: string) => void): Promise<void> => {
+  for (const node of DEMO_NODES) {
+    const stopped = await stopBackground(dir, agentName(node), agentState(dir, node));
+    const records = join(agentState(dir, node), 'records.json');
+    let processes = 0;
+    if (existsSync(records)) {
+      for (const record of JSON.parse(readFileSync(records, 'utf8')) as ResourceRecord[]) {
+        if (record.kind !== 'process' || !record.running || !stillRunning(record.running)) continue;
+        try {
+          process.kill(-record.running.pid, 'SIGTERM');
+          processes++;
+        } catch {
+          // already gone
+        }
+      }
+    }
+    if (stopped || processes > 0) say(`node ${node}: agent stopped${processes > 0 ? `, and the ${processes} processes it ran` : ''}`);
+  }
+};
