@@ -11,6 +11,7 @@ import { nodeCommand } from './node.js';
 import { projectionsCommand } from './projections.js';
 import { reportError } from './output.js';
 import { seatCommand, seatsCommand } from './seats.js';
+import { statusCommand } from './status.js';
 
 const USAGE = `mesh — the mesh control plane
 
@@ -21,9 +22,10 @@ usage:
   mesh module register <manifest.json> [--source URL|SEAT:OWNER/REPO[@REF]]
   mesh module list | show NAME         the catalogue: every module's newest definition
   mesh seats                           every seat, its scope, what it delivers, its holder
+  mesh status                          the overview: projections, nodes and what they run, unheld seats, refusals
   mesh seat handover SEAT --to NODE/MODULE [--from NODE/MODULE|none]
   mesh seat rename SEAT NEW-NAME       the old name keeps resolving
-  mesh node add NAME [--root PATH] | list
+  mesh node add NAME [--root PATH] | list | show NAME
   mesh assign MODULE NODE [--hold SEAT]… [--pin REQ=NODE/MODULE]… [--set NAME=VALUE]… [--place DIR=PATH]…
   mesh unassign MODULE NODE
   mesh controller                      run the control plane in the foreground (mesh dev up runs it for you)
@@ -37,6 +39,8 @@ usage:
   mesh projections status | rebuild NAME   each projection's version, checkpoint, lag, stall; force a blue/green rebuild
 
 Every verb takes --json; commands take --command-id ID (a retry with the same id acts once).
+Reads (seats, status, node list|show, module list|show) wait until the projections have reached the log's
+head, or --at-least SEQ (a command's reply says its seq), for MESH_READ_TIMEOUT_MS (10000).
 
 Addresses come from MESH_NATS_URL and MESH_DATABASE_URL, else from the local stack.`;
 
@@ -53,6 +57,8 @@ export const main = async (argv: string[]): Promise<number> => {
         return await moduleCommand(rest);
       case 'seats':
         return await seatsCommand(rest);
+      case 'status':
+        return await statusCommand(rest);
       case 'seat':
         return await seatCommand(rest);
       case 'node':
@@ -80,7 +86,7 @@ export const main = async (argv: string[]): Promise<number> => {
         process.stdout.write(`${USAGE}\n`);
         return verb === undefined ? 2 : 0;
       default:
-        throw new ValidationError(`unknown verb "${verb}"; the verbs are: dev, log, module, seats, seat, node, assign, unassign, build, builder, graph (see \`mesh help\`)`, { field: 'verb' });
+        throw new ValidationError(`unknown verb "${verb}"; the verbs are: dev, log, module, seats, seat, status, node, assign, unassign, build, builder, graph (see \`mesh help\`)`, { field: 'verb' });
     }
   } catch (error) {
     return reportError(error, json);

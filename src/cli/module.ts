@@ -4,6 +4,7 @@ import { parseFlags } from './flags.js';
 import { moduleMovedCommand, moduleRolloutCommand } from './build.js';
 import { withMesh, printResult } from './mesh-session.js';
 import { output } from './output.js';
+import { atLeastFlag, withReads } from './reads.js';
 
 // mesh module register <manifest.json> [--source SRC] | list | show NAME | moved NAME COMMIT | rollout NAME POLICY
 
@@ -32,7 +33,7 @@ const readManifest = (file: string): unknown => {
 export const moduleCommand = async (args: string[]): Promise<number> => {
   const { values, positionals } = parseFlags(
     args,
-    { json: { type: 'boolean', default: false }, source: { type: 'string' }, 'command-id': { type: 'string' } },
+    { json: { type: 'boolean', default: false }, 'at-least': { type: 'string' }, source: { type: 'string' }, 'command-id': { type: 'string' } },
     3,
   );
   const out = output(values.json ?? false);
@@ -48,18 +49,23 @@ export const moduleCommand = async (args: string[]): Promise<number> => {
       return withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute({ type: 'register-module', manifest }, metadata(values['command-id']))));
     }
     case 'list':
-      return withMesh(async ({ mesh }) => {
-        const state = await mesh.current();
-        const modules = [...state.modules.values()].sort((a, b) => a.name.localeCompare(b.name));
-        if (out.json) out.data(modules.map((m) => ({ module: m.name, definitionVersion: m.definitionVersion, digest: m.digest, provides: m.manifest.provides.map((p) => p.provision) })));
-        else for (const m of modules) out.line(`${m.name.padEnd(24)} v${String(m.definitionVersion).padEnd(4)} provides ${m.manifest.provides.map((p) => p.provision).join(', ') || '-'}`);
+      return withReads(['modules'], { atLeast: atLeastFlag(values['at-least']) }, async ({ db, view }) => {
+        const { rows } = await db.query<{ name: string; definition_version: number; digest: string; provides: string[] }>(
+          `SELECT name, definition_version, digest, ARRAY(SELECT p->>'provision' FROM jsonb_array_elements(manifest->'provides') p) AS provides FROM ${view('modules')} ORDER BY name`,
+        );
+        if (out.json) out.data(rows.map((m) => ({ module: m.name, definitionVersion: m.definition_version, digest: m.digest, provides: m.provides })));
+        else for (const m of rows) out.line(`${m.name.padEnd(24)} v${String(m.definition_version).padEnd(4)} provides ${m.provides.join(', ') || '-'}`);
         return 0;
       });
     case 'show':
-      return withMesh(async ({ mesh }) => {
-        const state = await mesh.current();
-        const module = argument ? state.modules.get(argument) : undefined;
-        if (!module) throw new ValidationError(`no module ${argument ?? ''} is registered (registered: ${[...state.modules.keys()].sort().join(', ') || 'none'})`, { field: 'module' });
+      return withReads(['modules'], { atLeast: atLeastFlag(values['at-least']) }, async ({ db, view }) => {
+        const module = argument
+          ? (await db.query<{ name: string; definitionVersion: number; digest: string; manifest: unknown }>(`SELECT name, definition_version AS "definitionVersion", digest, manifest FROM ${view('modules')} WHERE name = $1`, [argument])).rows[0]
+          : undefined;
+        if (!module) {
+          const known = (await db.query<{ name: string }>(`SELECT name FROM ${view('modules')} ORDER BY name`)).rows.map((r) => r.name);
+          throw new ValidationError(`no module ${argument ?? ''} is registered (registered: ${known.join(', ') || 'none'})`, { field: 'module' });
+        }
         if (out.json) out.data(module);
         else out.line(JSON.stringify(module, null, 2));
         return 0;

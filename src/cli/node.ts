@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { ValidationError } from '../errors.js';
+import { NotFoundError, ValidationError } from '../errors.js';
 import { tokenVerifier } from '../domain/nodes/enrolment.js';
 import { parseFlags } from './flags.js';
 import { printResult, withMesh } from './mesh-session.js';
 import { output } from './output.js';
+import { atLeastFlag, withReads } from './reads.js';
 
 // mesh node add NAME [--root PATH] [--address HOST] | list | token [--node NAME] [--ttl 1h]
 
@@ -17,7 +18,7 @@ const ttlMillis = (ttl: string): number => {
 export const nodeCommand = async (args: string[]): Promise<number> => {
   const { values, positionals } = parseFlags(
     args,
-    { json: { type: 'boolean', default: false }, root: { type: 'string' }, address: { type: 'string' }, node: { type: 'string' }, ttl: { type: 'string', default: '1h' }, 'command-id': { type: 'string' } },
+    { json: { type: 'boolean', default: false }, 'at-least': { type: 'string' }, root: { type: 'string' }, address: { type: 'string' }, node: { type: 'string' }, ttl: { type: 'string', default: '1h' }, 'command-id': { type: 'string' } },
     2,
   );
   const out = output(values.json ?? false);
@@ -32,12 +33,50 @@ export const nodeCommand = async (args: string[]): Promise<number> => {
         ),
       );
     case 'list':
-      return withMesh(async ({ mesh }) => {
-        const state = await mesh.current();
-        const nodes = [...state.nodes.values()].sort((a, b) => a.name.localeCompare(b.name));
-        const runs = (node: string) => [...state.assignments.values()].filter((a) => a.node === node).map((a) => a.module).sort();
-        if (out.json) out.data(nodes.map((n) => ({ node: n.name, root: n.root, modules: runs(n.name) })));
-        else for (const n of nodes) out.line(`${n.name.padEnd(20)} ${n.root.padEnd(20)} ${runs(n.name).join(', ') || '(nothing assigned)'}`);
+      return withReads(['nodes', 'assignments'], { atLeast: atLeastFlag(values['at-least']) }, async ({ db, view }) => {
+        const { rows } = await db.query<{ name: string; root: string; modules: string[] }>(
+          `SELECT n.name, n.root, coalesce((SELECT array_agg(a.module ORDER BY a.module) FROM ${view('assignments')} a WHERE a.node = n.name), '{}') AS modules
+             FROM ${view('nodes')} n ORDER BY n.name`,
+        );
+        if (out.json) out.data(rows.map((n) => ({ node: n.name, root: n.root, modules: n.modules })));
+        else for (const n of rows) out.line(`${n.name.padEnd(20)} ${n.root.padEnd(20)} ${n.modules.join(', ') || '(nothing assigned)'}`);
+        return 0;
+      });
+    case 'show':
+      if (!name) throw new ValidationError('usage: mesh node show NAME', { field: 'node' });
+      return withReads(['nodes', 'assignments', 'seats', 'facts'], { atLeast: atLeastFlag(values['at-least']) }, async ({ db, view }) => {
+        const node = (await db.query<{ name: string; root: string; address: string | null; public_key: string | null; enrolled_at: Date | null }>(`SELECT * FROM ${view('nodes')} WHERE name = $1`, [name])).rows[0];
+        if (!node) {
+          const known = (await db.query<{ name: string }>(`SELECT name FROM ${view('nodes')} ORDER BY name`)).rows.map((r) => r.name);
+          throw new NotFoundError(`no node ${name} in the mesh (nodes: ${known.join(', ') || 'none'})`, { node: name });
+        }
+        const assignments = (await db.query<{ module: string; definition_version: number }>(`SELECT module, definition_version FROM ${view('assignments')} WHERE node = $1 ORDER BY module`, [name])).rows;
+        const seats = (
+          await db.query<{ seat: string; module: string }>(
+            `SELECT coalesce(s.name, h.seat_id) AS seat, h.module FROM ${view('holdings')} h LEFT JOIN ${view('seats')} s ON s.id = h.seat_id WHERE h.node = $1 ORDER BY 1`,
+            [name],
+          )
+        ).rows;
+        const facts = (await db.query<{ seq: string; type: string; module: string | null; time: Date; data: unknown }>(`SELECT seq, type, module, time, data FROM ${view('facts')} WHERE node = $1 ORDER BY seq DESC LIMIT 10`, [name])).rows;
+        const shown = {
+          node: node.name,
+          root: node.root,
+          address: node.address,
+          enrolled: node.public_key !== null,
+          ...(node.enrolled_at ? { enrolledAt: new Date(node.enrolled_at).toISOString() } : {}),
+          assignments: assignments.map((a) => ({ module: a.module, definitionVersion: a.definition_version })),
+          seats: seats.map((h) => ({ seat: h.seat, module: h.module })),
+          lastFacts: facts.map((f) => ({ seq: Number(f.seq), type: f.type, module: f.module, time: new Date(f.time).toISOString(), data: f.data })),
+        };
+        if (out.json) {
+          out.data(shown);
+          return 0;
+        }
+        out.line(`node ${shown.node}: root ${shown.root}${shown.address ? `, reached at ${shown.address}` : ''}, ${shown.enrolled ? `enrolled${shown.enrolledAt ? ` at ${shown.enrolledAt}` : ''}` : 'not enrolled (no agent has joined as it)'}`);
+        out.line(`runs: ${shown.assignments.map((a) => `${a.module} (definition v${a.definitionVersion})`).join(', ') || 'nothing'}`);
+        out.line(`holds: ${shown.seats.map((h) => `${h.seat} (by ${h.module})`).join(', ') || 'no seat'}`);
+        out.line(shown.lastFacts.length > 0 ? 'last facts:' : 'no facts stated about it yet');
+        for (const f of shown.lastFacts) out.line(`  ${String(f.seq).padEnd(8)} ${f.time}  ${f.type}${f.module ? ` ${f.module}` : ''}`);
         return 0;
       });
     case 'token': {
@@ -57,6 +96,6 @@ export const nodeCommand = async (args: string[]): Promise<number> => {
       });
     }
     default:
-      throw new ValidationError(`mesh node needs one of: add, list, token (got ${sub ?? 'nothing'})`, { field: 'verb' });
+      throw new ValidationError(`mesh node needs one of: add, list, show, token (got ${sub ?? 'nothing'})`, { field: 'verb' });
   }
 };

@@ -4,6 +4,7 @@ import type { AssignmentRef } from '../domain/seats/events.js';
 import { parseFlags } from './flags.js';
 import { printResult, withMesh } from './mesh-session.js';
 import { output } from './output.js';
+import { atLeastFlag, withReads } from './reads.js';
 
 // mesh seats | mesh seat handover SEAT --to NODE/MODULE [--from NODE/MODULE|none] | mesh seat rename SEAT NEW
 
@@ -13,29 +14,48 @@ export const assignmentRefFlag = (flag: string, value: string): AssignmentRef =>
   return { node: match[1] ?? '', module: match[2] ?? '' };
 };
 
+interface SeatRow {
+  id: string;
+  name: string;
+  aliases: string[];
+  scope: 'mesh' | 'node';
+  delivers: string | null;
+  definer: string;
+  definer_module: string | null;
+  protocol: unknown;
+}
+
 export const seatsCommand = async (args: string[]): Promise<number> => {
-  const { values } = parseFlags(args, { json: { type: 'boolean', default: false } });
+  const { values } = parseFlags(args, { json: { type: 'boolean', default: false }, 'at-least': { type: 'string' } });
   const out = output(values.json ?? false);
-  return withMesh(async ({ mesh }) => {
-    const state = await mesh.current();
-    const rows = [...state.seats.values()]
-      .sort((a, b) => (a.scope === b.scope ? a.name.localeCompare(b.name) : a.scope === 'mesh' ? -1 : 1))
-      .flatMap((seat) => {
-        const base = { seat: seat.name, aliases: seat.aliases, scope: seat.scope, delivers: seat.delivers, definer: seat.definer.kind === 'system' ? 'mesh' : seat.definer.module, protocol: seat.protocol };
-        if (seat.scope === 'mesh') return [{ ...base, holder: holderOf(state, seat.id, 'mesh') ?? null }];
-        const held = [...state.nodes.keys()].sort().flatMap((node) => {
-          const holder = holderOf(state, seat.id, node);
-          return holder ? [{ ...base, holder }] : [];
-        });
-        return held.length > 0 ? held : [{ ...base, holder: null }];
+  return withReads(['seats', 'nodes'], { atLeast: atLeastFlag(values['at-least']) }, async ({ db, view }) => {
+    const seats = (
+      await db.query<SeatRow>(
+        `SELECT s.id, s.name, s.scope, s.delivers, s.definer, s.definer_module, s.protocol,
+                coalesce((SELECT array_agg(a.alias ORDER BY a.position) FROM ${view('seat_aliases')} a WHERE a.seat_id = s.id), '{}') AS aliases
+           FROM ${view('seats')} s`,
+      )
+    ).rows.sort((a, b) => (a.scope === b.scope ? a.name.localeCompare(b.name) : a.scope === 'mesh' ? -1 : 1));
+    const holdings = (await db.query<{ seat_id: string; scope_key: string; node: string; module: string }>(`SELECT seat_id, scope_key, node, module FROM ${view('holdings')} ORDER BY since_seq`)).rows;
+    const nodes = (await db.query<{ name: string }>(`SELECT name FROM ${view('nodes')}`)).rows.map((n) => n.name).sort((a, b) => a.localeCompare(b));
+    const heldBy = (seat: string, scopeKey: string): AssignmentRef | undefined => {
+      const held = holdings.find((h) => h.seat_id === seat && h.scope_key === scopeKey);
+      return held ? { node: held.node, module: held.module } : undefined;
+    };
+    const rows = seats.flatMap((seat) => {
+      const base = { seat: seat.name, aliases: seat.aliases, scope: seat.scope, delivers: seat.delivers, definer: seat.definer === 'system' ? 'mesh' : (seat.definer_module ?? ''), protocol: seat.protocol };
+      if (seat.scope === 'mesh') return [{ ...base, holder: heldBy(seat.id, 'mesh') ?? null }];
+      const held = nodes.flatMap((node) => {
+        const holder = heldBy(seat.id, node);
+        return holder ? [{ ...base, holder }] : [];
       });
+      return held.length > 0 ? held : [{ ...base, holder: null }];
+    });
     // A holding whose seat has left the set (its declarer dropped it) is shown, never hidden.
-    const outside = [...state.holdings.entries()]
-      .filter(([key]) => !state.seats.has(key.split('@')[0] ?? ''))
-      .map(([key, holder]) => {
-        const [seat = '', scopeKey = ''] = key.split('@');
-        return { seat, aliases: [] as string[], scope: scopeKey === 'mesh' ? 'mesh' : 'node', delivers: null, definer: 'outside the set', protocol: null, holder };
-      });
+    const inSet = new Set(seats.map((s) => s.id));
+    const outside = holdings
+      .filter((h) => !inSet.has(h.seat_id))
+      .map((h) => ({ seat: h.seat_id, aliases: [] as string[], scope: h.scope_key === 'mesh' ? 'mesh' : 'node', delivers: null, definer: 'outside the set', protocol: null, holder: { node: h.node, module: h.module } }));
     if (out.json) {
       out.data({ seats: rows, outsideTheSet: outside });
       return 0;

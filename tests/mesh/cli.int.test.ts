@@ -19,6 +19,10 @@ import type { MeshError } from '../../src/errors.js';
 import { runMesh } from '../helpers/cli.js';
 import { FIXTURE_MODULES } from '../helpers/given.js';
 import { testNatsUrl } from '../helpers/log.js';
+import type pg from 'pg';
+import { meshProjections } from '../../src/projections/catalogue.js';
+import { Projector } from '../../src/projections/projector.js';
+import { dropSchemas, FAST, freshSchemas, openPool, testDatabaseUrl } from '../projections/harness.js';
 import { uniqueName } from '../helpers/names.js';
 
 // The operator's verbs against the real servers: each `mesh` call is its own process, reading
@@ -29,11 +33,15 @@ describe('the catalogue, seats and assignments through the CLI', () => {
   const stream = `LOG_${name}`;
   const prefix = `${name}.log`;
   const keyFile = join(meshHome(), 'tmp', uniqueName('ada-'), 'operator.key');
-  const env = { MESH_LOG_STREAM: stream, MESH_LOG_SUBJECT_PREFIX: prefix, MESH_SUBJECT_PREFIX: name, MESH_OPERATOR_KEY: keyFile };
+  // Reads query the projections: a projector of this test's own folds its log into schemas of its own.
+  const schemas = freshSchemas();
+  const env = { MESH_LOG_STREAM: stream, MESH_LOG_SUBJECT_PREFIX: prefix, MESH_SUBJECT_PREFIX: name, MESH_OPERATOR_KEY: keyFile, MESH_PROJECTOR_SCHEMA: schemas.control, MESH_READ_SCHEMA: schemas.read };
   const mesh = (...args: string[]) => runMesh(args, env);
   let nc: NatsConnection;
   let log: JetStreamEventLog;
   const tools: ToolServer[] = [];
+  let projector: Projector;
+  let pool: pg.Pool;
 
   const head = async (): Promise<number> => (await (await jetstreamManager(nc)).streams.info(stream)).state.last_seq;
   const typesSince = async (seq: number): Promise<string[]> => {
@@ -54,8 +62,21 @@ describe('the catalogue, seats and assignments through the CLI', () => {
       server.start();
       tools.push(server);
     }
+    pool = openPool();
+    projector = new Projector({
+      databaseUrl: testDatabaseUrl(),
+      nc,
+      log: { stream, subjectPrefix: prefix, registry: meshEventRegistry() },
+      projections: meshProjections(),
+      schemas,
+      settings: FAST,
+    });
+    await projector.start();
   });
   afterAll(async () => {
+    await projector.stop();
+    await dropSchemas(pool, schemas);
+    await pool.end();
     for (const server of tools) server.stop();
     rmSync(dirname(keyFile), { recursive: true, force: true });
     await (await jetstreamManager(nc)).streams.delete(stream).catch(() => undefined);
@@ -193,6 +214,37 @@ describe('the catalogue, seats and assignments through the CLI', () => {
     expect(seats.seats.map((s) => s.seat)).not.toContain('pager');
     expect(seats.outsideTheSet).toEqual([expect.objectContaining({ seat: 'pager', holder: { node: 'lab2', module: 'pager' } })]);
     expect((await mesh('seats')).stdout).toMatch(/^pager\s+mesh\s+-\s+outside the set\s+lab2\/pager$/m);
+  });
+
+  it('reads nodes, modules and the overview from the projections, waiting for the sequence a command carried', async () => {
+    const added = JSON.parse((await mesh('node', 'add', 'lab4', '--root', '/srv/mesh', '--json')).stdout) as { seq: number };
+    const list = await mesh('node', 'list', '--json', '--at-least', String(added.seq));
+    expect(list.code).toBe(0);
+    expect(JSON.parse(list.stdout)).toEqual(expect.arrayContaining([{ node: 'lab4', root: '/srv/mesh', modules: [] }, { node: 'novox', root: '/var/lib/mesh', modules: ['gitea', 'nats', 'postgres'] }]));
+    const shown = JSON.parse((await mesh('node', 'show', 'novox', '--json')).stdout) as { assignments: { module: string }[]; seats: { seat: string }[]; enrolled: boolean };
+    expect(shown.assignments.map((a) => a.module)).toEqual(['gitea', 'nats', 'postgres']);
+    expect(shown.seats.map((h) => h.seat)).toEqual(expect.arrayContaining(['mesh-broker', 'mesh-store']));
+    expect(shown.enrolled).toBe(false);
+    expect((await mesh('node', 'show', 'nowhere')).code).toBe(5);
+    const modules = JSON.parse((await mesh('module', 'list', '--json')).stdout) as { module: string; provides: string[] }[];
+    expect(modules.find((m) => m.module === 'nats')?.provides).toEqual(['mesh-bus']);
+    expect(JSON.parse((await mesh('module', 'show', 'nats', '--json')).stdout)).toMatchObject({ name: 'nats', definitionVersion: 1 });
+
+    // Nothing is refused or stalled, but no node has enrolled: the overview says what it does not know.
+    const status = await mesh('status', '--json');
+    const overview = JSON.parse(status.stdout) as { ok: boolean; projections: { projection: string; lagCommits: number }[]; unknown: string[]; unheldSeats: string[] };
+    expect(overview.projections.map((p) => p.projection).sort()).toEqual(meshProjections().map((p) => p.name).sort());
+    expect(overview.projections.every((p) => p.lagCommits === 0)).toBe(true);
+    expect(overview.unknown).toContain('what runs on lab4: no agent has enrolled as it, so nothing reports from it');
+    expect(overview.unheldSeats).toContain('mesh-controller');
+    expect(overview.ok).toBe(true);
+    expect(status.code).toBe(0);
+
+    // A read of a sequence the projections never reach refuses in time, naming how far they are.
+    const late = await runMesh(['seats', '--at-least', String(added.seq + 1_000_000)], { ...env, MESH_READ_TIMEOUT_MS: '300' });
+    expect(late.code).toBe(6);
+    expect(late.stderr).toMatch(/seats is at seq \d+/);
+    expect(late.stderr).toContain('npx mesh dev up');
   });
 
   it('keeps every invariant under many concurrent commands from two controller processes', async () => {

@@ -1,0 +1,87 @@
+import { jetstreamManager } from '@nats-io/jetstream';
+import pg from 'pg';
+import { connectNats } from '../adapters/nats/connect.js';
+import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
+import { loadConfig, type MeshConfig } from '../config.js';
+import { UnavailableError, ValidationError } from '../errors.js';
+import { schemasFromEnv, type ProjectorSchemas } from '../projections/control.js';
+import { ReadBarrier } from '../projections/read-barrier.js';
+import { ident, sqlstateOf } from '../projections/sql.js';
+import type { NatsConnection } from '@nats-io/nats-core';
+
+// Reads that see the writes: a query first waits until the projections it reads have reached the
+// log's head as of the query (or the sequence a command's reply carried, `--at-least SEQ`), woken
+// by the projector's NOTIFY, then reads their views. If they do not get there in time it says how
+// far each got and why, instead of answering from tables that are behind.
+
+export const DEFAULT_READ_TIMEOUT_MS = 10_000;
+
+export const readTimeoutMs = (env: NodeJS.ProcessEnv = process.env): number => {
+  const value = Number(env.MESH_READ_TIMEOUT_MS ?? DEFAULT_READ_TIMEOUT_MS);
+  if (!Number.isFinite(value) || value < 0) throw new ValidationError(`MESH_READ_TIMEOUT_MS "${env.MESH_READ_TIMEOUT_MS}" is not a number of milliseconds`, { field: 'MESH_READ_TIMEOUT_MS' });
+  return value;
+};
+
+export const atLeastFlag = (value: string | undefined): number | undefined => {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value)) throw new ValidationError(`--at-least must be a log sequence (a whole number), not "${value}"`, { field: '--at-least' });
+  return Number(value);
+};
+
+export interface ReadSession {
+  config: MeshConfig;
+  nc: NatsConnection;
+  db: pg.Pool;
+  schemas: ProjectorSchemas;
+  /** a view of the read schema, quoted: `"mesh"."seats"` */
+  view: (table: string) => string;
+  /** the sequence the read waited for */
+  seq: number;
+  /** set when the wait timed out and the caller asked to read anyway (the overview) */
+  behind?: UnavailableError;
+}
+
+/**
+ * Opens the read side, waits until `projections` have reached `atLeast` (default: the log's head
+ * now), then runs `work`. With `readBehind`, a wait that times out is handed to `work` instead of
+ * thrown, for a caller that reports how far behind it is.
+ */
+export const withReads = async <T>(
+  projections: readonly string[],
+  options: { atLeast?: number | undefined; readBehind?: boolean },
+  work: (session: ReadSession) => Promise<T>,
+): Promise<T> => {
+  const config = loadConfig();
+  const schemas = schemasFromEnv();
+  const timeoutMs = readTimeoutMs();
+  const nc = await connectNats(config.natsUrl, { name: 'mesh-cli-read' });
+  const db = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
+  db.on('error', () => undefined);
+  let barrier: ReadBarrier | undefined;
+  try {
+    const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
+    const jsm = await jetstreamManager(nc);
+    await verifyLogStream(jsm, settings, config.natsUrl);
+    const seq = options.atLeast ?? (await jsm.streams.info(config.logStream)).state.last_seq;
+    barrier = await ReadBarrier.open(config.databaseUrl, db, schemas).catch((cause: unknown) => {
+      throw new UnavailableError(`cannot reach PostgreSQL at ${config.databaseUrl}: ${(cause as Error).message}. Is the stack up? Run \`npx mesh dev up\`, or set MESH_DATABASE_URL.`, { url: config.databaseUrl }, { cause });
+    });
+    let behind: UnavailableError | undefined;
+    try {
+      await barrier.waitFor(projections, seq, timeoutMs);
+    } catch (error) {
+      const hint = 'Is the controller running? It folds the log into these tables: `npx mesh dev up` starts it.';
+      if (sqlstateOf(error) === '42P01') {
+        throw new UnavailableError(`no projection has been built in schema ${schemas.control} yet. ${hint}`, { schema: schemas.control }, { cause: error });
+      }
+      if (!(error instanceof UnavailableError)) throw error;
+      behind = new UnavailableError(`${error.message}. ${hint}`, error.details, { cause: error });
+      if (!options.readBehind) throw behind;
+    }
+    return await work({ config, nc, db, schemas, view: (table) => `${ident(schemas.read)}.${ident(table)}`, seq, ...(behind ? { behind } : {}) });
+  } finally {
+    await barrier?.close().catch(() => undefined);
+    await db.end().catch(() => undefined);
+    await nc.close();
+  }
+};

@@ -1,0 +1,110 @@
+import { jetstreamManager } from '@nats-io/jetstream';
+import { declarationSubject } from '../domain/declarations/declaration.js';
+import { meshEventRegistry } from '../domain/registry.js';
+import { meshProjections } from '../projections/catalogue.js';
+import { CommitReader } from '../projections/commit-reader.js';
+import { allHealthy, projectionsStatus, type BuildState } from '../projections/status.js';
+import { parseFlags } from './flags.js';
+import { output } from './output.js';
+import { atLeastFlag, withReads } from './reads.js';
+
+// `mesh status`: the overview. What each projection has folded, each node and what it is told to
+// run, the seats nobody holds, and the declarations the controller could not compose. Absence is
+// not health: it says what it does not know, and exits 1 whenever the mesh is not doing what it
+// was told — a stalled, lagging or unbuilt projection, or a declaration refused and not since
+// replaced by one that was sent.
+
+interface Refusal {
+  node: string;
+  seq: number;
+  time: string;
+  derivedFromSeq: number;
+  unresolved: { what: string; why: string; remedy: string }[];
+  /** a declaration derived after the refusal has been published since */
+  resolved: boolean | null;
+}
+
+const describeProjection = (s: BuildState): string => {
+  const version = s.version === undefined ? `(code v${s.codeVersion})` : `v${s.version}`;
+  const lag = s.lagCommits === 0 ? 'caught up' : `${s.lagCommits} behind${s.lagSeconds === null ? '' : ` (${s.lagSeconds.toFixed(1)} s)`}`;
+  const stall = s.stall ? `; STALLED at seq ${s.stall.seq} (${s.stall.type}${s.stall.sqlstate ? `, SQLSTATE ${s.stall.sqlstate}` : ''}) since ${s.stall.since.toISOString()}: ${s.stall.error}` : '';
+  return `${s.projection.padEnd(12)} ${s.status.padEnd(9)} ${version.padEnd(6)} at seq ${s.checkpoint} of ${s.headSeq}, ${lag}${stall}`;
+};
+
+export const statusCommand = async (args: string[]): Promise<number> => {
+  const { values } = parseFlags(args, { json: { type: 'boolean', default: false }, 'at-least': { type: 'string' } });
+  const out = output(values.json ?? false);
+  const projections = meshProjections();
+  return withReads(
+    projections.map((p) => p.name),
+    { atLeast: atLeastFlag(values['at-least']), readBehind: true },
+    async ({ config, nc, db, schemas, view, behind }) => {
+      const reader = new CommitReader(nc, { stream: config.logStream, subjectPrefix: config.logSubjectPrefix, registry: meshEventRegistry() });
+      const states = await projectionsStatus(db, schemas, reader, projections);
+      const serving = (name: string) => states.some((s) => s.projection === name && s.status === 'serving');
+      const unknown: string[] = [];
+      if (behind) unknown.push(`the tables below are older than the log: ${behind.message}`);
+
+      const nodes = serving('nodes')
+        ? (
+            await db.query<{ name: string; enrolled: boolean; modules: string[] }>(
+              `SELECT n.name, n.public_key IS NOT NULL AS enrolled,
+                      ${serving('assignments') ? `coalesce((SELECT array_agg(a.module ORDER BY a.module) FROM ${view('assignments')} a WHERE a.node = n.name), '{}')` : `'{}'::text[]`} AS modules
+                 FROM ${view('nodes')} n ORDER BY n.name`,
+            )
+          ).rows
+        : [];
+      if (!serving('nodes')) unknown.push('which nodes there are: the nodes projection is not built');
+      for (const node of nodes) if (!node.enrolled) unknown.push(`what runs on ${node.name}: no agent has enrolled as it, so nothing reports from it`);
+
+      const unheld = serving('seats')
+        ? (
+            await db.query<{ name: string }>(
+              `SELECT s.name FROM ${view('seats')} s WHERE s.scope = 'mesh' AND NOT EXISTS (SELECT 1 FROM ${view('holdings')} h WHERE h.seat_id = s.id AND h.scope_key = 'mesh') ORDER BY s.name`,
+            )
+          ).rows.map((r) => r.name)
+        : [];
+      if (!serving('seats')) unknown.push('who holds which seat: the seats projection is not built');
+
+      const refusals: Refusal[] = [];
+      if (serving('facts')) {
+        const { rows } = await db.query<{ node: string; seq: string; time: Date; data: { derivedFromSeq: number; unresolved: Refusal['unresolved'] } }>(
+          `SELECT DISTINCT ON (node) node, seq, time, data FROM ${view('facts')} WHERE type = 'declaration.refused' ORDER BY node, seq DESC`,
+        );
+        const jsm = await jetstreamManager(nc);
+        for (const row of rows) {
+          // Refused, unless a declaration derived later than the refusal has been published since.
+          let resolved: boolean | null = null;
+          try {
+            const message = await jsm.streams.getMessage(config.nodesStream, { last_by_subj: declarationSubject(row.node, config.subjectPrefix) });
+            resolved = message ? (message.json<{ derivedFromSeq: number }>().derivedFromSeq ?? 0) > row.data.derivedFromSeq : false;
+          } catch {
+            unknown.push(`whether ${row.node}'s refused declaration has been replaced since: the ${config.nodesStream} stream could not be read`);
+          }
+          refusals.push({ node: row.node, seq: Number(row.seq), time: new Date(row.time).toISOString(), derivedFromSeq: row.data.derivedFromSeq, unresolved: row.data.unresolved, resolved });
+        }
+      } else unknown.push('whether any declaration was refused: the facts projection is not built');
+
+      const refused = refusals.filter((r) => r.resolved !== true);
+      const healthy = allHealthy(states) && !behind && refused.length === 0;
+      if (out.json) {
+        out.data({ ok: healthy, projections: states, nodes: nodes.map((n) => ({ node: n.name, enrolled: n.enrolled, modules: n.modules })), unheldSeats: unheld, refusals, unknown });
+        return healthy ? 0 : 1;
+      }
+      out.line('projections:');
+      for (const state of states) out.line(`  ${describeProjection(state)}`);
+      out.line(nodes.length > 0 ? 'nodes:' : 'nodes: none');
+      for (const node of nodes) out.line(`  ${node.name.padEnd(20)} ${node.enrolled ? 'enrolled    ' : 'not enrolled'}  ${node.modules.join(', ') || '(nothing assigned)'}`);
+      out.line(`mesh seats unheld: ${unheld.join(', ') || 'none'}`);
+      if (refusals.length > 0) out.line('declarations refused (the node keeps its previous one):');
+      for (const r of refusals) {
+        const state = r.resolved === true ? 'since replaced' : r.resolved === false ? 'STILL REFUSED' : 'unknown whether replaced';
+        out.line(`  ${r.node} at seq ${r.seq} (${r.time}), ${state}: ${r.unresolved.map((u) => `${u.what}: ${u.why}`).join('; ')}`);
+      }
+      if (unknown.length > 0) out.line('not known:');
+      for (const u of unknown) out.line(`  ${u}`);
+      out.line(healthy ? 'the mesh is doing what it was told' : 'the mesh is NOT doing what it was told (see above)');
+      return healthy ? 0 : 1;
+    },
+  );
+};
