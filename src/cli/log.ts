@@ -7,6 +7,7 @@ import type { StoredEvent } from '../domain/events/envelope.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { parseFlags, wholeNumberFlag } from './flags.js';
 import { output } from './output.js';
+import { ValidationError } from '../errors.js';
 
 // `mesh log`: the audit trail, read straight from the log (no projection in between), so it
 // shows exactly what was recorded, who caused it and why.
@@ -16,14 +17,17 @@ export const logCommand = async (args: string[]): Promise<number> => {
     since: { type: 'string' },
     aggregate: { type: 'string' },
     type: { type: 'string', multiple: true },
+    actor: { type: 'string' },
+    correlation: { type: 'string' },
+    after: { type: 'string' },
+    before: { type: 'string' },
     follow: { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
   });
   const out = output(values.json ?? false);
   const config = loadConfig();
   const fromSeq = wholeNumberFlag('since', values.since) ?? 1;
-  const types = new Set(values.type ?? []);
-  const wanted = (event: StoredEvent): boolean => types.size === 0 || types.has(event.type);
+  const wanted = eventFilter({ types: values.type ?? [], actor: values.actor, correlation: values.correlation, after: timeFlag('after', values.after), before: timeFlag('before', values.before) });
 
   const nc = await connectNats(config.natsUrl, { name: 'mesh-log', persistent: values.follow ?? false });
   const abort = new AbortController();
@@ -54,9 +58,32 @@ export const logCommand = async (args: string[]): Promise<number> => {
   }
 };
 
-const HEADER = ['SEQ'.padEnd(8), 'TIME'.padEnd(24), 'AGGREGATE@VERSION'.padEnd(32), 'TYPE'.padEnd(24), 'ACTOR'.padEnd(28), 'COMMAND'].join(' ');
+const timeFlag = (name: string, value: string | undefined): number | undefined => {
+  if (value === undefined) return undefined;
+  const time = Date.parse(value);
+  if (Number.isNaN(time)) throw new ValidationError(`--${name} "${value}" is not a time: write it as ISO 8601, e.g. 2026-12-02T14:00:00Z`, { field: `--${name}` });
+  return time;
+};
 
-const print = (out: ReturnType<typeof output>, event: StoredEvent): void => {
+/** Which events a reader asked for: types, an actor (a trailing * matches a prefix), a correlation, a time window. */
+export const eventFilter = (want: { types: string[]; actor?: string | undefined; correlation?: string | undefined; after?: number | undefined; before?: number | undefined }) => {
+  const types = new Set(want.types);
+  const actor = want.actor;
+  const actorMatches = (value: string): boolean => !actor || (actor.endsWith('*') ? value.startsWith(actor.slice(0, -1)) : value === actor);
+  return (event: StoredEvent): boolean => {
+    if (types.size > 0 && !types.has(event.type)) return false;
+    if (!actorMatches(event.actor)) return false;
+    if (want.correlation && event.correlationId !== want.correlation) return false;
+    const time = Date.parse(event.time);
+    if (want.after !== undefined && time < want.after) return false;
+    if (want.before !== undefined && time > want.before) return false;
+    return true;
+  };
+};
+
+export const HEADER = ['SEQ'.padEnd(8), 'TIME'.padEnd(24), 'AGGREGATE@VERSION'.padEnd(32), 'TYPE'.padEnd(24), 'ACTOR'.padEnd(28), 'COMMAND'].join(' ');
+
+export const print = (out: ReturnType<typeof output>, event: StoredEvent): void => {
   if (out.json) {
     out.data(event);
     return;

@@ -56,6 +56,12 @@ export const decideAssign = (command: Assign, state: MeshState): Decision => {
     }
     if (!path.startsWith('/')) problems.push({ what: `--place ${name}`, why: `"${path}" is not an absolute path`, remedy: `give an absolute folder on ${command.node}` });
   }
+  for (const name of Object.keys(command.values)) {
+    const requirement = manifest.requires.find((r) => r.name === name);
+    if (requirement?.secret === true || requirement?.contract === 'secret') {
+      problems.push({ what: `--set ${name}`, why: `${name} is a secret, and a secret never enters the log (ADR 0113)`, remedy: 'deliver it to the vault, which seals it to the nodes that need it' });
+    }
+  }
   for (const name of Object.keys(command.pins)) {
     const requirement = manifest.requires.find((r) => r.name === name);
     if (requirement?.contract === 'secret') problems.push({ what: `--pin ${name}`, why: 'a secret is always answered by the holder of mesh-vault; it cannot be pinned (R110.8)', remedy: 'remove the pin' });

@@ -124,6 +124,13 @@ describe('assigning a module to a node', () => {
     expect(problems[1]?.remedy).toBe('pass --set chat-id=VALUE');
   });
 
+  it('refuses a secret operator value on the command line: it would enter the log', () => {
+    const mesh = baseMesh();
+    mesh.register(minimalModule('mailer', { requires: [bus, { name: 'smtp-password', contract: 'value', provider: 'operator', type: 'string', secret: true }] }));
+    const [problem] = mesh.refusal({ type: 'assign', module: 'mailer', node: 'lab1', hold: [], pins: {}, values: { 'smtp-password': 'hunter2' }, placements: {} });
+    expect(problem).toMatchObject({ what: '--set smtp-password', remedy: expect.stringContaining('vault') });
+  });
+
   it('refuses a pin on a secret, and a module providing secret without holding mesh-vault', () => {
     const mesh = baseMesh();
     mesh.assign('vault', 'lab1', { hold: ['mesh-vault'] });

@@ -1,0 +1,68 @@
+import { jetstreamManager } from '@nats-io/jetstream';
+import { loadConfig } from '../config.js';
+import { connectNats } from '../adapters/nats/connect.js';
+import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
+import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
+import { MeshService } from '../controller/mesh-service.js';
+import type { StoredEvent } from '../domain/events/envelope.js';
+import { seatNamed } from '../domain/mesh/state.js';
+import { meshEventRegistry } from '../domain/registry.js';
+import { ValidationError } from '../errors.js';
+import { parseFlags } from './flags.js';
+import { HEADER, print } from './log.js';
+import { output } from './output.js';
+
+// `mesh history AGGREGATE`: everything that happened to one node, module, seat or assignment, in
+// log order, with who caused it and why — read from the log itself. A node's history includes
+// its assignments and the facts stated about it; a module's, its assignments everywhere; a seat's,
+// every holding of it.
+
+const related = (aggregate: string): string[] => {
+  const [kind, ...id] = aggregate.split('.');
+  const name = id.join('.');
+  switch (kind) {
+    case 'node':
+      return [aggregate, `assignment.${name}.*`, `fact.${name}`];
+    case 'module':
+      return [aggregate, `assignment.*.${name}`];
+    default:
+      return [aggregate];
+  }
+};
+
+export const historyCommand = async (args: string[]): Promise<number> => {
+  const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false } }, 1);
+  const out = output(values.json ?? false);
+  let aggregate = positionals[0];
+  if (!aggregate || !aggregate.includes('.')) {
+    throw new ValidationError('usage: mesh history AGGREGATE, e.g. node.alpha, module.greeter, seat.mesh-git, assignment.alpha.greeter', { field: 'aggregate' });
+  }
+  const config = loadConfig();
+  const nc = await connectNats(config.natsUrl, { name: 'mesh-history' });
+  try {
+    const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
+    await verifyLogStream(await jetstreamManager(nc), settings, config.natsUrl);
+    const log = new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() });
+    const events: StoredEvent[] = [];
+    if (aggregate.startsWith('seat.')) {
+      // A seat is filed under its first name; its holdings under the assignments that held it.
+      const state = await new MeshService(log).current();
+      const seat = seatNamed(state, aggregate.slice('seat.'.length));
+      if (!seat) throw new ValidationError(`no seat ${aggregate.slice('seat.'.length)}`, { field: 'aggregate' });
+      aggregate = `seat.${seat.id}`;
+      for await (const event of log.read({ aggregate })) events.push(event);
+      for await (const event of log.read({ aggregate: 'assignment' })) {
+        if ((event.type === 'seat.held' || event.type === 'seat.released') && (event.data as { seat: string }).seat === seat.id) events.push(event);
+      }
+    } else {
+      for (const filter of related(aggregate)) for await (const event of log.read({ aggregate: filter })) events.push(event);
+    }
+    events.sort((a, b) => a.seq - b.seq || a.index - b.index);
+    if (!out.json) out.line(HEADER);
+    for (const event of events) print(out, event);
+    if (events.length === 0 && !out.json) out.line(`nothing has happened to ${aggregate}`);
+    return 0;
+  } finally {
+    await nc.close();
+  }
+};
