@@ -6,6 +6,7 @@ import { builderCommand } from './builder.js';
 import { controllerCommand } from './controller.js';
 import { devCommand } from './dev.js';
 import { logCommand } from './log.js';
+import { historyCommand } from './history.js';
 import { moduleCommand } from './module.js';
 import { nodeCommand } from './node.js';
 import { projectionsCommand } from './projections.js';
@@ -19,6 +20,8 @@ usage:
   mesh dev up|down|status [--json]     start, stop or describe the local stack (NATS + PostgreSQL)
   mesh log [--since SEQ] [--aggregate A] [--type T] [--follow] [--json]
                                        print the mesh log: every mesh change, in order
+                                       (also --actor A, --correlation ID, --after TIME, --before TIME)
+  mesh history AGGREGATE               everything that happened to a node, module, seat or assignment
   mesh module register <manifest.json> [--source URL|SEAT:OWNER/REPO[@REF]]
   mesh module list | show NAME         the catalogue: every module's newest definition
   mesh seats                           every seat, its scope, what it delivers, its holder
@@ -53,6 +56,8 @@ export const main = async (argv: string[]): Promise<number> => {
         return await devCommand(rest);
       case 'log':
         return await logCommand(rest);
+      case 'history':
+        return await historyCommand(rest);
       case 'module':
         return await moduleCommand(rest);
       case 'seats':
