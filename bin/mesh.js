@@ -2,7 +2,7 @@
 // The `mesh` command. It runs the CLI from one bundled file (dist/mesh.mjs), rebuilt with esbuild
 // whenever a source file is newer, so a checkout works after `npm ci` with no build step and
 // every verb starts in a fraction of the time a per-file TypeScript loader takes.
-import { existsSync, readdirSync, renameSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, statSync, utimesSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 
@@ -19,7 +19,8 @@ const newestSource = (dir) => {
   return newest;
 };
 
-if (!existsSync(bundle) || statSync(bundle).mtimeMs < newestSource(join(root, 'src'))) {
+const newest = newestSource(join(root, 'src'));
+if (!existsSync(bundle) || statSync(bundle).mtimeMs < newest) {
   const { build } = await import('esbuild');
   // Built beside and renamed into place, so two verbs starting at once never read half a file.
   const partial = `${bundle}.${process.pid}.tmp`;
@@ -34,6 +35,9 @@ if (!existsSync(bundle) || statSync(bundle).mtimeMs < newestSource(join(root, 's
     outfile: partial,
     logLevel: 'error',
   });
+  // Stamped with the newest source it was built from, not the time it finished: a source saved
+  // while it was building is newer than the bundle, so the next run builds again.
+  utimesSync(partial, new Date(newest), new Date(newest));
   renameSync(partial, bundle);
 }
 process.setSourceMapsEnabled(true);

@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { runMesh } from '../helpers/cli.js';
+import { fixtureManifest } from '../helpers/given.js';
+import { testNatsUrl } from '../helpers/log.js';
+import { openTestMesh, type TestMesh } from '../helpers/test-mesh.js';
+
+// The audit trail from the command line: one thing's whole history, and the log narrowed by who,
+// which conversation and when.
+
+describe('history and the log’s filters', () => {
+  let t: TestMesh;
+  let env: Record<string, string>;
+  const json = (stdout: string) => stdout.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as { type: string; actor: string; aggregate: string; correlationId: string; time: string; seq: number });
+
+  beforeAll(async () => {
+    t = await openTestMesh();
+    env = { MESH_NATS_URL: testNatsUrl(), ...(await t.operatorCommands()) };
+    await t.run({ type: 'register-module', manifest: fixtureManifest('distribution') });
+    await t.run({ type: 'add-node', node: 'lab1' });
+    const mesh = (...args: string[]) => runMesh(args, env);
+    expect((await mesh('assign', 'distribution', 'lab1', '--hold', 'mesh-artifact-store')).code).toBe(0);
+    expect((await mesh('seat', 'rename', 'mesh-artifact-store', 'mesh-registry')).code).toBe(0);
+  });
+  afterAll(async () => t.close());
+
+  it('tells everything that happened to a node, including its assignments, with who did it', async () => {
+    const result = await runMesh(['history', 'node.lab1', '--json'], env);
+    expect(result.code).toBe(0);
+    const events = json(result.stdout);
+    expect(events.map((e) => e.type)).toEqual(['node.added', 'assignment.created', 'seat.held']);
+    expect(events.slice(1).every((e) => e.actor === 'operator:ada')).toBe(true);
+  });
+
+  it('tells a seat’s history by its new or old name, holdings included', async () => {
+    for (const name of ['seat.mesh-registry', 'seat.mesh-artifact-store']) {
+      const events = json((await runMesh(['history', name, '--json'], env)).stdout);
+      expect(events.map((e) => e.type)).toEqual(['seat.defined', 'seat.held', 'seat.renamed']);
+    }
+    const human = await runMesh(['history', 'seat.mesh-registry'], env);
+    expect(human.stdout).toMatch(/seat\.renamed\s+operator:ada/);
+  });
+
+  it('narrows the log by actor, correlation and time', async () => {
+    const byAda = json((await runMesh(['log', '--actor', 'operator:ada', '--json'], env)).stdout);
+    expect(byAda.map((e) => e.type)).toEqual(['operator.added', 'assignment.created', 'seat.held', 'seat.renamed'].slice(1));
+    const genesis = json((await runMesh(['log', '--actor', 'gen*', '--json'], env)).stdout);
+    expect(genesis.map((e) => e.type)).toEqual(['operator.added']);
+    const assign = byAda[0];
+    const conversation = json((await runMesh(['log', '--correlation', assign?.correlationId ?? '', '--json'], env)).stdout);
+    expect(conversation.map((e) => e.type)).toEqual(['assignment.created', 'seat.held']);
+    const future = json((await runMesh(['log', '--after', new Date(Date.now() + 60_000).toISOString(), '--json'], env)).stdout);
+    expect(future).toEqual([]);
+    const refused = await runMesh(['log', '--after', 'yesterday'], env);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--after "yesterday" is not a time');
+  });
+});
