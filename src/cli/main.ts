@@ -1,6 +1,7 @@
 import { ValidationError } from '../errors.js';
 import { agentCommand } from './agent.js';
 import { assignCommand, unassignCommand } from './assign.js';
+import { auditCommand } from './audit.js';
 import { buildCommand, graphCommand } from './build.js';
 import { builderCommand } from './builder.js';
 import { controllerCommand } from './controller.js';
@@ -22,6 +23,7 @@ usage:
                                        print the mesh log: every mesh change, in order
                                        (also --actor A, --correlation ID, --after TIME, --before TIME)
   mesh history AGGREGATE               everything that happened to a node, module, seat or assignment
+  mesh audit verify                    re-check every event's envelope and every operator signature from seq 1
   mesh module register <manifest.json> [--source URL|SEAT:OWNER/REPO[@REF]]
   mesh module list | show NAME         the catalogue: every module's newest definition
   mesh seats                           every seat, its scope, what it delivers, its holder
@@ -58,6 +60,8 @@ export const main = async (argv: string[]): Promise<number> => {
         return await logCommand(rest);
       case 'history':
         return await historyCommand(rest);
+      case 'audit':
+        return await auditCommand(rest);
       case 'module':
         return await moduleCommand(rest);
       case 'seats':
@@ -91,7 +95,7 @@ export const main = async (argv: string[]): Promise<number> => {
         process.stdout.write(`${USAGE}\n`);
         return verb === undefined ? 2 : 0;
       default:
-        throw new ValidationError(`unknown verb "${verb}"; the verbs are: dev, log, module, seats, seat, status, node, assign, unassign, build, builder, graph (see \`mesh help\`)`, { field: 'verb' });
+        throw new ValidationError(`unknown verb "${verb}"; the verbs are: dev, log, history, audit, module, seats, seat, status, node, assign, unassign, build, builder, graph (see \`mesh help\`)`, { field: 'verb' });
     }
   } catch (error) {
     return reportError(error, json);

@@ -55,6 +55,7 @@ export const decodeCommit = (registry: EventRegistry, seq: number, aggregate: st
     stored.seq = seq;
     stored.index = index;
     stored.version = commit.firstVersion + index;
+    if (commit.command) stored.signed = commit.command;
     return stored;
   });
 };

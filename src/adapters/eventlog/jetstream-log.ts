@@ -81,6 +81,7 @@ export class JetStreamEventLog implements EventLog {
   ): Promise<AppendResult> {
     const subject = subjectOf(this.options.subjectPrefix, aggregate);
     const commit = this.stamp(aggregate, events, expectedVersion, metadata);
+    if (options.signed) commit.command = options.signed;
     const payload = encodeCommit(commit);
     const maxPayload = this.nc.info?.max_payload ?? 1024 * 1024;
     if (payload.length > maxPayload) {
@@ -117,7 +118,7 @@ export class JetStreamEventLog implements EventLog {
     }
     if (ack.duplicate) return this.original(aggregate, ack.seq, expectedVersion);
 
-    const stored = commit.events.map((envelope, index) => ({ ...envelope, seq: ack.seq, index, version: commit.firstVersion + index }));
+    const stored: StoredEvent[] = commit.events.map((envelope, index) => ({ ...envelope, seq: ack.seq, index, version: commit.firstVersion + index, ...(commit.command ? { signed: commit.command } : {}) }));
     const version = expectedVersion + events.length;
     this.heads.set(aggregate, { version, seq: ack.seq });
     return { aggregate, expectedVersion, version, seq: ack.seq, duplicate: false, events: stored };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { signedCommandSchema, type SignedCommand } from '../operators/signed-command.js';
 
 // One envelope for every event in the log. The log stamps id, time and schema version; the
 // command's metadata brings actor, command, causation and correlation ids.
@@ -38,12 +39,15 @@ export const commitSchema = z
   .object({
     firstVersion: z.number().int().positive(),
     events: z.array(eventEnvelopeSchema).min(1),
+    /** the operator's signed command these events were decided from, as it arrived: `mesh audit verify` checks it again */
+    command: signedCommandSchema.optional(),
   })
   .strict();
 
 export interface Commit {
   firstVersion: number;
   events: EventEnvelope[];
+  command?: SignedCommand;
 }
 
 /** An event as read back: its envelope (upcast to the current schema) and where it stands. */
@@ -54,6 +58,8 @@ export interface StoredEvent<Data = unknown> extends EventEnvelope<Data> {
   index: number;
   /** Its position in its aggregate, from 1, gap-free. */
   version: number;
+  /** The operator's signed command that caused it, when an operator did. */
+  signed?: SignedCommand;
 }
 
 /** What a command asks the log to record: the log stamps the rest. */
