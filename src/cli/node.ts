@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { machineOverview } from './machine-overview.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { tokenVerifier } from '../domain/nodes/enrolment.js';
 import { parseFlags } from './flags.js';
@@ -44,7 +45,7 @@ export const nodeCommand = async (args: string[]): Promise<number> => {
       });
     case 'show':
       if (!name) throw new ValidationError('usage: mesh node show NAME', { field: 'node' });
-      return withReads(['nodes', 'assignments', 'seats', 'facts'], { atLeast: atLeastFlag(values['at-least']) }, async ({ db, view }) => {
+      return withReads(['nodes', 'assignments', 'seats', 'facts'], { atLeast: atLeastFlag(values['at-least']) }, async ({ db, view, nc, config }) => {
         const node = (await db.query<{ name: string; root: string; address: string | null; public_key: string | null; enrolled_at: Date | null }>(`SELECT * FROM ${view('nodes')} WHERE name = $1`, [name])).rows[0];
         if (!node) {
           const known = (await db.query<{ name: string }>(`SELECT name FROM ${view('nodes')} ORDER BY name`)).rows.map((r) => r.name);
@@ -67,6 +68,8 @@ export const nodeCommand = async (args: string[]): Promise<number> => {
           assignments: assignments.map((a) => ({ module: a.module, definitionVersion: a.definition_version })),
           seats: seats.map((h) => ({ seat: h.seat, module: h.module })),
           lastFacts: facts.map((f) => ({ seq: Number(f.seq), type: f.type, module: f.module, time: new Date(f.time).toISOString(), data: f.data })),
+          // What the machine itself last said: heard when, running what, and its holds with their reasons.
+          machine: (await machineOverview(nc, db, config)).nodes.find((m) => m.node === node.name) ?? null,
         };
         if (out.json) {
           out.data(shown);
@@ -75,6 +78,12 @@ export const nodeCommand = async (args: string[]): Promise<number> => {
         out.line(`node ${shown.node}: root ${shown.root}${shown.address ? `, reached at ${shown.address}` : ''}, ${shown.enrolled ? `enrolled${shown.enrolledAt ? ` at ${shown.enrolledAt}` : ''}` : 'not enrolled (no agent has joined as it)'}`);
         out.line(`runs: ${shown.assignments.map((a) => `${a.module} (definition v${a.definitionVersion})`).join(', ') || 'nothing'}`);
         out.line(`holds: ${shown.seats.map((h) => `${h.seat} (by ${h.module})`).join(', ') || 'no seat'}`);
+        const machine = shown.machine;
+        out.line(`last heard: ${machine?.lastHeard ?? 'never'}; last report: ${machine?.lastReport ?? 'never'}; declaration ${machine?.appliedSequence ?? '–'} applied of ${machine?.declaredSequence ?? '–'}`);
+        out.line(`running now: ${machine?.running.map((r) => `${r.module} (definition v${r.definitionVersion})`).join(', ') || 'nothing reported'}`);
+        out.line(machine && machine.holds.length > 0 ? `held (${machine.holds.length}):` : 'held: nothing');
+        for (const hold of machine?.holds ?? []) out.line(`  ${hold}`);
+        for (const problem of machine?.problems ?? []) out.line(`not as told: ${problem}`);
         out.line(shown.lastFacts.length > 0 ? 'last facts:' : 'no facts stated about it yet');
         for (const f of shown.lastFacts) out.line(`  ${String(f.seq).padEnd(8)} ${f.time}  ${f.type}${f.module ? ` ${f.module}` : ''}`);
         return 0;

@@ -7,6 +7,7 @@ import { allHealthy, projectionsStatus, type BuildState } from '../projections/s
 import { parseFlags } from './flags.js';
 import { output } from './output.js';
 import { atLeastFlag, withReads } from './reads.js';
+import { machineOverview } from './machine-overview.js';
 
 // `mesh status`: the overview. What each projection has folded, each node and what it is told to
 // run, the seats nobody holds, and the declarations the controller could not compose. Absence is
@@ -86,9 +87,19 @@ export const statusCommand = async (args: string[]): Promise<number> => {
       } else unknown.push('whether any declaration was refused: the facts projection is not built');
 
       const refused = refusals.filter((r) => r.resolved !== true);
-      const healthy = allHealthy(states) && !behind && refused.length === 0;
+      // The machines: heard from, applying their newest declaration, nothing held, refused or crash-looping.
+      const machines = await machineOverview(nc, db, config);
+      const healthy = allHealthy(states) && !behind && refused.length === 0 && machines.healthy;
       if (out.json) {
-        out.data({ ok: healthy, projections: states, nodes: nodes.map((n) => ({ node: n.name, enrolled: n.enrolled, modules: n.modules })), unheldSeats: unheld, refusals, unknown });
+        out.data({
+          ok: healthy,
+          projections: states,
+          nodes: nodes.map((n) => ({ node: n.name, enrolled: n.enrolled, modules: n.modules, ...machines.nodes.find((m) => m.node === n.name) })),
+          unheldSeats: unheld,
+          refusals,
+          machines: machines.problems,
+          unknown,
+        });
         return healthy ? 0 : 1;
       }
       out.line('projections:');
@@ -96,6 +107,12 @@ export const statusCommand = async (args: string[]): Promise<number> => {
       out.line(nodes.length > 0 ? 'nodes:' : 'nodes: none');
       for (const node of nodes) out.line(`  ${node.name.padEnd(20)} ${node.enrolled ? 'enrolled    ' : 'not enrolled'}  ${node.modules.join(', ') || '(nothing assigned)'}`);
       out.line(`mesh seats unheld: ${unheld.join(', ') || 'none'}`);
+      if (machines.nodes.length > 0) out.line('machines:');
+      for (const machine of machines.nodes) {
+        out.line(`  ${machine.node.padEnd(20)} heard ${machine.lastHeard ?? 'never'}; declaration ${machine.appliedSequence ?? '–'} applied of ${machine.declaredSequence ?? '–'}; running ${machine.running.map((r) => r.module).join(', ') || 'nothing'}`);
+      }
+      if (machines.problems.length > 0) out.line('not as told:');
+      for (const problem of machines.problems) out.line(`  ${problem}`);
       if (refusals.length > 0) out.line('declarations refused (the node keeps its previous one):');
       for (const r of refusals) {
         const state = r.resolved === true ? 'since replaced' : r.resolved === false ? 'STILL REFUSED' : 'unknown whether replaced';

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { pino } from 'pino';
+import { Agent } from '../../src/agent/agent.js';
+import { stillRunning } from '../../src/agent/proc.js';
+import type { ResourceRecord } from '../../src/agent/records.js';
+import { meshHome } from '../../src/config.js';
+import { FAST } from '../agent/harness.js';
+import { runMesh } from '../helpers/cli.js';
+import { fixtureManifest } from '../helpers/given.js';
+import { testNatsUrl } from '../helpers/log.js';
+import { uniqueName } from '../helpers/names.js';
+import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
+import { dropSchemas, freshSchemas } from '../projections/harness.js';
+
+// `mesh status` against a real mesh with a real agent: it exits zero only when every node was heard
+// from and applied its newest declaration with nothing held, refused or crash-looping — and names
+// what is not so, never claiming health from absence.
+
+describe('mesh status tells what machines are doing, and never claims health from absence', () => {
+  let t: TestMesh;
+  let agent: Agent;
+  let env: Record<string, string>;
+  let pool: pg.Pool;
+  const schemas = freshSchemas();
+  const root = join(meshHome(), 'tmp', uniqueName('status-'));
+  const status = async () => {
+    const result = await runMesh(['status', '--json'], env);
+    return { code: result.code, body: JSON.parse(result.stdout) as { ok: boolean; machines: string[] } };
+  };
+
+  beforeAll(async () => {
+    mkdirSync(root, { recursive: true });
+    t = await openTestMesh();
+    pool = new pg.Pool({ connectionString: process.env.MESH_DATABASE_URL, max: 2 });
+    const controller = await t.startController({ projector: { databaseUrl: process.env.MESH_DATABASE_URL ?? '', schemas } });
+    await t.startIngester(controller);
+    env = {
+      ...(await t.operatorCommands()),
+      MESH_NATS_URL: testNatsUrl(),
+      MESH_NODES_STREAM: t.names.nodesStream,
+      MESH_PROJECTOR_SCHEMA: schemas.control,
+      MESH_READ_SCHEMA: schemas.read,
+      MESH_CONTROLLER_SCHEMA: `status_${t.names.prefix}`,
+      MESH_HEARTBEAT_THRESHOLD_MS: '3000',
+    };
+    await t.run({ type: 'register-module', manifest: fixtureManifest('greeter') });
+    await t.run({ type: 'register-module', manifest: { name: 'flaky', resources: { processes: [{ name: 'worker', run: ['sh', '-c', 'echo "cannot open /data" >&2; exit 1'] }] } } });
+    await t.run({ type: 'add-node', node: 'alpha', root: join(root, 'nodes', 'alpha'), address: '127.0.0.1' });
+    agent = new Agent({ node: 'alpha', natsUrl: testNatsUrl(), stateDir: join(root, 'agent'), wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 500 }, logger: pino({ level: 'silent' }) });
+    await agent.start();
+  });
+  afterAll(async () => {
+    await agent.stop();
+    const records = join(root, 'agent', 'records.json');
+    if (existsSync(records)) {
+      for (const record of JSON.parse(readFileSync(records, 'utf8')) as ResourceRecord[]) {
+        if (record.kind === 'process' && record.running && stillRunning(record.running)) process.kill(-record.running.pid, 'SIGKILL');
+      }
+    }
+    await t.close();
+    await dropSchemas(pool, schemas);
+    await pool.end();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('exits zero when the node runs what it was told', async () => {
+    // The greeter requires the bus: a stand-in holds mesh-broker so it resolves.
+    await t.run({ type: 'register-module', manifest: fixtureManifest('local-bus') });
+    await t.run({ type: 'assign', module: 'local-bus', node: 'alpha', hold: ['mesh-broker'], pins: {}, values: { 'nats-port': new URL(testNatsUrl()).port }, placements: {} });
+    await t.run({ type: 'assign', module: 'greeter', node: 'alpha', hold: [], pins: {}, values: { port: String(30_000 + Math.floor(Math.random() * 20_000)) }, placements: {} });
+    const healthy = await waitFor('the mesh doing what it was told', async () => {
+      const result = await status();
+      return result.code === 0 ? result : undefined;
+    }, 60_000);
+    expect(healthy.body.ok).toBe(true);
+    expect(healthy.body.machines).toEqual([]);
+  });
+
+  it('names a crash loop and exits non-zero', async () => {
+    await t.run({ type: 'assign', module: 'flaky', node: 'alpha', hold: [], pins: {}, values: {}, placements: {} });
+    const looping = await waitFor('the crash loop named', async () => {
+      const result = await status();
+      return result.body.machines.some((m) => m.includes('alpha/flaky: flaky/worker crash-looping')) ? result : undefined;
+    }, 60_000);
+    expect(looping.code).toBe(1);
+    await t.run({ type: 'unassign', module: 'flaky', node: 'alpha' });
+    await waitFor('healthy again', async () => ((await status()).code === 0 ? true : undefined), 60_000);
+  });
+
+  it('names a node whose agent stopped as not heard from since T, and exits non-zero', async () => {
+    await agent.stop();
+    const silent = await waitFor('the silence named', async () => {
+      const result = await status();
+      return result.body.machines.some((m) => m.startsWith('alpha: not heard from since ')) ? result : undefined;
+    }, 60_000);
+    expect(silent.code).toBe(1);
+    expect(silent.body.ok).toBe(false);
+  });
+});
