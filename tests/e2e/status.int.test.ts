@@ -79,6 +79,23 @@ describe('mesh status tells what machines are doing, and never claims health fro
     expect(healthy.body.machines).toEqual([]);
   });
 
+  it('states one more applied fact for a new version, naming the previous; a projection rebuild publishes no declaration', async () => {
+    const greeter = fixtureManifest('greeter') as { description: string };
+    await t.run({ type: 'register-module', manifest: { ...greeter, description: `${greeter.description} Now in version 2.` } });
+    const upgraded = await waitFor('the new version applied', async () => {
+      const found = [];
+      for await (const event of t.log.read({ aggregate: 'fact' })) if (event.type === 'fact.applied' && (event.data as { module: string }).module === 'greeter') found.push(event);
+      return found.length === 2 ? found : undefined;
+    }, 60_000);
+    expect(upgraded[1]?.data).toMatchObject({ version: { definitionVersion: 2 }, previous: { definitionVersion: 1 } });
+    await waitFor('healthy on the new version', async () => ((await status()).code === 0 ? true : undefined), 60_000);
+
+    const published = await t.nodesHead();
+    const rebuilt = await runMesh(['projections', 'rebuild', 'assignments', '--json'], env);
+    expect(rebuilt.code).toBe(0);
+    expect(await t.nodesHead()).toBe(published);
+  });
+
   it('names a crash loop and exits non-zero', async () => {
     await t.run({ type: 'assign', module: 'flaky', node: 'alpha', hold: [], pins: {}, values: {}, placements: {} });
     const looping = await waitFor('the crash loop named', async () => {
