@@ -17,6 +17,7 @@ import { buildApp } from '../controller/http/app.js';
 import { FactFeed } from '../controller/http/fact-feed.js';
 import { overviewSource } from '../controller/http/overview-source.js';
 import { ToolServer } from '../controller/tool-server.js';
+import { CatchUpTool } from '../controller/catch-up-tool.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { parseFlags } from './flags.js';
 
@@ -67,6 +68,8 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   const dispatcher = new CommandDispatcher(new MeshService(newLog()));
   const tools = new ToolServer(nc, dispatcher, { prefix: config.subjectPrefix, logger: logger.child({ component: 'tools' }) });
   tools.start();
+  const catchUp = new CatchUpTool(nc, newLog(), { prefix: config.subjectPrefix, logger: logger.child({ component: 'catch-up' }) });
+  catchUp.start();
   const facts = new FactFeed(newLog());
   await facts.start();
   const http = buildApp({
@@ -95,6 +98,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   await http.close();
   await facts.stop();
   tools.stop();
+  catchUp.stop();
   enrolment.stop();
   await reports.stop();
   await builds.stop();
