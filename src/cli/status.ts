@@ -98,6 +98,7 @@ export const statusCommand = async (args: string[]): Promise<number> => {
           unheldSeats: unheld,
           refusals,
           machines: machines.problems,
+          sources: machines.notKnown,
           unknown,
         });
         return healthy ? 0 : 1;
@@ -113,6 +114,8 @@ export const statusCommand = async (args: string[]): Promise<number> => {
       }
       if (machines.problems.length > 0) out.line('not as told:');
       for (const problem of machines.problems) out.line(`  ${problem}`);
+      if (machines.notKnown.length > 0) out.line('sources:');
+      for (const line of machines.notKnown) out.line(`  ${line}`);
       if (refusals.length > 0) out.line('declarations refused (the node keeps its previous one):');
       for (const r of refusals) {
         const state = r.resolved === true ? 'since replaced' : r.resolved === false ? 'STILL REFUSED' : 'unknown whether replaced';

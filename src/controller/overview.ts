@@ -1,3 +1,4 @@
+import { sourceKey } from '../domain/builds/events.js';
 import { holderOf, type MeshState } from '../domain/mesh/state.js';
 import type { Report } from '../domain/reports/report.js';
 
@@ -47,6 +48,8 @@ export interface NodeOverview {
 export interface Overview {
   healthy: boolean;
   problems: string[];
+  /** what the mesh cannot say, listed as such (not failures): e.g. a source no trigger was heard from */
+  notKnown: string[];
   nodes: NodeOverview[];
   seats: { seat: string; scope: string; delivers: string | null; holders: string[] }[];
 }
@@ -119,6 +122,20 @@ export const overview = (input: OverviewInput): Overview => {
     }
   }
 
+  // Sources: a branch no push or merge was ever heard from may be moving unseen.
+  const notKnown: string[] = [];
+  const sources = new Map<string, string[]>();
+  for (const module of state.modules.values()) {
+    const source = module.manifest.source;
+    if (!source) continue;
+    const key = sourceKey(source, source.ref);
+    sources.set(key, [...(sources.get(key) ?? []), module.name]);
+  }
+  for (const [key, modules] of [...sources].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const head = state.builds.heads.get(key);
+    notKnown.push(head ? `${key}: last trigger heard at log sequence ${head.seq} (${modules.join(', ')})` : `${key}: no trigger heard from it yet, so a change there is not known (${modules.join(', ')})`);
+  }
+
   const seats = [...state.seats.values()]
     .sort((a, b) => (a.name < b.name ? -1 : 1))
     .map((seat) => ({
@@ -127,5 +144,5 @@ export const overview = (input: OverviewInput): Overview => {
       delivers: seat.delivers,
       holders: [...state.holdings.entries()].filter(([key]) => key.startsWith(`${seat.id}@`)).map(([, h]) => `${h.node}/${h.module}`).sort(),
     }));
-  return { healthy: problems.length === 0, problems, nodes, seats };
+  return { healthy: problems.length === 0, problems, notKnown, nodes, seats };
 };

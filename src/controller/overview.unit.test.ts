@@ -53,6 +53,13 @@ describe('the overview never claims health from absence', () => {
     ]);
   });
 
+  it('lists a source no trigger was heard from as not known, without calling the mesh unhealthy for it', () => {
+    const m = mesh();
+    m.registerFixture('distribution');
+    const result = overview({ state: m.state, nodes: [], declared: new Map(), now, heartbeatThresholdMs: 15_000 });
+    expect(result.notKnown).toEqual(['https://github.com/distribution/distribution@v2.8.3: no trigger heard from it yet, so a change there is not known (distribution)']);
+  });
+
   it('counts held resources with their reasons, and names refusals and crash loops', () => {
     const held: Report['resources'] = [
       { key: 'greeter/data', module: 'greeter', kind: 'directory', outcome: 'applied', reason: null, restarts: null },
