@@ -1,6 +1,6 @@
 import { devStackDir, loadConfig } from '../config.js';
 import { ValidationError } from '../errors.js';
-import { stackDown, stackPorts, stackStatus, stackUp, type StackStatus } from '../dev/stack.js';
+import { portFromEnv, stackDown, stackPorts, stackStatus, stackUp, type StackStatus } from '../dev/stack.js';
 import { DEMO_NODES } from '../dev/demo.js';
 import { parseFlags } from './flags.js';
 import { output, say } from './output.js';
@@ -22,7 +22,7 @@ export const devCommand = async (args: string[]): Promise<number> => {
   switch (positionals[0]) {
     case 'up': {
       const wasUp = (await stackStatus(options)).controller.running;
-      const demo = values.demo ? { greeterPort: Number(process.env.MESH_DEMO_GREETER_PORT ?? 18081), callerPort: Number(process.env.MESH_DEMO_CALLER_PORT ?? 18082) } : undefined;
+      const demo = values.demo ? { greeterPort: portFromEnv('MESH_DEMO_GREETER_PORT') ?? 18081, callerPort: portFromEnv('MESH_DEMO_CALLER_PORT') ?? 18082 } : undefined;
       const status = await stackUp({ ...options, ...(demo ? { demo } : {}) });
       const pageUrl = `http://127.0.0.1:${options.ports.http}/`;
       const health = demo ? await waitForHealth(pageUrl, out.json ? () => undefined : say) : undefined;

@@ -45,14 +45,6 @@ export const raiseDemo = async (options: DemoOptions): Promise<{ greeterUrl: str
   const reads = new MeshService(new JetStreamEventLog(options.nc, { stream: options.logStream, subjectPrefix: options.logSubjectPrefix, registry: meshEventRegistry() }));
   const run = (command: MeshCommand) => sendSignedCommand(options.nc, options, command, randomUUID());
 
-  let registered = 0;
-  for (const name of CATALOGUE) {
-    const manifest = JSON.parse(readFileSync(join(projectRoot, 'fixtures', 'modules', `${name}.json`), 'utf8')) as unknown;
-    const result = await run({ type: 'register-module', manifest });
-    if (result.events.length > 0) registered++;
-  }
-  options.say(registered > 0 ? `registered ${registered} modules of the fixture catalogue` : 'the fixture catalogue is registered');
-
   for (const node of DEMO_NODES) {
     const state = await reads.current();
     if (!state.nodes.has(node)) await run({ type: 'add-node', node, root: join(options.dir, 'nodes', node), address: '127.0.0.1' });
@@ -68,6 +60,15 @@ export const raiseDemo = async (options: DemoOptions): Promise<{ greeterUrl: str
     options.say(agent.started ? `agent for node ${node} started (pid ${agent.pid}, log ${processFiles(options.dir, agentName(node)).logFile})` : `agent for node ${node} already running (pid ${agent.pid})`);
   }
 
+  // Registered while the agents boot and enrol (seconds each on a busy machine), not before.
+  let registered = 0;
+  for (const name of CATALOGUE) {
+    const manifest = JSON.parse(readFileSync(join(projectRoot, 'fixtures', 'modules', `${name}.json`), 'utf8')) as unknown;
+    const result = await run({ type: 'register-module', manifest });
+    if (result.events.length > 0) registered++;
+  }
+  options.say(registered > 0 ? `registered ${registered} modules of the fixture catalogue` : 'the fixture catalogue is registered');
+
   const assignments: { module: string; node: string; hold: string[]; values: Record<string, string> }[] = [
     { module: 'local-bus', node: 'alpha', hold: ['mesh-broker'], values: { 'nats-port': String(options.natsPort) } },
     { module: 'greeter', node: 'alpha', hold: ['front-desk'], values: { port: String(options.ports.greeter), greeting: 'hello from alpha, through the mesh' } },
@@ -78,7 +79,10 @@ export const raiseDemo = async (options: DemoOptions): Promise<{ greeterUrl: str
     await run({ type: 'assign', module: a.module, node: a.node, hold: a.hold, pins: {}, values: a.values, placements: {} });
     options.say(`assigned ${a.module} to ${a.node}${a.hold.length > 0 ? `, holding ${a.hold.join(', ')}` : ''}`);
   }
-  return { greeterUrl: `http://127.0.0.1:${options.ports.greeter}/`, callerUrl: `http://127.0.0.1:${options.ports.caller}/` };
+  // The ports the log holds: an `up` with other ports than the first keeps the mesh as it was told.
+  const state = await reads.current();
+  const portOf = (key: string, fallback: number) => state.assignments.get(key)?.values.port ?? fallback;
+  return { greeterUrl: `http://127.0.0.1:${portOf('alpha/greeter', options.ports.greeter)}/`, callerUrl: `http://127.0.0.1:${portOf('beta/caller', options.ports.caller)}/` };
 };
 
 /** Stops the demo's agents and what they started; the log keeps the mesh, so the next `up` brings it back. */

@@ -48,7 +48,7 @@ export interface StackStatus {
   log?: { stream: string; messages: number; firstSeq: number; lastSeq: number; lastTime: string } | { stream: string; error: string };
 }
 
-const portFromEnv = (name: string): number | undefined => {
+export const portFromEnv = (name: string): number | undefined => {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return undefined;
   const port = Number(raw);
@@ -82,14 +82,26 @@ const natsOptions = (options: Pick<StackOptions, 'dir' | 'ports'>) => ({
 
 const postgresOptions = (options: Pick<StackOptions, 'dir' | 'ports'>) => ({ dir: join(options.dir, 'postgres'), port: options.ports.postgres });
 
+/**
+ * Both servers at once: nats-server boots in its own process while initdb and pg_ctl run, which
+ * saves the seconds one would wait for the other. If either refuses (a port taken), the other is
+ * stopped again when this call started it, so a refused `up` leaves nothing running.
+ */
+const startServers = async (options: Pick<StackOptions, 'dir' | 'ports'>, say: (line: string) => void) => {
+  const [nats, postgres] = await Promise.allSettled([startNatsServer({ ...natsOptions(options), say }), startPostgres({ ...postgresOptions(options), say })]);
+  if (nats.status === 'fulfilled' && postgres.status === 'fulfilled') return { nats: nats.value, postgres: postgres.value };
+  if (nats.status === 'fulfilled' && nats.value.started) await stopNatsServer(natsOptions(options));
+  if (postgres.status === 'fulfilled' && postgres.value.started) await stopPostgres(postgresOptions(options));
+  throw nats.status === 'rejected' ? nats.reason : (postgres as PromiseRejectedResult).reason;
+};
+
 export const stackUp = async (
   options: StackOptions,
 ): Promise<StackStatus & { bootstrap: BootstrapResult; addresses: StackAddresses; demo?: { greeterUrl: string; callerUrl: string } }> => {
   const say = options.say ?? (() => undefined);
   mkdirSync(options.dir, { recursive: true });
-  const nats = await startNatsServer({ ...natsOptions(options), say });
+  const { nats, postgres } = await startServers(options, say);
   if (!nats.started) say(`nats-server already running on ${nats.url} (pid ${nats.pid})`);
-  const postgres = await startPostgres({ ...postgresOptions(options), say });
   if (!postgres.started) say(`PostgreSQL already running on ${postgres.url} (pid ${postgres.pid})`);
 
   const addresses: StackAddresses = { natsUrl: nats.url, databaseUrl: postgres.url, httpPort: options.ports.http };
