@@ -1,6 +1,7 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { loadConfig } from '../config.js';
 import { connectNats } from '../adapters/nats/connect.js';
+import type { EventLog } from '../adapters/eventlog/event-log.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { MeshService } from '../controller/mesh-service.js';
@@ -30,10 +31,28 @@ const related = (aggregate: string): string[] => {
   }
 };
 
+/** Everything that happened to one aggregate and what belongs to it, in log order. */
+export const readHistory = async (log: EventLog, aggregate: string): Promise<StoredEvent[]> => {
+  const events: StoredEvent[] = [];
+  if (aggregate.startsWith('seat.')) {
+    // A seat is filed under its first name; its holdings under the assignments that held it.
+    const state = await new MeshService(log).current();
+    const seat = seatNamed(state, aggregate.slice('seat.'.length));
+    if (!seat) throw new ValidationError(`no seat ${aggregate.slice('seat.'.length)}`, { field: 'aggregate' });
+    for await (const event of log.read({ aggregate: `seat.${seat.id}` })) events.push(event);
+    for await (const event of log.read({ aggregate: 'assignment' })) {
+      if ((event.type === 'seat.held' || event.type === 'seat.released') && (event.data as { seat: string }).seat === seat.id) events.push(event);
+    }
+  } else {
+    for (const filter of related(aggregate)) for await (const event of log.read({ aggregate: filter })) events.push(event);
+  }
+  return events.sort((a, b) => a.seq - b.seq || a.index - b.index);
+};
+
 export const historyCommand = async (args: string[]): Promise<number> => {
   const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false } }, 1);
   const out = output(values.json ?? false);
-  let aggregate = positionals[0];
+  const aggregate = positionals[0];
   if (!aggregate || !aggregate.includes('.')) {
     throw new ValidationError('usage: mesh history AGGREGATE, e.g. node.alpha, module.greeter, seat.mesh-git, assignment.alpha.greeter', { field: 'aggregate' });
   }
@@ -43,21 +62,7 @@ export const historyCommand = async (args: string[]): Promise<number> => {
     const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
     await verifyLogStream(await jetstreamManager(nc), settings, config.natsUrl);
     const log = new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() });
-    const events: StoredEvent[] = [];
-    if (aggregate.startsWith('seat.')) {
-      // A seat is filed under its first name; its holdings under the assignments that held it.
-      const state = await new MeshService(log).current();
-      const seat = seatNamed(state, aggregate.slice('seat.'.length));
-      if (!seat) throw new ValidationError(`no seat ${aggregate.slice('seat.'.length)}`, { field: 'aggregate' });
-      aggregate = `seat.${seat.id}`;
-      for await (const event of log.read({ aggregate })) events.push(event);
-      for await (const event of log.read({ aggregate: 'assignment' })) {
-        if ((event.type === 'seat.held' || event.type === 'seat.released') && (event.data as { seat: string }).seat === seat.id) events.push(event);
-      }
-    } else {
-      for (const filter of related(aggregate)) for await (const event of log.read({ aggregate: filter })) events.push(event);
-    }
-    events.sort((a, b) => a.seq - b.seq || a.index - b.index);
+    const events = await readHistory(log, aggregate);
     if (!out.json) out.line(HEADER);
     for (const event of events) print(out, event);
     if (events.length === 0 && !out.json) out.line(`nothing has happened to ${aggregate}`);
