@@ -133,6 +133,9 @@ describe("npm start's mesh, raised from a clean folder", () => {
       await page!.locator('#verdict.healthy').waitFor({ timeout: 60_000 });
     });
     expect(await page.locator('#verdict').innerText()).toContain('The mesh is doing what it was told.');
+    expect(await page.locator('#verdict').innerText()).toContain('2 nodes heard from, 3 modules running as declared.');
+    // What the page cannot know, it says, rather than letting the green verdict imply it.
+    expect(await page.locator('#projections').innerText()).toContain('npx mesh status');
 
     const alpha = page.locator('#nodes tbody tr', { hasText: 'alpha' });
     await expect(alpha.locator('td').nth(3).innerText()).resolves.toBe('greeter, local-bus');
@@ -140,13 +143,16 @@ describe("npm start's mesh, raised from a clean folder", () => {
     const beta = page.locator('#nodes tbody tr', { hasText: 'beta' });
     await expect(beta.locator('td').nth(3).innerText()).resolves.toBe('caller');
     await expect(beta.locator('td').nth(4).innerText()).resolves.toBe('none');
+    await expect(alpha.locator('td').nth(2).innerText()).resolves.toMatch(/^the newest \(#\d+\)$/);
 
     const holder = async (seat: string) => page!.locator('#seats tbody tr').filter({ has: page!.locator('td:first-child', { hasText: new RegExp(`^${seat}$`) }) }).locator('td').nth(3).innerText();
     await expect(holder('front-desk')).resolves.toBe('alpha/greeter');
     await expect(holder('mesh-broker')).resolves.toBe('alpha/local-bus');
     await expect(holder('mesh-git')).resolves.toBe('unheld');
+    expect(await page.locator('#seat-summary').innerText()).toMatch(/^2 of \d+ seats held\./);
     // What the agents stated when they applied, from the log.
     await page.locator('#facts li', { hasText: 'beta/caller now runs' }).waitFor({ timeout: 30_000 });
+    await page.locator('#live', { hasText: 'live: a new fact shows here' }).waitFor({ timeout: 30_000 });
     // Read-only: the page only ever asks.
     expect([...methods]).toEqual(['GET']);
   }, 120_000);

@@ -16,6 +16,8 @@ export const PAGE = `<!doctype html>
   #verdict.healthy { background: #e7f6ec; color: #1e6b35; }
   #verdict.unhealthy { background: #fcebea; color: #8a1f11; }
   #verdict ul { margin: .5rem 0 0; font-weight: 400; }
+  #verdict .detail { display: block; margin-top: .3rem; font-weight: 400; }
+  .note { font-size: .85rem; margin: .4rem 0 0; }
   table { width: 100%; border-collapse: collapse; background: #fff; border-radius: 6px; overflow: hidden; }
   th, td { text-align: left; padding: .45rem .6rem; border-bottom: 1px solid #e4e6e7; vertical-align: top; font-size: .92rem; }
   th { background: #eef0f1; font-weight: 600; }
@@ -27,12 +29,16 @@ export const PAGE = `<!doctype html>
 <body>
 <h1>the mesh</h1>
 <div id="verdict" class="unhealthy">asking the control plane…</div>
+<p id="checked" class="note muted"></p>
+<p id="projections" class="note muted"></p>
 <h2>Nodes</h2>
-<table id="nodes"><thead><tr><th>node</th><th>heard from</th><th>declaration</th><th>running</th><th>seats</th><th>problems</th></tr></thead><tbody></tbody></table>
+<table id="nodes"><thead><tr><th>node</th><th>last heard from</th><th>declaration applied</th><th>running</th><th>seats it holds</th><th>problems</th></tr></thead><tbody></tbody></table>
 <h2>Seats</h2>
+<p id="seat-summary" class="note muted"></p>
 <table id="seats"><thead><tr><th>seat</th><th>scope</th><th>delivers</th><th>held by</th></tr></thead><tbody></tbody></table>
 <h2>Facts, as they are stated</h2>
-<ul id="facts"></ul>
+<p id="live" class="note muted">connecting to the live stream…</p>
+<ul id="facts"><li id="no-facts" class="muted">none stated yet</li></ul>
 <script>
 const text = (value) => String(value ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 const ago = (iso) => { if (!iso) return 'never'; const s = Math.round((Date.now() - Date.parse(iso)) / 1000); return s < 60 ? s + ' s ago' : Math.round(s / 60) + ' min ago'; };
@@ -48,16 +54,33 @@ const describe = (fact) => {
   }
 };
 const addFact = (fact) => {
+  document.getElementById('no-facts')?.remove();
   const item = document.createElement('li');
   item.innerHTML = '<span class="muted">' + text(new Date(fact.time).toLocaleTimeString()) + '</span> ' + text(describe(fact));
   document.getElementById('facts').prepend(item);
+};
+// Which declaration a node runs, in words: the newest it was sent, or how far behind it is.
+const applied = (n) => {
+  if (n.declaredSequence === null) return '<span class="muted">none sent yet</span>';
+  if (n.appliedSequence === n.declaredSequence) return 'the newest (#' + text(n.declaredSequence) + ')';
+  return (n.appliedSequence === null ? 'none yet' : '#' + text(n.appliedSequence)) + '; newest is #' + text(n.declaredSequence);
 };
 let seenFacts = false;
 const render = (o) => {
   const verdict = document.getElementById('verdict');
   verdict.className = o.healthy ? 'healthy' : 'unhealthy';
-  verdict.innerHTML = o.healthy ? 'The mesh is doing what it was told.' : 'The mesh is not doing everything it was told:<ul>' + o.problems.map((p) => '<li>' + text(p) + '</li>').join('') + '</ul>';
-  document.querySelector('#nodes tbody').innerHTML = o.nodes.map((n) => '<tr><td><b>' + text(n.node) + '</b><br><span class="muted">' + text(n.address ?? '') + '</span></td><td>' + text(ago(n.lastHeard)) + '</td><td>' + text(n.appliedSequence ?? '–') + ' of ' + text(n.declaredSequence ?? '–') + '</td><td>' + (n.running.map((r) => text(r.module)).join(', ') || '<span class="muted">nothing</span>') + '</td><td>' + (n.seats.map(text).join(', ') || '<span class="muted">none</span>') + '</td><td>' + (n.problems.map(text).join('<br>') || '<span class="muted">none</span>') + '</td></tr>').join('');
+  const running = o.nodes.reduce((sum, n) => sum + n.running.length, 0);
+  verdict.innerHTML = o.healthy
+    ? 'The mesh is doing what it was told.<span class="detail">' + o.nodes.length + ' nodes heard from, ' + running + ' modules running as declared.</span>'
+    : 'The mesh is not doing everything it was told (' + o.problems.length + (o.problems.length === 1 ? ' problem' : ' problems') + '):<ul>' + o.problems.map((p) => '<li>' + text(p) + '</li>').join('') + '</ul>';
+  document.getElementById('checked').textContent = 'checked ' + new Date().toLocaleTimeString() + '; the page asks again every 2 seconds.';
+  // Absence is not health: say so when the overview carries nothing about the projections.
+  document.getElementById('projections').innerHTML = o.projections === undefined
+    ? 'Projection lag and stalls are not reported to this page; <code>npx mesh status</code> shows them (and exits 1 on a stall).'
+    : '';
+  document.querySelector('#nodes tbody').innerHTML = o.nodes.map((n) => '<tr><td><b>' + text(n.node) + '</b><br><span class="muted">' + text(n.address ?? '') + '</span></td><td>' + text(ago(n.lastHeard)) + '</td><td>' + applied(n) + '</td><td>' + (n.running.map((r) => text(r.module)).join(', ') || '<span class="muted">nothing</span>') + '</td><td>' + (n.seats.map(text).join(', ') || '<span class="muted">none</span>') + '</td><td>' + (n.problems.map(text).join('<br>') || '<span class="muted">none</span>') + '</td></tr>').join('');
+  const held = o.seats.filter((s) => s.holders.length > 0).length;
+  document.getElementById('seat-summary').textContent = held + ' of ' + o.seats.length + ' seats held. An unheld seat is an answer, not a fault: nothing was told to hold it.';
   document.querySelector('#seats tbody').innerHTML = o.seats.map((s) => '<tr><td>' + text(s.seat) + '</td><td>' + text(s.scope) + '</td><td>' + text(s.delivers ?? '–') + '</td><td>' + (s.holders.map(text).join(', ') || '<span class="muted">unheld</span>') + '</td></tr>').join('');
   if (!seenFacts) { seenFacts = true; for (const fact of o.facts) addFact(fact); }
 };
@@ -68,7 +91,11 @@ const refresh = () => fetch('/api/overview').then((r) => r.json()).then(render).
 });
 refresh();
 setInterval(refresh, 2000);
-new EventSource('/api/facts/stream').addEventListener('fact', (event) => addFact(JSON.parse(event.data)));
+const stream = new EventSource('/api/facts/stream');
+const live = (words) => { document.getElementById('live').textContent = words; };
+stream.addEventListener('open', () => live('live: a new fact shows here as it is stated.'));
+stream.addEventListener('error', () => live('the live stream is interrupted; reconnecting. Facts stated meanwhile show after a reload.'));
+stream.addEventListener('fact', (event) => addFact(JSON.parse(event.data)));
 </script>
 </body>
 </html>
