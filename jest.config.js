@@ -11,6 +11,7 @@ export default {
   },
   globalSetup: '<rootDir>/tests/setup/global-setup.js',
   globalTeardown: '<rootDir>/tests/setup/global-teardown.js',
-  testTimeout: 60_000,
+  // Generous: tests spawn CLI processes and servers, and CI shares two cores with all of them.
+  testTimeout: 180_000,
   maxWorkers: 2,
 };

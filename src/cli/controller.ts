@@ -17,6 +17,10 @@ import { buildApp } from '../controller/http/app.js';
 import { FactFeed } from '../controller/http/fact-feed.js';
 import { overviewSource } from '../controller/http/overview-source.js';
 import { ToolServer } from '../controller/tool-server.js';
+import { meshProjections } from '../projections/catalogue.js';
+import { CommitReader } from '../projections/commit-reader.js';
+import { schemasFromEnv } from '../projections/control.js';
+import { projectionsStatus } from '../projections/status.js';
 import { CatchUpTool } from '../controller/catch-up-tool.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { parseFlags } from './flags.js';
@@ -79,6 +83,16 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
       pool,
       statusSchema: process.env.MESH_CONTROLLER_SCHEMA ?? DEFAULT_STATUS_SCHEMA,
       heartbeatThresholdMs: Number(process.env.MESH_HEARTBEAT_THRESHOLD_MS ?? 15_000),
+      // The projections' health, as `mesh status` judges it: a stall or a lagging build is on the page too.
+      projections: async () => {
+        const states = await projectionsStatus(pool, schemasFromEnv(), new CommitReader(nc, { ...settings, registry: meshEventRegistry() }), meshProjections());
+        return states.map((state) => ({
+          projection: state.projection,
+          lagEvents: state.lagCommits,
+          stalledAt: state.stall ? { seq: state.stall.seq, eventType: state.stall.type, sqlstate: state.stall.sqlstate ?? null, error: state.stall.error } : undefined,
+          notServing: state.status !== 'serving',
+        }));
+      },
     }),
     onFact: (listener) => facts.subscribe(listener),
     recentFacts: () => facts.latest(),

@@ -3,7 +3,7 @@ import { ValidationError } from '../errors.js';
 import { parseFlags } from './flags.js';
 import { moduleMovedCommand, moduleRolloutCommand } from './build.js';
 import { withMesh, printResult } from './mesh-session.js';
-import { output } from './output.js';
+import { output, reportError } from './output.js';
 import { atLeastFlag, withReads } from './reads.js';
 
 // mesh module register <manifest.json> [--source SRC] | list | show NAME | moved NAME COMMIT | rollout NAME POLICY
@@ -34,19 +34,36 @@ export const moduleCommand = async (args: string[]): Promise<number> => {
   const { values, positionals } = parseFlags(
     args,
     { json: { type: 'boolean', default: false }, 'at-least': { type: 'string' }, source: { type: 'string' }, 'command-id': { type: 'string' } },
-    3,
+    200,
   );
   const out = output(values.json ?? false);
   const [sub, argument, third] = positionals;
   switch (sub) {
     case 'register': {
-      if (!argument) throw new ValidationError('mesh module register needs a manifest file: mesh module register <manifest.json>', { field: 'manifest' });
-      const manifest = readManifest(argument) as Record<string, unknown>;
+      if (!argument) throw new ValidationError('mesh module register needs a manifest file: mesh module register <manifest.json> [more.json …]', { field: 'manifest' });
+      const files = positionals.slice(1);
+      if (files.length > 1 && (values.source || values['command-id'])) {
+        throw new ValidationError('--source and --command-id belong to one manifest: register it on its own', { field: values.source ? '--source' : '--command-id' });
+      }
+      const manifests = files.map((file) => readManifest(file) as Record<string, unknown>);
       if (values.source) {
+        const manifest = manifests[0] as Record<string, unknown>;
         const source = manifest.source && typeof manifest.source === 'object' ? (manifest.source as Record<string, unknown>) : {};
         manifest.source = { ...sourceFlag(values.source), ...(typeof source.path === 'string' ? { path: source.path } : {}) };
       }
-      return withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute({ type: 'register-module', manifest }, metadata(values['command-id']))));
+      // Several manifests are registered in turn, each its own command: one refused does not stop the rest.
+      return withMesh(async ({ mesh, metadata }) => {
+        let exitCode = 0;
+        for (const manifest of manifests) {
+          try {
+            printResult(out, await mesh.execute({ type: 'register-module', manifest }, metadata(values['command-id'])));
+          } catch (error) {
+            if (manifests.length === 1) throw error;
+            exitCode ||= reportError(error, out.json);
+          }
+        }
+        return exitCode;
+      });
     }
     case 'list':
       return withReads(['modules'], { atLeast: atLeastFlag(values['at-least']) }, async ({ db, view }) => {

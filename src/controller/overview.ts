@@ -18,8 +18,14 @@ export interface NodeHealthInput {
 export interface ProjectionHealthInput {
   projection: string;
   stalledAt?: { seq: number; eventType: string; sqlstate: string | null; error: string } | undefined;
+  /** log entries not applied yet */
   lagEvents: number;
+  /** no build of it serves reads yet */
+  notServing?: boolean;
 }
+
+/** How far behind a projection may be before the overview says so: a burst being folded is not a fault. */
+const LAG_TOLERATED = 50;
 
 export interface OverviewInput {
   state: MeshState;
@@ -50,6 +56,8 @@ export interface Overview {
   problems: string[];
   /** what the mesh cannot say, listed as such (not failures): e.g. a source no trigger was heard from */
   notKnown: string[];
+  /** the projections' health when it was known */
+  projections?: ProjectionHealthInput[];
   nodes: NodeOverview[];
   seats: { seat: string; scope: string; delivers: string | null; holders: string[] }[];
 }
@@ -117,6 +125,8 @@ export const overview = (input: OverviewInput): Overview => {
   }
 
   for (const projection of input.projections ?? []) {
+    if (projection.notServing) problems.push(`projection ${projection.projection}: not built yet, so what it shows is not known`);
+    else if (!projection.stalledAt && projection.lagEvents > LAG_TOLERATED) problems.push(`projection ${projection.projection}: ${projection.lagEvents} log entries behind`);
     if (projection.stalledAt) {
       problems.push(`projection ${projection.projection}: stalled at sequence ${projection.stalledAt.seq} (${projection.stalledAt.eventType}${projection.stalledAt.sqlstate ? `, SQLSTATE ${projection.stalledAt.sqlstate}` : ''}): ${projection.stalledAt.error}`);
     }
@@ -144,5 +154,5 @@ export const overview = (input: OverviewInput): Overview => {
       delivers: seat.delivers,
       holders: [...state.holdings.entries()].filter(([key]) => key.startsWith(`${seat.id}@`)).map(([, h]) => `${h.node}/${h.module}`).sort(),
     }));
-  return { healthy: problems.length === 0, problems, notKnown, nodes, seats };
+  return { healthy: problems.length === 0, problems, notKnown, nodes, seats, ...(input.projections ? { projections: input.projections } : {}) };
 };

@@ -75,9 +75,12 @@ const render = (o) => {
     : 'The mesh is not doing everything it was told (' + o.problems.length + (o.problems.length === 1 ? ' problem' : ' problems') + '):<ul>' + o.problems.map((p) => '<li>' + text(p) + '</li>').join('') + '</ul>';
   document.getElementById('checked').textContent = 'checked ' + new Date().toLocaleTimeString() + '; the page asks again every 2 seconds.';
   // Absence is not health: say so when the overview carries nothing about the projections.
+  const behind = (o.projections ?? []).filter((p) => p.stalledAt || p.notServing || p.lagEvents > 0);
   document.getElementById('projections').innerHTML = o.projections === undefined
-    ? 'Projection lag and stalls are not reported to this page; <code>npx mesh status</code> shows them (and exits 1 on a stall).'
-    : '';
+    ? 'The projections could not be asked: their lag and stalls are not known here; <code>npx mesh status</code> shows them.'
+    : behind.length === 0
+      ? 'Projections: all ' + o.projections.length + ' caught up with the log.'
+      : 'Projections: ' + behind.map((p) => text(p.projection) + (p.stalledAt ? ' stalled at sequence ' + text(p.stalledAt.seq) : p.notServing ? ' not built yet' : ' ' + text(p.lagEvents) + ' behind')).join(', ') + '.';
   document.querySelector('#nodes tbody').innerHTML = o.nodes.map((n) => '<tr><td><b>' + text(n.node) + '</b><br><span class="muted">' + text(n.address ?? '') + '</span></td><td>' + text(ago(n.lastHeard)) + '</td><td>' + applied(n) + '</td><td>' + (n.running.map((r) => text(r.module)).join(', ') || '<span class="muted">nothing</span>') + '</td><td>' + (n.seats.map(text).join(', ') || '<span class="muted">none</span>') + '</td><td>' + (n.problems.map(text).join('<br>') || '<span class="muted">none</span>') + '</td></tr>').join('');
   const held = o.seats.filter((s) => s.holders.length > 0).length;
   document.getElementById('seat-summary').textContent = held + ' of ' + o.seats.length + ' seats held. An unheld seat is an answer, not a fault: nothing was told to hold it.';
