@@ -173,6 +173,16 @@ export class BuildRunner {
         if (this.deps.untilServing && this.build.status === 'serving') return 'stopped';
       }
       await settle();
+    } catch (error) {
+      // A commit that cannot be read stops the build at it, not at the start of its batch: what was
+      // read before it goes in first, so the stall's checkpoint is the sequence just before.
+      if (error instanceof UnreadableCommit && batch.length > 0) {
+        await settle();
+        const last = batch[batch.length - 1] as LogCommit;
+        inFlight = { done: this.flush(client, batch), last };
+        await settle();
+      }
+      throw error;
     } finally {
       await inFlight?.done.catch(() => undefined);
     }
