@@ -1,17 +1,17 @@
 // Writes the frozen log fixtures/event-logs/mesh-every-type.jsonl: a small mesh history with at
 // least one event of every type of the registry at every schema version it has ever had.
 //
-//   npx tsx scripts/freeze-every-type.ts [OUT]
+//   npx tsx scripts/freeze-every-type.ts OUT
 //
 // Commands go through the real deciders against the mesh folded so far; what the controller,
 // the builder and the projector state (facts, builds' outcomes, a stall) is written as they
 // propose it. Ids and times are fixed, so the output is the same on every run. The committed file
 // is frozen: it records what an older control plane stored. Do not regenerate it over the committed
-// one: a run with the current code would write the current shapes and hide a change that needs an
-// upcaster. Write to another path and compare, or add a new file when a shape moves on.
+// one (the script refuses to): a run with the current code would write the current shapes and hide a
+// change that needs an upcaster. Write to another path and compare, or add lines by hand.
 
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { projectRoot } from '../src/config.js';
 import type { Commit, ProposedEvent, StoredEvent } from '../src/domain/events/envelope.js';
 import { sourceAggregate } from '../src/domain/builds/events.js';
@@ -21,7 +21,12 @@ import { tokenVerifier } from '../src/domain/nodes/enrolment.js';
 import { meshEventRegistry } from '../src/domain/registry.js';
 import { SYSTEM_SEATS } from '../src/domain/seats/system-seats.js';
 
-const out = process.argv[2] ?? join(projectRoot, 'fixtures', 'event-logs', 'mesh-every-type.jsonl');
+const frozenFile = join(projectRoot, 'fixtures', 'event-logs', 'mesh-every-type.jsonl');
+const out = process.argv[2];
+if (!out || (resolve(out) === frozenFile && existsSync(frozenFile))) {
+  process.stderr.write(`usage: npx tsx scripts/freeze-every-type.ts OUT\nOUT must not be the committed ${frozenFile}: it is frozen (fixtures/event-logs/README.md)\n`);
+  process.exit(2);
+}
 const manifest = (name: string): Record<string, unknown> => JSON.parse(readFileSync(join(projectRoot, 'fixtures', 'modules', `${name}.json`), 'utf8')) as Record<string, unknown>;
 
 const state = emptyMeshState();
