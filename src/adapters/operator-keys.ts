@@ -19,7 +19,9 @@ export const createOperatorKey = (file: string, operator: string): OperatorKey =
   if (existsSync(file)) throw new UnavailableError(`an operator key already exists at ${file}; it is never overwritten`, { file });
   const pair = nacl.sign.keyPair();
   const key = { operator, publicKey: b64(pair.publicKey), secretKey: b64(pair.secretKey) };
-  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  // The file is what is private (0600); a mode on `recursive` would close every folder it creates,
+  // and a database server beside it must still reach its own data through them.
+  mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, `${JSON.stringify(key)}\n`, { mode: 0o600 });
   chmodSync(file, 0o600);
   return key;

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { isAlive } from '../dev/processes.js';
 import { RefusedError } from '../errors.js';
@@ -25,8 +25,13 @@ export class StateFolder {
 
   /** One agent per folder: two would each think they started what the other did. */
   lock(): void {
-    mkdirSync(this.logsDir, { recursive: true, mode: 0o700 });
-    mkdirSync(this.foundDir, { recursive: true, mode: 0o700 });
+    // Only the agent's own folders are closed: a mode on `recursive` would close every folder above
+    // them it creates too, and other users (the database server's) may need to pass through those.
+    mkdirSync(this.dir, { recursive: true });
+    for (const folder of [this.logsDir, this.foundDir]) {
+      mkdirSync(folder, { recursive: true });
+      chmodSync(folder, 0o700);
+    }
     const pidFile = join(this.dir, 'agent.pid');
     const holder = existsSync(pidFile) ? Number.parseInt(readFileSync(pidFile, 'utf8'), 10) : NaN;
     const heldHere = holders.has(this.dir);
