@@ -23,7 +23,10 @@ export const schemaProblems = (issues: readonly z.core.$ZodIssue[]): Problem[] =
       return issue.keys.map((key) => ({
         what: at ? `${at}.${key}` : key,
         why: 'unknown field',
-        remedy: 'remove it; docs/manifest.md lists every field a manifest may have',
+        remedy:
+          !at && key === 'serves'
+            ? 'write it as tools: the tools a module serves are listed under tools (design 32 §1 renamed serves)'
+            : 'remove it; docs/manifest.md lists every field a manifest may have',
       }));
     }
     return [{ what: at || '(manifest)', why: issue.message, remedy: 'see docs/manifest.md for this field' }];

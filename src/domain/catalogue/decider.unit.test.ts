@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { DEMO_MODULES, FIXTURE_MODULES, MeshFixture, fixtureManifest, minimalModule } from '../../../tests/helpers/given.js';
 import { manifestSchema } from './manifest.js';
+import { meshEventRegistry } from '../registry.js';
 
 const whats = (problems: { what: string }[]) => problems.map((p) => p.what);
 
@@ -25,6 +26,16 @@ describe('registering a module', () => {
   it('accepts the demo modules, and a provider answers its consumer with its own values filled in', () => {
     const mesh = new MeshFixture();
     for (const name of DEMO_MODULES) expect(mesh.registerFixture(name)).toHaveLength(1);
+  });
+
+  it('reads a definition stored before `serves` was renamed `tools` as the current shape, and refuses the old field in a new one', () => {
+    const registry = meshEventRegistry();
+    const stored = { module: 'old', definitionVersion: 1, digest: `sha256:${'0'.repeat(64)}`, manifest: { name: 'old', serves: ['ping'], tools: ['pong'] } };
+    const read = registry.upcast('module.registered', 1, stored, { seq: 1 }).data as { manifest: { tools: string[]; serves?: unknown } };
+    expect(read.manifest.tools).toEqual(['pong', 'ping']);
+    expect(read.manifest.serves).toBeUndefined();
+    const [problem] = new MeshFixture().refusal({ type: 'register-module', manifest: minimalModule('old', { serves: ['ping'] }) });
+    expect(problem).toMatchObject({ what: 'serves', remedy: expect.stringContaining('write it as tools') });
   });
 
   it('adds the seats a module declares to the set', () => {

@@ -7,9 +7,22 @@ import { manifestSchema } from './manifest.js';
 
 export const moduleAggregate = (module: string): string => `module.${module}`;
 
+// v1 stored manifests as they were written then, when the tools a module serves were listed under
+// `serves` (design 32 §1 renamed it `tools`); v2 stores `tools`. Reading v1 moves `serves` into
+// `tools`, so a definition registered before the rename keeps composing with no hand step.
+const toolsWereServes = (data: unknown): unknown => {
+  const event = data as { manifest?: Record<string, unknown> };
+  const manifest = event.manifest;
+  if (!manifest || !Array.isArray(manifest.serves)) return data;
+  const { serves, ...rest } = manifest;
+  const tools = [...new Set([...(Array.isArray(rest.tools) ? (rest.tools as string[]) : []), ...(serves as string[])])];
+  return { ...event, manifest: { ...rest, tools } };
+};
+
 export const ModuleRegistered = defineEvent({
   type: 'module.registered',
-  version: 1,
+  version: 2,
+  upcasters: { 1: toolsWereServes },
   schema: z.strictObject({
     module: z.string().min(1),
     definitionVersion: z.number().int().positive(),
