@@ -8,6 +8,7 @@ import { controllerCommand } from './controller.js';
 import { devCommand } from './dev.js';
 import { logCommand } from './log.js';
 import { historyCommand } from './history.js';
+import { operatorCommand } from './operator.js';
 import { moduleCommand } from './module.js';
 import { nodeCommand } from './node.js';
 import { projectionsCommand } from './projections.js';
@@ -23,6 +24,8 @@ usage:
                                        print the mesh log: every mesh change, in order
                                        (also --actor A, --correlation ID, --after TIME, --before TIME)
   mesh history AGGREGATE               everything that happened to a node, module, seat or assignment
+  mesh operator key NAME | add NAME --key PUBLIC-KEY | revoke NAME | list
+                                       operators and the keys their commands are signed with
   mesh audit verify                    re-check every event's envelope and every operator signature from seq 1
   mesh module register <manifest.json> [--source URL|SEAT:OWNER/REPO[@REF]]
   mesh module list | show NAME         the catalogue: every module's newest definition
@@ -60,6 +63,8 @@ export const main = async (argv: string[]): Promise<number> => {
         return await logCommand(rest);
       case 'history':
         return await historyCommand(rest);
+      case 'operator':
+        return await operatorCommand(rest);
       case 'audit':
         return await auditCommand(rest);
       case 'module':
@@ -95,7 +100,7 @@ export const main = async (argv: string[]): Promise<number> => {
         process.stdout.write(`${USAGE}\n`);
         return verb === undefined ? 2 : 0;
       default:
-        throw new ValidationError(`unknown verb "${verb}"; the verbs are: dev, log, history, audit, module, seats, seat, status, node, assign, unassign, build, builder, graph (see \`mesh help\`)`, { field: 'verb' });
+        throw new ValidationError(`unknown verb "${verb}"; the verbs are: dev, log, history, audit, operator, module, seats, seat, status, node, assign, unassign, build, builder, graph, projections, controller, agent (see \`mesh help\`)`, { field: 'verb' });
     }
   } catch (error) {
     return reportError(error, json);
