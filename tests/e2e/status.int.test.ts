@@ -26,10 +26,18 @@ describe('mesh status tells what machines are doing, and never claims health fro
   let pool: pg.Pool;
   const schemas = freshSchemas();
   const root = join(meshHome(), 'tmp', uniqueName('status-'));
+  let lastSeen: unknown;
   const status = async () => {
     const result = await runMesh(['status', '--json'], env);
-    return { code: result.code, body: JSON.parse(result.stdout) as { ok: boolean; machines: string[] } };
+    const body = JSON.parse(result.stdout) as { ok: boolean; machines: string[]; refusals: unknown[]; unknown: string[] };
+    lastSeen = { code: result.code, machines: body.machines, refusals: body.refusals, unknown: body.unknown };
+    return { code: result.code, body };
   };
+  /** Until status exits zero; on time out, says what it last reported. */
+  const healthy = () =>
+    waitFor('the mesh doing what it was told', async () => ((await status()).code === 0 ? true : undefined), 120_000).catch((error: Error) => {
+      throw new Error(`${error.message}; last status: ${JSON.stringify(lastSeen)}`);
+    });
 
   beforeAll(async () => {
     mkdirSync(root, { recursive: true });
@@ -44,7 +52,8 @@ describe('mesh status tells what machines are doing, and never claims health fro
       MESH_PROJECTOR_SCHEMA: schemas.control,
       MESH_READ_SCHEMA: schemas.read,
       MESH_CONTROLLER_SCHEMA: `status_${t.names.prefix}`,
-      MESH_HEARTBEAT_THRESHOLD_MS: '3000',
+      // Short enough to see a stopped agent soon, long enough not to flap on a loaded machine.
+      MESH_HEARTBEAT_THRESHOLD_MS: '8000',
     };
     await t.run({ type: 'register-module', manifest: fixtureManifest('greeter') });
     await t.run({ type: 'register-module', manifest: { name: 'flaky', resources: { processes: [{ name: 'worker', run: ['sh', '-c', 'echo "cannot open /data" >&2; exit 1'] }] } } });
@@ -88,7 +97,7 @@ describe('mesh status tells what machines are doing, and never claims health fro
       return found.length === 2 ? found : undefined;
     }, 60_000);
     expect(upgraded[1]?.data).toMatchObject({ version: { definitionVersion: 2 }, previous: { definitionVersion: 1 } });
-    await waitFor('healthy on the new version', async () => ((await status()).code === 0 ? true : undefined), 60_000);
+    await healthy();
 
     const published = await t.nodesHead();
     const rebuilt = await runMesh(['projections', 'rebuild', 'assignments', '--json'], env);
@@ -104,7 +113,7 @@ describe('mesh status tells what machines are doing, and never claims health fro
     }, 60_000);
     expect(looping.code).toBe(1);
     await t.run({ type: 'unassign', module: 'flaky', node: 'alpha' });
-    await waitFor('healthy again', async () => ((await status()).code === 0 ? true : undefined), 60_000);
+    await healthy();
   });
 
   it('names a node whose agent stopped as not heard from since T, and exits non-zero', async () => {
