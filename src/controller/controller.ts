@@ -81,6 +81,7 @@ export class Controller {
         actor: this.options.actor,
         logger: this.options.logger,
         signal: this.abort.signal,
+        prefix: this.options.names.prefix,
       });
     }
   }

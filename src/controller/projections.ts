@@ -1,3 +1,4 @@
+import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
@@ -23,6 +24,8 @@ export interface MeshProjectorSetup {
   actor: string;
   logger: Logger;
   signal: AbortSignal;
+  /** subject prefix of the seat events the stall is published on, for any consumer (ADR 0134) */
+  prefix?: string;
 }
 
 const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
@@ -34,7 +37,7 @@ const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
 export const stallCommandId = (stall: Pick<StallReport, 'projection' | 'version' | 'seq'>): string => `projection-stalled:${stall.projection}:v${stall.version}:${stall.seq}`;
 
 /** Appends the stall as a fact unless the log holds it already; retried while the log is unreachable. */
-export const stateStall = async (setup: Pick<MeshProjectorSetup, 'log' | 'actor' | 'logger' | 'signal'>, stall: StallReport): Promise<void> => {
+export const stateStall = async (setup: Pick<MeshProjectorSetup, 'log' | 'actor' | 'logger' | 'signal'> & Partial<Pick<MeshProjectorSetup, 'nc' | 'prefix'>>, stall: StallReport): Promise<void> => {
   const aggregate = projectionAggregate(stall.projection);
   const commandId = stallCommandId(stall);
   const data = { projection: stall.projection, version: stall.version, seq: stall.seq, eventType: stall.type, sqlstate: stall.sqlstate ?? null, error: stall.error };
@@ -42,7 +45,15 @@ export const stateStall = async (setup: Pick<MeshProjectorSetup, 'log' | 'actor'
     try {
       const history = await setup.log.readAggregate(aggregate);
       if (history.events.some((e) => e.commandId === commandId)) return;
-      await setup.log.append(aggregate, [{ type: ProjectionStalled.type, data }], history.version, { commandId, actor: setup.actor });
+      const result = await setup.log.append(aggregate, [{ type: ProjectionStalled.type, data }], history.version, { commandId, actor: setup.actor });
+      // Stated under the controller's seat like every other fact; the log holds it either way.
+      if (setup.nc && setup.prefix) {
+        for (const event of result.events) {
+          await jetstream(setup.nc)
+            .publish(`${setup.prefix}.seat.mesh-controller.event.stalled`, JSON.stringify(event), { msgID: event.id })
+            .catch((error: unknown) => setup.logger.warn({ err: error }, 'the stall fact is in the log but could not be published on EVENTS'));
+        }
+      }
       return;
     } catch (error) {
       // Another fact about this projection landed in between: read again. Anything else: wait and retry.

@@ -38,6 +38,8 @@ describe('the controller’s projector', () => {
 
     // The serving build's table refuses the next node: SQLSTATE 23514 (a check constraint) until it is dropped.
     const build = await servingBuild(pool, schemas, 'nodes');
+    const published: string[] = [];
+    const subscription = t.nc.subscribe(`${t.names.prefix}.seat.mesh-controller.event.stalled`, { callback: (_e, m) => void published.push(m.string()) });
     await pool.query(`ALTER TABLE ${ident(build?.schemaName ?? '')}.nodes ADD CONSTRAINT not_lab2 CHECK (name <> 'lab2')`);
     const stuck = await t.run({ type: 'add-node', node: 'lab2' });
     const [fact] = await eventually('the stall stated in the log', stalledFacts, (facts) => facts.length > 0);
@@ -49,6 +51,9 @@ describe('the controller’s projector', () => {
     const again = await t.startController({ projector });
     await eventually('another attempt after the restart', () => servingBuild(pool, schemas, 'nodes'), (b) => (b?.stall?.attempts ?? 0) >= 5);
     expect(await stalledFacts()).toHaveLength(1);
+    // Stated under the controller's seat for any consumer, once.
+    expect(published.map((p) => (JSON.parse(p) as { type: string }).type)).toEqual(['projection.stalled']);
+    subscription.unsubscribe();
 
     await pool.query(`ALTER TABLE ${ident(build?.schemaName ?? '')}.nodes DROP CONSTRAINT not_lab2`);
     await waitServingAt(pool, schemas, 'nodes', await t.log.headSeq());
