@@ -5,6 +5,7 @@ import type { StoredEvent } from '../domain/events/envelope.js';
 import { catchUpRequestSchema, catchUpToolSubject, isAfter, type CatchUpPage, type CatchUpRequest } from '../domain/facts/catch-up.js';
 import { refusalAnswer, type ToolAnswer } from './tool-server.js';
 import { ValidationError } from '../errors.js';
+import { serveTool } from './serve-tool.js';
 
 // The `catch-up` tool: every fact after a position, from the log (the facts' truth; EVENTS keeps
 // them only for a while), a page per request. Served in the `mesh-controller` queue group like
@@ -22,13 +23,7 @@ export class CatchUpTool {
   ) {}
 
   start(): void {
-    this.subscription = this.nc.subscribe(catchUpToolSubject(this.options.prefix), {
-      queue: 'mesh-controller',
-      callback: (error, message) => {
-        if (error) return;
-        void this.answer(message.data).then((answer) => message.respond(JSON.stringify(answer)));
-      },
-    });
+    this.subscription = serveTool(this.nc, catchUpToolSubject(this.options.prefix), (payload) => this.answer(payload));
   }
 
   stop(): void {

@@ -6,6 +6,7 @@ import { enrolRequestSchema, enrolToolSubject, type BusCredentials, type EnrolAn
 import { tokenVerifier } from '../domain/nodes/enrolment.js';
 import { Refusal } from '../domain/refusal.js';
 import type { MeshService } from './mesh-service.js';
+import { serveTool } from './serve-tool.js';
 
 // The mesh-controller seat's `enrol` tool. An agent presents its token and public key; the token
 // is spent through the log (exactly once, whatever races), and the node's bus credentials go back
@@ -30,14 +31,7 @@ export class EnrolmentService {
   ) {}
 
   start(): void {
-    // A queue group: with several controllers, one answers each request.
-    this.subscription = this.nc.subscribe(enrolToolSubject(this.options.prefix), {
-      queue: 'mesh-controller',
-      callback: (error, message) => {
-        if (error) return;
-        void this.answer(message.data).then((answer) => message.respond(JSON.stringify(answer)));
-      },
-    });
+    this.subscription = serveTool(this.nc, enrolToolSubject(this.options.prefix), (payload) => this.answer(payload));
   }
 
   stop(): void {

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { Refusal } from '../domain/refusal.js';
 import { MeshError } from '../errors.js';
 import { OPERATOR_COMMANDS, type CommandDispatcher } from './command-dispatcher.js';
+import { serveTool } from './serve-tool.js';
 
 // The mesh's own verbs as the mesh-controller seat's tools (ADR 0132): core request/reply on
 // `<prefix>.seat.mesh-controller.tool.<verb>`, never persisted (what a call decides is). Every
@@ -31,15 +32,7 @@ export class ToolServer {
 
   start(): void {
     for (const verb of OPERATOR_COMMANDS) {
-      this.subscriptions.push(
-        this.nc.subscribe(toolSubject(verb, this.options.prefix), {
-          queue: 'mesh-controller',
-          callback: (error, message) => {
-            if (error) return;
-            void this.answer(verb, message.data).then((answer) => message.respond(JSON.stringify(answer)));
-          },
-        }),
-      );
+      this.subscriptions.push(serveTool(this.nc, toolSubject(verb, this.options.prefix), (payload) => this.answer(verb, payload)));
     }
   }
 
