@@ -3,12 +3,11 @@
 //
 //   npx tsx bench/apply-latency.bench.ts        (ROUNDS=40 to change the count)
 
-import { mkdirSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { Agent } from '../src/agent/agent.js';
-import { stillRunning } from '../src/agent/proc.js';
-import type { ResourceRecord } from '../src/agent/records.js';
+import { stopRecordedProcesses } from '../src/agent/left-running.js';
 import { meshHome } from '../src/config.js';
 import { connectNats } from '../src/adapters/nats/connect.js';
 import { JetStreamEventLog } from '../src/adapters/eventlog/jetstream-log.js';
@@ -81,12 +80,7 @@ const main = async (): Promise<void> => {
     }
   } finally {
     await agent.stop();
-    const recordsFile = join(stateDir, 'records.json');
-    if (existsSync(recordsFile)) {
-      for (const record of JSON.parse(readFileSync(recordsFile, 'utf8')) as ResourceRecord[]) {
-        if (record.kind === 'process' && record.running && stillRunning(record.running)) process.kill(-record.running.pid, 'SIGKILL');
-      }
-    }
+    stopRecordedProcesses(stateDir, 'SIGKILL');
     await controller.stop();
     await nc.close();
     await stopNatsServer(server, 'SIGKILL');

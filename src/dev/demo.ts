@@ -9,8 +9,7 @@ import { MeshService } from '../controller/mesh-service.js';
 import type { MeshCommand } from '../domain/mesh/commands.js';
 import { tokenVerifier } from '../domain/nodes/enrolment.js';
 import { meshEventRegistry } from '../domain/registry.js';
-import { stillRunning } from '../agent/proc.js';
-import type { ResourceRecord } from '../agent/records.js';
+import { stopRecordedProcesses } from '../agent/left-running.js';
 import { backgroundStatus, processFiles, startBackground, stopBackground } from './background.js';
 
 // A whole mesh on this machine, raised the way an operator would: the fixture catalogue
@@ -89,19 +88,7 @@ export const raiseDemo = async (options: DemoOptions): Promise<{ greeterUrl: str
 export const stopDemo = async (dir: string, say: (line: string) => void): Promise<void> => {
   for (const node of DEMO_NODES) {
     const stopped = await stopBackground(dir, agentName(node), agentState(dir, node));
-    const records = join(agentState(dir, node), 'records.json');
-    let processes = 0;
-    if (existsSync(records)) {
-      for (const record of JSON.parse(readFileSync(records, 'utf8')) as ResourceRecord[]) {
-        if (record.kind !== 'process' || !record.running || !stillRunning(record.running)) continue;
-        try {
-          process.kill(-record.running.pid, 'SIGTERM');
-          processes++;
-        } catch {
-          // already gone
-        }
-      }
-    }
+    const processes = stopRecordedProcesses(agentState(dir, node), 'SIGTERM');
     if (stopped || processes > 0) say(`node ${node}: agent stopped${processes > 0 ? `, and the ${processes} processes it ran` : ''}`);
   }
 };

@@ -7,7 +7,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { connectNats } from '../../src/adapters/nats/connect.js';
 import { assertControlStreams, eventsStreamName, nodesStreamConfig, type ControlStreamNames } from '../../src/adapters/nats/control-streams.js';
 import { Agent } from '../../src/agent/agent.js';
-import { stillRunning } from '../../src/agent/proc.js';
+import { stopRecordedProcesses } from '../../src/agent/left-running.js';
 import type { ResourceRecord } from '../../src/agent/records.js';
 import type { AgentTimings } from '../../src/agent/settings.js';
 import { meshHome, projectRoot } from '../../src/config.js';
@@ -225,12 +225,7 @@ export const openAgentTest = async (options: { url?: string; timings?: Partial<A
     cleanup: async () => {
       for (const agent of agents) await agent.stop().catch(() => undefined);
       for (const agent of cliAgents) await agent.stop('SIGKILL');
-      for (const dir of stateDirs) {
-        for (const record of records(dir)) {
-          if (record.kind !== 'process' || !record.running || !stillRunning(record.running)) continue;
-          process.kill(-record.running.pid, 'SIGKILL');
-        }
-      }
+      for (const dir of stateDirs) stopRecordedProcesses(dir, 'SIGKILL');
       await jsm.streams.delete(names.nodes).catch(() => undefined);
       await jsm.streams.delete(names.control).catch(() => undefined);
       await jsm.streams.delete(eventsStreamName(names)).catch(() => undefined);

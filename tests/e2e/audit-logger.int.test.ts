@@ -3,8 +3,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { Agent } from '../../src/agent/agent.js';
-import { stillRunning } from '../../src/agent/proc.js';
-import type { ResourceRecord } from '../../src/agent/records.js';
+import { stopRecordedProcesses } from '../../src/agent/left-running.js';
 import { meshHome } from '../../src/config.js';
 import { FAST } from '../agent/harness.js';
 import { fixtureManifest } from '../helpers/given.js';
@@ -34,12 +33,7 @@ describe('an audit logger consuming every event', () => {
   });
   afterAll(async () => {
     await agent.stop();
-    const records = join(root, 'agent', 'records.json');
-    if (existsSync(records)) {
-      for (const record of JSON.parse(readFileSync(records, 'utf8')) as ResourceRecord[]) {
-        if (record.kind === 'process' && record.running && stillRunning(record.running)) process.kill(-record.running.pid, 'SIGKILL');
-      }
-    }
+    stopRecordedProcesses(join(root, 'agent'), 'SIGKILL');
     await t.close();
     rmSync(root, { recursive: true, force: true });
   });

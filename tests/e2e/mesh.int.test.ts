@@ -5,8 +5,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { Agent } from '../../src/agent/agent.js';
-import { stillRunning } from '../../src/agent/proc.js';
-import type { ResourceRecord } from '../../src/agent/records.js';
+import { stopRecordedProcesses } from '../../src/agent/left-running.js';
 import { meshHome, projectRoot } from '../../src/config.js';
 import { tokenVerifier } from '../../src/domain/nodes/enrolment.js';
 import { freePort } from '../../src/dev/ports.js';
@@ -72,13 +71,7 @@ describe('a mesh on this machine: command → declaration → agent → running 
   afterEach(async () => {
     // An agent's stop leaves what it runs running, by design: the test ends those itself.
     for (const agent of agents.splice(0)) await agent.stop();
-    for (const node of ['alpha', 'beta']) {
-      const file = join(root, 'agents', node, 'records.json');
-      if (!existsSync(file)) continue;
-      for (const record of JSON.parse(readFileSync(file, 'utf8')) as ResourceRecord[]) {
-        if (record.kind === 'process' && record.running && stillRunning(record.running)) process.kill(-record.running.pid, 'SIGKILL');
-      }
-    }
+    for (const node of ['alpha', 'beta']) stopRecordedProcesses(join(root, 'agents', node), 'SIGKILL');
     await t.close();
     rmSync(root, { recursive: true, force: true });
   });

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { pino } from 'pino';
 import { Agent } from '../../src/agent/agent.js';
-import { stillRunning } from '../../src/agent/proc.js';
-import type { ResourceRecord } from '../../src/agent/records.js';
+import { stopRecordedProcesses } from '../../src/agent/left-running.js';
 import { meshHome } from '../../src/config.js';
 import { FAST } from '../agent/harness.js';
 import { runMesh } from '../helpers/cli.js';
@@ -63,12 +62,7 @@ describe('mesh status tells what machines are doing, and never claims health fro
   });
   afterAll(async () => {
     await agent.stop();
-    const records = join(root, 'agent', 'records.json');
-    if (existsSync(records)) {
-      for (const record of JSON.parse(readFileSync(records, 'utf8')) as ResourceRecord[]) {
-        if (record.kind === 'process' && record.running && stillRunning(record.running)) process.kill(-record.running.pid, 'SIGKILL');
-      }
-    }
+    stopRecordedProcesses(join(root, 'agent'), 'SIGKILL');
     await t.close();
     await dropSchemas(pool, schemas);
     await pool.end();
