@@ -44,7 +44,10 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     logger,
   });
   await controller.start();
-  const enrolment = new EnrolmentService(nc, new MeshService(new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() })), {
+  // One fold of the log for everything in this process that decides or reads the mesh at its head
+  // (tools, enrolment, builds, the page); the controller's own fold follows the log as it grows.
+  const mesh = new MeshService(new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() }));
+  const enrolment = new EnrolmentService(nc, mesh, {
     prefix: config.subjectPrefix,
     natsUrl: config.natsUrl,
     logger: logger.child({ component: 'enrolment' }),
@@ -62,14 +65,14 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     state: () => controller.mesh(),
   });
   await reports.start();
-  const builds = new BuildCoordinator(nc, new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() }), new MeshService(new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() })), {
+  const builds = new BuildCoordinator(nc, new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() }), mesh, {
     names: { nodes: config.nodesStream, control: config.controlStream, prefix: config.subjectPrefix },
     actor: 'controller',
     logger: logger.child({ component: 'builds' }),
   });
   await builds.start();
   const newLog = () => new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() });
-  const dispatcher = new CommandDispatcher(new MeshService(newLog()));
+  const dispatcher = new CommandDispatcher(mesh);
   const tools = new ToolServer(nc, dispatcher, { prefix: config.subjectPrefix, logger: logger.child({ component: 'tools' }) });
   tools.start();
   const catchUp = new CatchUpTool(nc, newLog(), { prefix: config.subjectPrefix, logger: logger.child({ component: 'catch-up' }) });
@@ -78,7 +81,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   await facts.start();
   const http = buildApp({
     overview: overviewSource({
-      mesh: new MeshService(newLog()),
+      mesh,
       publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix }),
       pool,
       statusSchema: process.env.MESH_CONTROLLER_SCHEMA ?? DEFAULT_STATUS_SCHEMA,

@@ -23,15 +23,24 @@ export interface CommandResult {
 
 export class MeshService {
   private state: MeshState = emptyMeshState();
+  /** the catch-up under way; callers queue behind it */
+  private catchingUp: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly log: EventLog,
     private readonly maxAttempts = 20,
   ) {}
 
-  /** The mesh as of the log's head. */
+  /**
+   * The mesh as of the log's head. One catch-up runs at a time: callers served in parallel (tool
+   * calls, the page) would otherwise read from the same sequence and fold the same events twice.
+   */
   async current(): Promise<MeshState> {
-    for await (const event of this.log.read({ fromSeq: this.state.seq + 1 })) evolveMesh(this.state, event);
+    const run = this.catchingUp.then(async () => {
+      for await (const event of this.log.read({ fromSeq: this.state.seq + 1 })) evolveMesh(this.state, event);
+    });
+    this.catchingUp = run.catch(() => undefined);
+    await run;
     return this.state;
   }
 
@@ -48,7 +57,8 @@ export class MeshService {
           expectedLogSeq: state.seq,
           ...(options.signed ? { signed: options.signed } : {}),
         });
-        if (!result.duplicate) for (const event of result.events) evolveMesh(this.state, event);
+        // Folded here unless a catch-up for another caller has folded this commit already.
+        if (!result.duplicate && result.seq > this.state.seq) for (const event of result.events) evolveMesh(this.state, event);
         return { summary: decision.summary, seq: result.seq, events: result.events, duplicate: result.duplicate };
       } catch (error) {
         if (!(error instanceof ConcurrencyError) || attempt >= this.maxAttempts) throw error;
