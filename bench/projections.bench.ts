@@ -25,6 +25,7 @@ import { defineEvent, EventRegistry } from '../src/domain/events/registry.js';
 import { auditProjection } from '../src/projections/audit.js';
 import { requestRebuild } from '../src/projections/builds.js';
 import { CommitReader } from '../src/projections/commit-reader.js';
+import { copyFromStdin } from '../src/projections/copy.js';
 import { ensureControlSchema } from '../src/projections/control.js';
 import { terminalProgress } from '../src/projections/progress.js';
 import { connectClient } from '../src/projections/projector.js';
@@ -62,36 +63,6 @@ const commitOf = (c: number): Commit => ({
     data: { n: c, note: 'x'.repeat(32) },
   })),
 });
-
-/** COPY … FROM STDIN through pg's submittable interface: the bulk-load path, without another dependency. */
-class CopyIn {
-  callback?: (error: Error | null, result?: unknown) => void;
-  private error: Error | null = null;
-  constructor(
-    private readonly text: string,
-    private readonly chunks: readonly Buffer[],
-  ) {}
-  submit(connection: { query(text: string): void }): void {
-    connection.query(this.text);
-  }
-  handleCopyInResponse(connection: { sendCopyFromChunk(chunk: Buffer): void; endCopyFrom(): void }): void {
-    for (const chunk of this.chunks) connection.sendCopyFromChunk(chunk);
-    connection.endCopyFrom();
-  }
-  handleCommandComplete(): void {}
-  handleError(error: Error): void {
-    this.error = error;
-  }
-  handleReadyForQuery(): void {
-    this.callback?.(this.error);
-  }
-  run(client: pg.Client): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.callback = (error) => (error ? reject(error) : resolve());
-      void client.query(this as unknown as pg.QueryConfig);
-    });
-  }
-}
 
 const tsvOf = (commits: number): Buffer[] => {
   const chunks: Buffer[] = [];
@@ -162,7 +133,7 @@ const main = async (): Promise<void> => {
     const chunks = tsvOf(commits);
     const copyClient = new pg.Client({ connectionString: pgStatus.url });
     await copyClient.connect();
-    const copySeconds = await timed(() => new CopyIn('COPY copy_limit.audit FROM STDIN', chunks).run(copyClient));
+    const copySeconds = await timed(() => copyFromStdin(copyClient, 'copy_limit.audit', chunks));
     await copyClient.end();
 
     say('3/3 rebuilding the audit projection from the log…');

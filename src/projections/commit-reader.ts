@@ -44,8 +44,9 @@ export class CommitReader {
   private readonly jsm: Promise<JetStreamManager>;
   // Every build of a projector reads the same log, usually the same stretch of it (a rebuild starts
   // them all at 1). A commit's bytes never change once stored (no deletes, no purges), so it is
-  // decoded once and handed to each build: read-only events, shared.
-  private readonly decoded = new Map<number, StoredEvent[]>();
+  // decoded once and handed to each build: read-only events, shared. A ring indexed by sequence:
+  // a Map trimmed from its oldest end costs more per commit, as deleted entries pile up in front.
+  private readonly decoded: ({ seq: number; events: StoredEvent[] } | undefined)[] = new Array(SHARED_COMMITS);
 
   constructor(
     nc: NatsConnection,
@@ -78,7 +79,8 @@ export class CommitReader {
         if (message.seq < next) continue;
         next = message.seq + 1;
         const aggregate = aggregateOf(this.source.subjectPrefix, message.subject);
-        let events = this.decoded.get(message.seq);
+        const slot = message.seq % SHARED_COMMITS;
+        let events = this.decoded[slot]?.seq === message.seq ? this.decoded[slot].events : undefined;
         if (!events) {
           try {
             events = decodeCommit(this.source.registry, message.seq, aggregate, message.data);
@@ -86,8 +88,7 @@ export class CommitReader {
             if (error instanceof MeshError) throw new UnreadableCommit(message.seq, error);
             throw new UnreadableCommit(message.seq, new CorruptEventError(String(error), { seq: message.seq, field: 'payload' }));
           }
-          this.decoded.set(message.seq, events);
-          if (this.decoded.size > SHARED_COMMITS) this.decoded.delete(this.decoded.keys().next().value as number);
+          this.decoded[slot] = { seq: message.seq, events };
         }
         yield { seq: message.seq, events, pending: message.info.pending };
         if (signal.aborted) break;

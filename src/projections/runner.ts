@@ -27,8 +27,17 @@ export interface RunnerSettings {
 export const DEFAULT_RUNNER_SETTINGS: RunnerSettings = {
   retry: { initialMs: 250, maxMs: 30_000 },
   standbyMs: 1_000,
-  batch: { maxCommits: 2_000, maxEvents: 10_000 },
+  batch: { maxCommits: 10_000, maxEvents: 10_000 },
 };
+
+/**
+ * While catching up, the reader hands over commits it already holds without ever leaving the
+ * microtask queue, so PostgreSQL's replies to the batch in flight would wait until its buffer ran
+ * dry; every this many commits the runner lets I/O in, and the two keep working side by side.
+ */
+const COMMITS_BETWEEN_IO = 64;
+
+const letIoIn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** A stall as reported to `onStall`: once per build and sequence, however often it is retried. */
 export type StallReport = Omit<Stall, 'since' | 'attempts'> & { buildId: number };
@@ -155,8 +164,13 @@ export class BuildRunner {
     };
     let batch: LogCommit[] = [];
     let events = 0;
+    let sinceIo = 0;
     try {
       for await (const commit of this.deps.reader.commits(build.checkpoint + 1, signal)) {
+        if (++sinceIo === COMMITS_BETWEEN_IO) {
+          sinceIo = 0;
+          await letIoIn();
+        }
         batch.push(commit);
         events += commit.events.length;
         if (commit.pending > 0 && batch.length < maxCommits && events < maxEvents) continue;
