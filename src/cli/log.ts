@@ -1,16 +1,20 @@
-import { jetstreamManager } from '@nats-io/jetstream';
 import { loadConfig } from '../config.js';
 import { connectNats } from '../adapters/nats/connect.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
-import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
+import { filterSubjectOf } from '../adapters/eventlog/subjects.js';
 import type { StoredEvent } from '../domain/events/envelope.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { parseFlags, wholeNumberFlag } from './flags.js';
+import { eventsOf, matchingRows, type LogQuery } from './log-read.js';
 import { output } from './output.js';
+import { withReads } from './reads.js';
 import { ValidationError } from '../errors.js';
 
-// `mesh log`: the audit trail, read straight from the log (no projection in between), so it
-// shows exactly what was recorded, who caused it and why.
+// `mesh log`: the audit trail. The audit projection answers which events match, once it has
+// reached the log's head (so the read sees every write before it); the log supplies what each
+// event holds. With --follow it then tails the log itself from the sequence the read waited for.
+// A projection that is behind or not built is refused, naming how far it got: nothing is
+// answered from an index that is older than the log.
 
 export const logCommand = async (args: string[]): Promise<number> => {
   const { values } = parseFlags(args, {
@@ -27,28 +31,35 @@ export const logCommand = async (args: string[]): Promise<number> => {
   const out = output(values.json ?? false);
   const config = loadConfig();
   const fromSeq = wholeNumberFlag('since', values.since) ?? 1;
-  const wanted = eventFilter({ types: values.type ?? [], actor: values.actor, correlation: values.correlation, after: timeFlag('after', values.after), before: timeFlag('before', values.before) });
+  const want = { types: values.type ?? [], actor: values.actor, correlation: values.correlation, after: timeFlag('after', values.after), before: timeFlag('before', values.before) };
+  const aggregate = values.aggregate;
+  if (aggregate !== undefined) filterSubjectOf(config.logSubjectPrefix, aggregate); // refuses a malformed filter before anything is read
+  const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
 
-  const nc = await connectNats(config.natsUrl, { name: 'mesh-log', persistent: values.follow ?? false });
+  const readTo = await withReads(['audit'], {}, async ({ db, nc, view, seq }) => {
+    const query: LogQuery = { ...want, fromSeq, toSeq: seq, aggregate };
+    if (!out.json) out.line(HEADER);
+    for await (const rows of matchingRows(db, view('audit'), query)) {
+      for (const event of await eventsOf({ nc, ...settings }, rows, aggregate)) print(out, event);
+    }
+    return seq;
+  });
+  if (!values.follow) return 0;
+
+  const wanted = eventFilter(want);
+  const nc = await connectNats(config.natsUrl, { name: 'mesh-log', persistent: true });
   const abort = new AbortController();
   const onSignal = (): void => abort.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
-    await verifyLogStream(await jetstreamManager(nc), settings, config.natsUrl);
     const log = new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() });
-    const readOptions = { fromSeq, ...(values.aggregate ? { aggregate: values.aggregate } : {}) };
-    if (!out.json) out.line(HEADER);
-    if (values.follow) {
-      for await (const item of log.follow({ ...readOptions, signal: abort.signal })) {
-        if (item.kind === 'caught-up') {
-          if (out.json) out.data({ caughtUp: item.seq });
-          else out.line(`-- caught up at seq ${item.seq}; following --`);
-        } else if (wanted(item.event)) print(out, item.event);
-      }
-    } else {
-      for await (const event of log.read(readOptions)) if (wanted(event)) print(out, event);
+    const follow = { fromSeq: Math.max(fromSeq, readTo + 1), signal: abort.signal, ...(aggregate !== undefined ? { aggregate } : {}) };
+    for await (const item of log.follow(follow)) {
+      if (item.kind === 'caught-up') {
+        if (out.json) out.data({ caughtUp: item.seq });
+        else out.line(`-- caught up at seq ${item.seq}; following --`);
+      } else if (wanted(item.event)) print(out, item.event);
     }
     return 0;
   } finally {

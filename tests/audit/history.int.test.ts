@@ -1,27 +1,38 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type pg from 'pg';
 import { runMesh } from '../helpers/cli.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { testNatsUrl } from '../helpers/log.js';
 import { openTestMesh, type TestMesh } from '../helpers/test-mesh.js';
+import { dropSchemas, freshSchemas, openPool, testDatabaseUrl } from '../projections/harness.js';
 
 // The audit trail from the command line: one thing's whole history, and the log narrowed by who,
-// which conversation and when.
+// which conversation and when. `mesh log` answers from the audit projection, so the mesh's
+// controller folds its log into schemas of this test's own.
 
 describe('history and the log’s filters', () => {
   let t: TestMesh;
   let env: Record<string, string>;
+  let pool: pg.Pool;
+  const schemas = freshSchemas();
   const json = (stdout: string) => stdout.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as { type: string; actor: string; aggregate: string; correlationId: string; time: string; seq: number });
 
   beforeAll(async () => {
     t = await openTestMesh();
-    env = { MESH_NATS_URL: testNatsUrl(), ...(await t.operatorCommands()) };
+    pool = openPool();
+    await t.startController({ projector: { databaseUrl: testDatabaseUrl(), schemas } });
+    env = { MESH_NATS_URL: testNatsUrl(), MESH_PROJECTOR_SCHEMA: schemas.control, MESH_READ_SCHEMA: schemas.read, ...(await t.operatorCommands()) };
     await t.run({ type: 'register-module', manifest: fixtureManifest('distribution') });
     await t.run({ type: 'add-node', node: 'lab1' });
     const mesh = (...args: string[]) => runMesh(args, env);
     expect((await mesh('assign', 'distribution', 'lab1', '--hold', 'mesh-artifact-store')).code).toBe(0);
     expect((await mesh('seat', 'rename', 'mesh-artifact-store', 'mesh-registry')).code).toBe(0);
   });
-  afterAll(async () => t.close());
+  afterAll(async () => {
+    await t.close();
+    await dropSchemas(pool, schemas);
+    await pool.end();
+  });
 
   it('tells everything that happened to a node, including its assignments, with who did it', async () => {
     const result = await runMesh(['history', 'node.lab1', '--json'], env);

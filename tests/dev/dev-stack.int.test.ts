@@ -58,6 +58,7 @@ describe('the local stack from the command line', () => {
   });
 
   it('prints the log with no flags: the mesh opens with its own first entry, then its seats', async () => {
+    // `mesh log` answers from the audit projection: `mesh dev up` started the controller, which folds the log into it.
     const human = await mesh('log');
     expect(human.code).toBe(0);
     expect(human.stdout).toMatch(/^1\s+\S+\s+mesh\.local@1\s+mesh\.initialised\s+operator:grace\s+genesis:local$/m);

@@ -1,0 +1,155 @@
+import { jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import type pg from 'pg';
+import { decodeCommit } from '../adapters/eventlog/codec.js';
+import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
+import { aggregateOf } from '../adapters/eventlog/subjects.js';
+import type { StoredEvent } from '../domain/events/envelope.js';
+import { meshEventRegistry } from '../domain/registry.js';
+import { CorruptEventError } from '../errors.js';
+
+// `mesh log` without --follow: the audit projection (an index of the log: where each event
+// stands and who caused it, no data) answers which events match; the log supplies their data.
+// The matches are read a page at a time in log order; a page that names few commits gets each
+// commit by its sequence, a page that names many reads the stretch of the log from its first to
+// its last. Every event is checked against the index row that named it, so nothing is printed
+// that the log does not hold.
+
+/** What a reader asked for, up to the sequence the projection was waited for. */
+export interface LogQuery {
+  fromSeq: number;
+  toSeq: number;
+  /** an aggregate, a kind alone (every aggregate of it), or a pattern with `*` and a final `>`; already validated */
+  aggregate?: string | undefined;
+  types: readonly string[];
+  /** exact, or a prefix when it ends in `*` */
+  actor?: string | undefined;
+  correlation?: string | undefined;
+  /** milliseconds since the epoch, both inclusive */
+  after?: number | undefined;
+  before?: number | undefined;
+}
+
+export interface IndexRow {
+  seq: number;
+  index: number;
+  id: string;
+  type: string;
+}
+
+/** Rows of the audit index read per query; each page's events are fetched and printed before the next. */
+export const PAGE_ROWS = 2_000;
+/** A page naming more commits than this reads its stretch of the log instead of getting each commit. */
+export const RANGE_ABOVE_COMMITS = 200;
+/** Gets of single commits in flight at once. */
+const GETS_IN_FLIGHT = 16;
+
+/** The WHERE clause of the audit index for `query`, its parameters numbered from $1. */
+export const auditWhere = (query: LogQuery): { where: string; values: unknown[] } => {
+  const values: unknown[] = [];
+  const param = (value: unknown, cast = ''): string => {
+    values.push(value);
+    return `$${values.length}${cast}`;
+  };
+  const clauses = [`seq >= ${param(query.fromSeq, '::bigint')}`, `seq <= ${param(query.toSeq, '::bigint')}`];
+  if (query.aggregate !== undefined) clauses.push(aggregateClause(query.aggregate, param));
+  if (query.types.length > 0) clauses.push(`type = ANY(${param([...query.types], '::text[]')})`);
+  if (query.actor) {
+    // starts_with, not LIKE: the prefix is compared as text, so `%`, `_` and `\` in it mean themselves.
+    clauses.push(query.actor.endsWith('*') ? `starts_with(actor, ${param(query.actor.slice(0, -1))})` : `actor = ${param(query.actor)}`);
+  }
+  if (query.correlation) clauses.push(`correlation_id = ${param(query.correlation)}`);
+  if (query.after !== undefined) clauses.push(`time >= ${param(new Date(query.after).toISOString(), '::timestamptz')}`);
+  if (query.before !== undefined) clauses.push(`time <= ${param(new Date(query.before).toISOString(), '::timestamptz')}`);
+  return { where: clauses.join(' AND '), values };
+};
+
+/**
+ * The aggregate filter as the log's subjects match it: `kind` alone is `kind.>`, `*` one token,
+ * a final `>` one or more. Without a wildcard it is one aggregate (and the index on it serves).
+ */
+const aggregateClause = (filter: string, param: (value: unknown) => string): string => {
+  const tokens = filter.split('.');
+  const pattern = tokens.length === 1 && tokens[0] !== '*' && tokens[0] !== '>' ? [...tokens, '>'] : tokens;
+  if (!pattern.some((token) => token === '*' || token === '>')) return `aggregate = ${param(filter)}`;
+  const regex = pattern.map((token) => (token === '*' ? '[^.]+' : token === '>' ? '.+' : token.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&'))).join('\\.');
+  return `aggregate ~ ${param(`^${regex}$`)}`;
+};
+
+/** The index rows matching `query`, a page at a time, in log order. */
+export async function* matchingRows(db: pg.Pool, view: string, query: LogQuery): AsyncIterable<IndexRow[]> {
+  const { where, values } = auditWhere(query);
+  let after = { seq: 0, index: -1 };
+  for (;;) {
+    const page = await db.query<{ seq: string; event_index: number; event_id: string; type: string }>(
+      `SELECT seq, event_index, event_id, type FROM ${view}
+        WHERE ${where} AND (seq, event_index) > ($${values.length + 1}::bigint, $${values.length + 2}::integer)
+        ORDER BY seq, event_index LIMIT ${PAGE_ROWS}`,
+      [...values, after.seq, after.index],
+    );
+    const rows = page.rows.map((row) => ({ seq: Number(row.seq), index: row.event_index, id: row.event_id, type: row.type }));
+    if (rows.length > 0) yield rows;
+    const last = rows.at(-1);
+    if (!last || rows.length < PAGE_ROWS) return;
+    after = { seq: last.seq, index: last.index };
+  }
+}
+
+export interface LogSource {
+  nc: NatsConnection;
+  stream: string;
+  subjectPrefix: string;
+}
+
+/** The stored events `rows` name, in their order, each checked against its row. */
+export const eventsOf = async (source: LogSource, rows: readonly IndexRow[], aggregate: string | undefined): Promise<StoredEvent[]> => {
+  const commits = [...new Set(rows.map((row) => row.seq))];
+  const found = commits.length > RANGE_ABOVE_COMMITS ? await readStretch(source, rows, aggregate) : await getCommits(source, commits);
+  return rows.map((row) => {
+    const event = found.get(key(row.seq, row.index));
+    if (event?.id !== row.id || event.type !== row.type) throw notInLog(row, event);
+    return event;
+  });
+};
+
+const key = (seq: number, index: number): string => `${seq}.${index}`;
+
+/** Each commit by its sequence, from the stream's leader (STREAM.MSG.GET), a few at a time. */
+const getCommits = async (source: LogSource, seqs: readonly number[]): Promise<Map<string, StoredEvent>> => {
+  const jsm = await jetstreamManager(source.nc, { checkAPI: false });
+  const registry = meshEventRegistry();
+  const found = new Map<string, StoredEvent>();
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < seqs.length) {
+      const seq = seqs[next++] as number;
+      const message = await jsm.streams.getMessage(source.stream, { seq });
+      if (!message) continue; // a sequence the log does not hold: the check against the rows names it
+      for (const event of decodeCommit(registry, seq, aggregateOf(source.subjectPrefix, message.subject), message.data)) found.set(key(seq, event.index), event);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(GETS_IN_FLIGHT, seqs.length) }, worker));
+  return found;
+};
+
+/** The log from the first row's sequence to the last's (only the aggregate's subjects, when one was asked for), keeping the events rows name. */
+const readStretch = async (source: LogSource, rows: readonly IndexRow[], aggregate: string | undefined): Promise<Map<string, StoredEvent>> => {
+  const wanted = new Set(rows.map((row) => key(row.seq, row.index)));
+  const first = rows[0]?.seq ?? 0;
+  const last = rows.at(-1)?.seq ?? 0;
+  const log = new JetStreamEventLog(source.nc, { stream: source.stream, subjectPrefix: source.subjectPrefix, registry: meshEventRegistry() });
+  const found = new Map<string, StoredEvent>();
+  for await (const event of log.read({ fromSeq: first, ...(aggregate !== undefined ? { aggregate } : {}) })) {
+    if (event.seq > last) break;
+    const at = key(event.seq, event.index);
+    if (wanted.has(at)) found.set(at, event);
+  }
+  return found;
+};
+
+const notInLog = (row: IndexRow, event: StoredEvent | undefined): CorruptEventError =>
+  new CorruptEventError(
+    `the audit projection lists ${row.type} ${row.id} at seq ${row.seq} (event ${row.index}), but the log holds ${event ? `${event.type} ${event.id}` : 'no such event'} there: ` +
+      'the projection does not match this log (is MESH_READ_SCHEMA the projection of another log?); rebuild it with `npx mesh projections rebuild audit`',
+    { seq: row.seq, field: 'event_id', index: row.index, projection: 'audit' },
+  );
