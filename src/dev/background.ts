@@ -15,6 +15,8 @@ export interface BackgroundProcess {
   dir: string;
   /** arguments to `mesh` */
   args: string[];
+  /** flags for node itself, before the script */
+  nodeFlags?: readonly string[];
   env: Record<string, string>;
   /** a string its command line contains, so a reused pid is not mistaken for it */
   marker: string;
@@ -36,7 +38,7 @@ export const startBackground = async (process_: BackgroundProcess): Promise<{ st
   const files = processFiles(process_.dir, process_.name);
   mkdirSync(process_.dir, { recursive: true });
   const logFd = openSync(files.logFile, 'a');
-  const child = spawn(process.execPath, [join(projectRoot, 'bin', 'mesh.js'), ...process_.args], {
+  const child = spawn(process.execPath, [...(process_.nodeFlags ?? []), join(projectRoot, 'bin', 'mesh.js'), ...process_.args], {
     detached: true,
     stdio: ['ignore', logFd, logFd],
     env: { ...process.env, ...process_.env },

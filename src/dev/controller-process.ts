@@ -1,3 +1,4 @@
+import { FOLDING_NODE_FLAGS } from '../projections/runtime.js';
 import { backgroundStatus, processFiles, startBackground, stopBackground } from './background.js';
 
 // The local stack's controller: `mesh controller` in the background, its JSON logs in a file.
@@ -14,7 +15,7 @@ const marker = (dir: string): string => processFiles(dir, NAME).pidFile;
 export const controllerStatus = (dir: string): { running: boolean; pid?: number; logFile: string } => backgroundStatus(dir, NAME, marker(dir));
 
 export const startController = async (options: ControllerProcessOptions): Promise<{ started: boolean; pid?: number }> => {
-  const result = await startBackground({ name: NAME, dir: options.dir, args: ['controller', '--pid-file', marker(options.dir)], env: options.env, marker: marker(options.dir), writesPidFile: true });
+  const result = await startBackground({ name: NAME, dir: options.dir, args: ['controller', '--pid-file', marker(options.dir)], nodeFlags: FOLDING_NODE_FLAGS, env: options.env, marker: marker(options.dir), writesPidFile: true });
   if (result.started) options.say?.(`controller started (pid ${result.pid}, log ${processFiles(options.dir, NAME).logFile})`);
   return result;
 };
