@@ -14,30 +14,27 @@ const TIME = /^(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const validTime = (value: unknown): boolean => {
-  if (typeof value !== 'string') return false;
-  const match = TIME.exec(value);
-  if (!match) return false;
-  const day = Number(match[3]);
+  if (typeof value !== 'string' || !TIME.test(value)) return false;
+  // Days up to 28 exist in every month; only the rest are checked against theirs.
+  const day = (value.charCodeAt(8) - 48) * 10 + (value.charCodeAt(9) - 48);
   if (day <= 28) return true;
-  const year = Number(match[1]);
-  const month = Number(match[2]);
+  const year = Number(value.slice(0, 4));
+  const month = Number(value.slice(5, 7));
   return day <= new Date(Date.UTC(year, month, 0)).getUTCDate() && year >= 1;
 };
 
-const validAggregate = (value: unknown): boolean => {
-  if (typeof value !== 'string') return false;
-  const tokens = value.split('.');
-  return tokens.length >= 2 && tokens.every((token) => AGGREGATE_TOKEN.test(token));
-};
+// Two or more tokens joined by dots, each an AGGREGATE_TOKEN: one expression instead of a split.
+const TOKEN = AGGREGATE_TOKEN.source.replace(/^\^/, '').replace(/\$$/, '');
+const AGGREGATE = new RegExp(`^${TOKEN}(?:\\.${TOKEN})+$`);
+
+const validAggregate = (value: unknown): boolean => typeof value === 'string' && AGGREGATE.test(value);
 
 const validEnvelope = (value: unknown): boolean => {
   if (!isRecord(value)) return false;
-  let keys = 0;
-  for (const key in value) {
-    if (!Object.hasOwn(value, key) || !ENVELOPE_KEYS.has(key)) return false;
-    keys++;
-  }
-  if (keys !== ENVELOPE_KEYS.size) return false;
+  // Own keys only (an inherited one is not in the list), exactly the envelope's, each once.
+  const keys = Object.keys(value);
+  if (keys.length !== ENVELOPE_KEYS.size) return false;
+  for (const key of keys) if (!ENVELOPE_KEYS.has(key)) return false;
   for (const key of TEXT_KEYS) {
     const text = value[key];
     if (typeof text !== 'string' || text.length === 0) return false;
