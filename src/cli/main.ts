@@ -47,12 +47,21 @@ usage:
   mesh projections status | rebuild NAME   each projection's version, checkpoint, lag, stall; force a blue/green rebuild
 
 Every verb takes --json; commands take --command-id ID (a retry with the same id acts once).
-Reads (seats, status, node list|show, module list|show) wait until the projections have reached the log's
-head, or --at-least SEQ (a command's reply says its seq), for MESH_READ_TIMEOUT_MS (10000).
+Reads (log, seats, status, node list|show, module list|show) wait until the projections have reached the
+log's head, or --at-least SEQ (a command's reply says its seq), for MESH_READ_TIMEOUT_MS (10000).
 
 Addresses come from MESH_NATS_URL and MESH_DATABASE_URL, else from the local stack.`;
 
+/** `mesh log | head`: once the reader has gone, there is no one left to print for. */
+const endQuietlyWhenTheReaderGoes = (): void => {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(0);
+  });
+};
+
 export const main = async (argv: string[]): Promise<number> => {
+  endQuietlyWhenTheReaderGoes();
   const [verb, ...rest] = argv;
   const json = rest.includes('--json');
   try {

@@ -78,7 +78,16 @@ export const withReads = async <T>(
       behind = new UnavailableError(`${error.message}. ${hint}`, error.details, { cause: error });
       if (!options.readBehind) throw behind;
     }
-    return await work({ config, nc, db, schemas, view: (table) => `${ident(schemas.read)}.${ident(table)}`, seq, ...(behind ? { behind } : {}) });
+    try {
+      return await work({ config, nc, db, schemas, view: (table) => `${ident(schemas.read)}.${ident(table)}`, seq, ...(behind ? { behind } : {}) });
+    } catch (error) {
+      if (sqlstateOf(error) !== '42P01') throw error;
+      throw new UnavailableError(
+        `the read schema ${schemas.read} has no view of ${projections.join(', ')} (${(error as Error).message}): the controller folding into ${schemas.control} serves its views elsewhere. Check MESH_READ_SCHEMA.`,
+        { schema: schemas.read },
+        { cause: error },
+      );
+    }
   } finally {
     await barrier?.close().catch(() => undefined);
     await db.end().catch(() => undefined);

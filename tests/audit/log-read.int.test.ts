@@ -156,6 +156,24 @@ describe('mesh log answers from the audit projection, with the data from the log
     expect(data).toBe(`${' '.repeat(9)}{"node":"odd","declarationSequence":4,"sent":1,"answered":1,"missing":[],"unexpected":[]}`);
   });
 
+  it('refuses a read schema that does not hold the view, naming it, and ends quietly when its reader goes away', async () => {
+    const wrong = await runMesh(['log', '--aggregate', 'fact.odd'], { ...env, MESH_READ_SCHEMA: `${schemas.read}_missing` });
+    expect(wrong.code).toBe(6);
+    expect(wrong.stderr).toContain(`the read schema ${schemas.read}_missing has no view of audit`);
+    expect(wrong.stderr).toContain('MESH_READ_SCHEMA');
+
+    // `mesh log | head -1`: the reader closes the pipe after one line, and mesh stops without a stack trace.
+    const child = spawn(process.execPath, [join(projectRoot, 'bin', 'mesh.js'), 'log'], { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const firstLine = await new Promise<string>((resolve) => child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString().split('\n')[0] ?? '')));
+    child.stdout.destroy();
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(firstLine).toMatch(/^SEQ\s+TIME/);
+    expect(code).toBe(0);
+    expect(stderr).not.toContain('EPIPE');
+  });
+
   it('follows: the projection’s matches up to the head it waited for, the marker, then what is appended', async () => {
     const child = spawn(process.execPath, [join(projectRoot, 'bin', 'mesh.js'), 'log', '--follow', '--json', '--aggregate', 'fact.odd', '--actor', 'agent:*'], {
       cwd: projectRoot,
