@@ -5,7 +5,8 @@ import { MeshInitialised } from '../../src/domain/mesh/events.js';
 import { meshEventRegistry } from '../../src/domain/registry.js';
 import { runMesh } from '../helpers/cli.js';
 import { meta, openTestLog, type TestLog } from '../helpers/log.js';
-import { dropSchemas, freshSchemas, openPool } from './harness.js';
+import { Projector } from '../../src/projections/projector.js';
+import { dropSchemas, FAST, freshSchemas, openPool, testDatabaseUrl, waitServingAt } from './harness.js';
 
 const lines = (stdout: string): Record<string, unknown>[] =>
   stdout
@@ -69,6 +70,38 @@ describe('mesh projections', () => {
     const after = await runMesh(['projections', 'status'], env);
     expect(after.code).toBe(0);
     expect(after.stdout).toMatch(/audit\s+serving\s+v1\s+8\s+8\s+0\s+0\.0\s+-/);
+  });
+
+  it('a rebuild by another process beside a running projector: the projector folds the new build from then on', async () => {
+    // The controller's projector plans every 5 s; the CLI builds, switches and drops the old build
+    // in between. Whichever way they meet, the new build must follow the log afterwards.
+    const own = freshSchemas();
+    const ownEnv = { ...env, MESH_PROJECTOR_SCHEMA: own.control, MESH_READ_SCHEMA: own.read };
+    const projector = new Projector({
+      databaseUrl: testDatabaseUrl(),
+      nc: testLog.nc,
+      log: { stream: testLog.settings.stream, subjectPrefix: testLog.settings.subjectPrefix, registry: meshEventRegistry() },
+      projections: meshProjections(),
+      schemas: own,
+      planIntervalMs: 1_500,
+      settings: FAST,
+    });
+    await projector.start();
+    try {
+      let next = 100;
+      for (let round = 0; round < 4; round++) {
+        await initialise(next, 2);
+        next += 2;
+        await waitServingAt(pool, own, 'assignments', await testLog.log.headSeq(), 20_000);
+        expect((await runMesh(['projections', 'rebuild', 'assignments'], ownEnv)).code).toBe(0);
+        await initialise(next, 2);
+        next += 2;
+        await waitServingAt(pool, own, 'assignments', await testLog.log.headSeq(), 20_000);
+      }
+    } finally {
+      await projector.stop();
+      await dropSchemas(pool, own);
+    }
   });
 
   it('refuses a projection it does not know, naming the ones it does', async () => {
