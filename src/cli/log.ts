@@ -38,10 +38,18 @@ export const logCommand = async (args: string[]): Promise<number> => {
 
   const readTo = await withReads(['audit'], {}, async ({ db, nc, view, seq }) => {
     const query: LogQuery = { ...want, fromSeq, toSeq: seq, aggregate };
-    if (!out.json) out.line(HEADER);
+    // The header goes out once the first page has been answered, so a refusal prints nothing.
+    let headed = out.json;
+    const head = (): void => {
+      if (!headed) out.line(HEADER);
+      headed = true;
+    };
     for await (const rows of matchingRows(db, view('audit'), query)) {
-      for (const event of await eventsOf({ nc, ...settings }, rows, aggregate)) print(out, event);
+      const events = await eventsOf({ nc, ...settings }, rows, aggregate);
+      head();
+      for (const event of events) print(out, event);
     }
+    head();
     return seq;
   });
   if (!values.follow) return 0;

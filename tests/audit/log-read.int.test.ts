@@ -161,6 +161,7 @@ describe('mesh log answers from the audit projection, with the data from the log
     expect(wrong.code).toBe(6);
     expect(wrong.stderr).toContain(`the read schema ${schemas.read}_missing has no view of audit`);
     expect(wrong.stderr).toContain('MESH_READ_SCHEMA');
+    expect(wrong.stdout).toBe('');
 
     // `mesh log | head -1`: the reader closes the pipe after one line, and mesh stops without a stack trace.
     const child = spawn(process.execPath, [join(projectRoot, 'bin', 'mesh.js'), 'log'], { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
