@@ -41,5 +41,17 @@ if (!existsSync(bundle) || statSync(bundle).mtimeMs < newest) {
   renameSync(partial, bundle);
 }
 process.setSourceMapsEnabled(true);
-const { main } = await import(bundle);
-process.exitCode = await main(process.argv.slice(2));
+const { main, nodeFlagsFor } = await import(bundle);
+const argv = process.argv.slice(2);
+const missingFlags = nodeFlagsFor(argv).filter((flag) => !process.execArgv.includes(flag));
+if (missingFlags.length === 0) {
+  process.exitCode = await main(argv);
+} else {
+  // A verb that folds the log wants node run with flags of its own (see src/projections/runtime.ts):
+  // run it again with them, passing on the signals that stop it and its exit status.
+  const { spawn } = await import('node:child_process');
+  const { constants } = await import('node:os');
+  const child = spawn(process.execPath, [...missingFlags, ...process.execArgv, fileURLToPath(import.meta.url), ...argv], { stdio: 'inherit' });
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+  process.exitCode = await new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? 128 + (constants.signals[signal] ?? 0))));
+}

@@ -1,4 +1,5 @@
 import { ValidationError } from '../errors.js';
+import { FOLDING_NODE_FLAGS } from '../projections/runtime.js';
 import { agentCommand } from './agent.js';
 import { assignCommand, unassignCommand } from './assign.js';
 import { auditCommand } from './audit.js';
@@ -59,6 +60,10 @@ const endQuietlyWhenTheReaderGoes = (): void => {
     process.exit(0);
   });
 };
+
+/** The node flags a verb wants its process run with: those that fold the log into projections. */
+export const nodeFlagsFor = (argv: readonly string[]): readonly string[] =>
+  argv[0] === 'controller' || (argv[0] === 'projections' && argv[1] === 'rebuild') ? FOLDING_NODE_FLAGS : [];
 
 export const main = async (argv: string[]): Promise<number> => {
   endQuietlyWhenTheReaderGoes();
