@@ -3,12 +3,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { sendSignedCommand } from '../adapters/command-client.js';
-import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
+import type { EventLog } from '../adapters/eventlog/event-log.js';
 import { projectRoot } from '../config.js';
 import { MeshService } from '../controller/mesh-service.js';
 import type { MeshCommand } from '../domain/mesh/commands.js';
 import { tokenVerifier } from '../domain/nodes/enrolment.js';
-import { meshEventRegistry } from '../domain/registry.js';
 import { stopRecordedProcesses } from '../agent/left-running.js';
 import { backgroundStatus, processFiles, startBackground, stopBackground } from './background.js';
 
@@ -23,10 +22,9 @@ export const CATALOGUE = ['nats', 'distribution', 'vault', 'postgres', 'gitea', 
 export interface DemoOptions {
   dir: string;
   nc: NatsConnection;
-  natsUrl: string;
+  /** the mesh log, read to learn what is already done */
+  log: EventLog;
   natsPort: number;
-  logStream: string;
-  logSubjectPrefix: string;
   subjectPrefix: string;
   operatorKeyFile: string;
   ports: { greeter: number; caller: number };
@@ -41,7 +39,7 @@ export const demoAgentsStatus = (dir: string) =>
   DEMO_NODES.map((node) => ({ node, ...backgroundStatus(dir, agentName(node), agentState(dir, node)) }));
 
 export const raiseDemo = async (options: DemoOptions): Promise<{ greeterUrl: string; callerUrl: string }> => {
-  const reads = new MeshService(new JetStreamEventLog(options.nc, { stream: options.logStream, subjectPrefix: options.logSubjectPrefix, registry: meshEventRegistry() }));
+  const reads = new MeshService(options.log);
   const run = (command: MeshCommand) => sendSignedCommand(options.nc, options, command, randomUUID());
 
   for (const node of DEMO_NODES) {

@@ -121,35 +121,23 @@ export const stackUp = async (
     if (bootstrap.genesis.appended) say(`the log opens with mesh.initialised for mesh "${options.meshName}" at seq ${bootstrap.genesis.seq}`);
     const operator = await ensureFirstOperator(log, join(options.dir, 'operator.key'), options.operatorName ?? firstOperatorName());
     if (operator.created) say(`first operator ${operator.name}: signing key in ${operator.file} (readable by you alone)`);
-    const controller = await startController({
-      dir: options.dir,
-      env: {
-        MESH_NATS_URL: addresses.natsUrl,
-        MESH_DATABASE_URL: addresses.databaseUrl,
-        MESH_NAME: options.meshName,
-        MESH_LOG_STREAM: options.logStream,
-        MESH_LOG_SUBJECT_PREFIX: options.logSubjectPrefix,
-        MESH_HTTP_PORT: String(options.ports.http),
-      },
-      say,
-    });
+    // What every process of the stack (the controller, the demo's agents) is told of where it runs.
+    const env = {
+      MESH_NATS_URL: addresses.natsUrl,
+      MESH_DATABASE_URL: addresses.databaseUrl,
+      MESH_LOG_STREAM: options.logStream,
+      MESH_LOG_SUBJECT_PREFIX: options.logSubjectPrefix,
+    };
+    const controller = await startController({ dir: options.dir, env: { ...env, MESH_NAME: options.meshName, MESH_HTTP_PORT: String(options.ports.http) }, say });
     if (!controller.started) say(`controller already running (pid ${controller.pid})`);
     if (options.demo) {
-      const env = {
-        MESH_NATS_URL: addresses.natsUrl,
-        MESH_DATABASE_URL: addresses.databaseUrl,
-        MESH_LOG_STREAM: options.logStream,
-        MESH_LOG_SUBJECT_PREFIX: options.logSubjectPrefix,
-      };
       const demo = await raiseDemo({
         dir: options.dir,
         nc,
-        natsUrl: addresses.natsUrl,
+        log,
         natsPort: options.ports.nats,
-        logStream: options.logStream,
-        logSubjectPrefix: options.logSubjectPrefix,
         subjectPrefix: 'mesh',
-        operatorKeyFile: join(options.dir, 'operator.key'),
+        operatorKeyFile: operator.file,
         ports: { greeter: options.demo.greeterPort, caller: options.demo.callerPort },
         env,
         say,
