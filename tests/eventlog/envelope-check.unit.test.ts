@@ -52,6 +52,7 @@ const invalid: unknown[] = [
   { firstVersion: 0, events: [envelope()] },
   { firstVersion: 1.5, events: [envelope()] },
   { events: [envelope()] },
+  { firstVersion: 1, events: {} },
   commit([envelope()], { extra: true }),
   commit([envelope({ extra: 1 })]),
   commit([without('actor')]),
@@ -75,6 +76,22 @@ const invalid: unknown[] = [
   ].map((time) => commit([envelope({ time })])),
 ];
 
+// Every field missing, empty, of the wrong type, null or with a space, and edge cases of each
+// check: whatever the hand check takes here, zod must take too (it may turn down more).
+const edges: unknown[] = [
+  ...Object.keys(envelope()).flatMap((key) => [without(key), withKey(key, ''), withKey(key, 7), withKey(key, null), withKey(key, 'a b')]),
+  ...[
+    '2028-02-29T00:00:00Z',
+    '2026-12-02T14:36:00+01:00',
+    '2026-12-02T14:36:00+0100',
+    '2026-12-02T14:36:00.1234567890Z',
+    '0000-01-01T00:00:00Z',
+  ].map((time) => envelope({ time })),
+  envelope({ type: 'seat.held-over' }),
+  ...['seat.a b', 'seat._a'].map((aggregate) => envelope({ aggregate })),
+  envelope({ schemaVersion: 2 ** 60 }),
+].map((event) => commit([event]));
+
 describe('the envelope check in front of zod', () => {
   it('takes every ordinary commit, as zod does', () => {
     for (const value of valid.map(roundTrip)) {
@@ -86,6 +103,12 @@ describe('the envelope check in front of zod', () => {
   it('turns down whatever zod turns down', () => {
     for (const value of invalid.map(roundTrip)) {
       expect([isValidCommit(value), commitSchema.safeParse(value).success]).toEqual([false, false]);
+    }
+  });
+
+  it('takes nothing zod turns down, at the edges of every check', () => {
+    for (const value of edges.map(roundTrip)) {
+      if (isValidCommit(value)) expect({ value, zod: commitSchema.safeParse(value).success }).toEqual({ value, zod: true });
     }
   });
 
