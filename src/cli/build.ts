@@ -1,20 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { jetstreamManager } from '@nats-io/jetstream';
-import pg from 'pg';
-import { loadConfig } from '../config.js';
-import { connectNats } from '../adapters/nats/connect.js';
-import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
-import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { ROLLOUT_POLICIES, type RolloutPolicy } from '../domain/builds/events.js';
 import { policyOf } from '../domain/builds/state.js';
-import { meshEventRegistry } from '../domain/registry.js';
-import { UnavailableError, ValidationError } from '../errors.js';
-import { schemasFromEnv } from '../projections/control.js';
-import { ReadBarrier } from '../projections/read-barrier.js';
+import { ValidationError } from '../errors.js';
 import { describeGraph, readGraph } from './graph-read.js';
 import { parseFlags } from './flags.js';
 import { printResult, withMesh } from './mesh-session.js';
 import { output } from './output.js';
+import { withReads } from './reads.js';
 
 // mesh build MODULE [--register-only] | mesh graph [MODULE] [--reaches MODULE] [--stale]
 // | mesh module moved MODULE COMMIT | mesh module rollout MODULE roll-out|record
@@ -56,37 +48,16 @@ export const moduleRolloutCommand = (module: string | undefined, policy: string 
   return withMesh(async ({ mesh, metadata }) => printResult(output(json), await mesh.execute({ type: 'set-rollout-policy', module, policy: policy as RolloutPolicy }, metadata(commandId))));
 };
 
-/** The projections `mesh graph` reads, and how long it waits for them to reach the log's head. */
+/** The projections `mesh graph` reads. */
 const GRAPH_PROJECTIONS = ['modules', 'builds', 'seats'];
-const WAIT_MS = 10_000;
 
 export const graphCommand = async (args: string[]): Promise<number> => {
   const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false }, reaches: { type: 'string' }, stale: { type: 'boolean', default: false } }, 1);
   const out = output(values.json ?? false);
-  const config = loadConfig();
-  const schemas = schemasFromEnv();
-  const nc = await connectNats(config.natsUrl, { name: 'mesh-graph' });
-  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
-  pool.on('error', () => undefined);
-  try {
-    const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
-    await verifyLogStream(await jetstreamManager(nc), settings, config.natsUrl);
-    const head = await new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() }).headSeq();
-    await pool.query('SELECT 1').catch((cause: unknown) => {
-      throw new UnavailableError(`cannot reach PostgreSQL at ${config.databaseUrl}: ${(cause as Error).message}`, { url: config.databaseUrl }, { cause });
-    });
-    // Answered from the projections, once they hold everything the log held when asked.
-    const barrier = await ReadBarrier.open(config.databaseUrl, pool, schemas);
-    try {
-      await barrier.waitFor(GRAPH_PROJECTIONS, head, WAIT_MS);
-    } finally {
-      await barrier.close();
-    }
-    const graph = await readGraph(pool, schemas.read);
+  // Answered from the projections, once they hold everything the log held when asked.
+  return withReads(GRAPH_PROJECTIONS, {}, async ({ db, schemas }) => {
+    const graph = await readGraph(db, schemas.read);
     const question = values.reaches ? { kind: 'reaches' as const, module: values.reaches } : values.stale ? { kind: 'stale' as const } : positionals[0] ? { kind: 'module' as const, module: positionals[0] } : { kind: 'all' as const };
     return describeGraph(graph, question, out);
-  } finally {
-    await pool.end();
-    await nc.close();
-  }
+  });
 };
