@@ -32,21 +32,24 @@ export const describeProcess = (pid: number, startedAt: Date): RunningProcess | 
 /** Still the very process recorded: alive, not a zombie, same start time. */
 export const stillRunning = (running: RunningProcess): boolean => isAlive(running.pid) && startTicks(running.pid) === running.startTicks;
 
-const signal = (running: RunningProcess, sig: NodeJS.Signals): void => {
-  if (!stillRunning(running)) return;
+/** Signals the very process recorded (its group, when it leads one); false when it is gone. */
+export const signalProcess = (running: RunningProcess, sig: NodeJS.Signals): boolean => {
+  if (!stillRunning(running)) return false;
   // The agent starts each process as the leader of its own group, so its children go with it.
   const target = processGroup(running.pid) === running.pid ? -running.pid : running.pid;
   try {
     process.kill(target, sig);
+    return true;
   } catch {
     // gone between the check and the signal
+    return false;
   }
 };
 
 /** SIGTERM, up to `graceMs` to exit, then SIGKILL. */
 export const terminate = async (running: RunningProcess, graceMs: number): Promise<void> => {
-  signal(running, 'SIGTERM');
+  signalProcess(running, 'SIGTERM');
   if (await waitForExit(running.pid, graceMs)) return;
-  signal(running, 'SIGKILL');
+  signalProcess(running, 'SIGKILL');
   await waitForExit(running.pid, 5_000);
 };
