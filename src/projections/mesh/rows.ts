@@ -21,9 +21,6 @@ export const selectRows = async <R extends Row>(tx: ProjectionTx, table: string,
   return rows;
 };
 
-/** Every row of a (small) table. */
-export const selectAll = async <R extends Row>(tx: ProjectionTx, table: string): Promise<R[]> => (await tx.client.query<R>(`SELECT * FROM ${tx.table(table)}`)).rows;
-
 /** Deletes the rows of `table` matching `keys` (any columns: a partial key deletes every row under it), then inserts `rows`. */
 export const replaceRows = async (tx: ProjectionTx, table: string, keyColumns: readonly string[], keys: readonly Row[], rows: readonly Row[]): Promise<void> => {
   if (keys.length > 0) {
@@ -57,16 +54,8 @@ export class RowImage<R extends Row> {
     for (const row of await selectRows<R>(tx, this.table, this.keyColumns, [...wanted.values()])) this.rows.set(keyOf(this.keyColumns, row), row);
   }
 
-  async loadAll(tx: ProjectionTx): Promise<void> {
-    for (const row of await selectAll<R>(tx, this.table)) this.rows.set(keyOf(this.keyColumns, row), row);
-  }
-
   get(key: Row): R | undefined {
     return this.rows.get(keyOf(this.keyColumns, key));
-  }
-
-  values(): IterableIterator<R> {
-    return this.rows.values();
   }
 
   set(row: R): void {
@@ -79,10 +68,6 @@ export class RowImage<R extends Row> {
     const k = keyOf(this.keyColumns, key);
     this.rows.delete(k);
     this.changed.set(k, { key, row: undefined });
-  }
-
-  changedKeys(): Row[] {
-    return [...this.changed.values()].map((c) => Object.fromEntries(this.keyColumns.map((col) => [col, c.key[col]])));
   }
 
   async save(tx: ProjectionTx): Promise<void> {
