@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { jetstream } from '@nats-io/jetstream';
 import type pg from 'pg';
 import { pino } from 'pino';
 import { projectRoot } from '../../src/config.js';
@@ -16,7 +15,7 @@ import { listBuilds, type ProjectorSchemas } from '../../src/projections/control
 import { Projector } from '../../src/projections/projector.js';
 import type { StallReport } from '../../src/projections/runner.js';
 import { ident } from '../../src/projections/sql.js';
-import { openTestLog, type TestLog } from '../helpers/log.js';
+import { collect, openTestLog, publishRaw, readFrozen, type FrozenCommit, type TestLog } from '../helpers/log.js';
 import { dropSchemas, eventually, FAST, freshSchemas, openPool, testDatabaseUrl, waitServingAt } from '../projections/harness.js';
 
 // The frozen log of every event type at every version it has had (fixtures/event-logs/README.md),
@@ -24,27 +23,12 @@ import { dropSchemas, eventually, FAST, freshSchemas, openPool, testDatabaseUrl,
 // into empty projections, and compared with the committed expected state. A change to an event's
 // shape without an upcaster changes what this replays to, or stops it, and fails here.
 
-interface FrozenCommit {
-  subject: string;
-  commit: { firstVersion: number; events: (Record<string, unknown> & { type: string; schemaVersion: number })[] };
-}
-
 const FIXTURES = join(projectRoot, 'fixtures', 'event-logs');
 const FROZEN = 'mesh-every-type.jsonl';
 const EXPECTED = join(FIXTURES, 'mesh-every-type.expected.json');
 const TABLES = ['audit', 'nodes', 'enrolment_tokens', 'modules', 'module_definitions', 'source_heads', 'builds', 'module_versions', 'module_rollouts', 'graph_edges', 'seats', 'seat_aliases', 'holdings', 'assignments', 'assignment_resolutions', 'facts', 'operators'];
 
-const frozen = (): FrozenCommit[] =>
-  readFileSync(join(FIXTURES, FROZEN), 'utf8')
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line) as FrozenCommit);
-
-const collect = async <T>(iterable: AsyncIterable<T>): Promise<T[]> => {
-  const items: T[] = [];
-  for await (const item of iterable) items.push(item);
-  return items;
-};
+const frozen = (): FrozenCommit[] => readFrozen(FROZEN);
 
 /** Maps as objects sorted by key, sets as arrays: the folded mesh as plain, comparable JSON. */
 const plain = (value: unknown): unknown => {
@@ -76,11 +60,10 @@ describe('the frozen log of every event type', () => {
   });
 
   /** A fresh LOG stream of the test's own, with the commits published raw, exactly as stored. */
-  const publishRaw = async (commits: FrozenCommit[]): Promise<TestLog> => {
+  const openFrozen = async (commits: FrozenCommit[]): Promise<TestLog> => {
     const t = await openTestLog();
     logs.push(t);
-    const js = jetstream(t.nc);
-    for (const { subject, commit } of commits) await js.publish(`${t.settings.subjectPrefix}.${subject}`, JSON.stringify(commit));
+    await publishRaw(t, commits);
     return t;
   };
   const meshLog = (t: TestLog): JetStreamEventLog => new JetStreamEventLog(t.nc, { ...t.settings, registry: meshEventRegistry() });
@@ -115,7 +98,7 @@ describe('the frozen log of every event type', () => {
 
   it('replays into empty projections to the committed expected state, and every node still composes', async () => {
     const commits = frozen();
-    const t = await publishRaw(commits);
+    const t = await openFrozen(commits);
 
     // The reference semantics: the log folded by evolveMesh.
     const events: StoredEvent[] = await collect(meshLog(t).read());
@@ -166,7 +149,7 @@ describe('the frozen log of every event type', () => {
     // The frozen line as a newer control plane would have stored it.
     commits[at] = { ...line, commit: { ...line.commit, events: line.commit.events.map((e) => (e.type === 'seat.renamed' ? { ...e, schemaVersion: 99 } : e)) } };
     const seq = at + 1;
-    const t = await publishRaw(commits);
+    const t = await openFrozen(commits);
 
     // The reader yields everything before it, then throws naming it; it never goes past.
     const read: StoredEvent[] = [];

@@ -3,14 +3,8 @@ import { headers as natsHeaders } from '@nats-io/nats-core';
 import { jetstream } from '@nats-io/jetstream';
 import type { FollowItem } from '../../src/adapters/eventlog/event-log.js';
 import type { MeshError } from '../../src/errors.js';
-import { meta, openTestLog, type TestLog } from '../helpers/log.js';
+import { collect, meta, openTestLog, type TestLog } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
-
-const collect = async <T>(iterable: AsyncIterable<T>): Promise<T[]> => {
-  const items: T[] = [];
-  for await (const item of iterable) items.push(item);
-  return items;
-};
 
 describe('reading the whole log', () => {
   let t: TestLog;

@@ -1,29 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { jetstream } from '@nats-io/jetstream';
-import { projectRoot } from '../../src/config.js';
 import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
 import { meshEventRegistry } from '../../src/domain/registry.js';
 import type { MeshError } from '../../src/errors.js';
-import { openTestLog, type TestLog } from '../helpers/log.js';
-
-interface FrozenCommit {
-  subject: string;
-  commit: { firstVersion: number; events: Record<string, unknown>[] };
-}
-
-const frozen = (file: string): FrozenCommit[] =>
-  readFileSync(join(projectRoot, 'fixtures', 'event-logs', file), 'utf8')
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line) as FrozenCommit);
-
-const collect = async <T>(iterable: AsyncIterable<T>): Promise<T[]> => {
-  const items: T[] = [];
-  for await (const item of iterable) items.push(item);
-  return items;
-};
+import { collect, openTestLog, publishRaw, readFrozen, type TestLog } from '../helpers/log.js';
 
 describe('events stored at older schema versions', () => {
   let t: TestLog;
@@ -32,13 +11,8 @@ describe('events stored at older schema versions', () => {
   });
   afterEach(async () => t.close());
 
-  const publishRaw = async (commits: FrozenCommit[]): Promise<void> => {
-    const js = jetstream(t.nc);
-    for (const { subject, commit } of commits) await js.publish(`${t.settings.subjectPrefix}.${subject}`, JSON.stringify(commit));
-  };
-
   it('reads a frozen v1 → v2 → v3 history as v3', async () => {
-    await publishRaw(frozen('upcast-chain.jsonl'));
+    await publishRaw(t, readFrozen('upcast-chain.jsonl'));
     const history = await t.log.readAggregate('person.ada');
     expect(history.version).toBe(3);
     expect(history.events.map((e) => [e.schemaVersion, e.data])).toEqual([
@@ -49,18 +23,18 @@ describe('events stored at older schema versions', () => {
   });
 
   it("reads the mesh's own frozen events with the mesh's registry", async () => {
-    await publishRaw(frozen('mesh-v1.jsonl'));
+    await publishRaw(t, readFrozen('mesh-v1.jsonl'));
     const log = new JetStreamEventLog(t.nc, { ...t.settings, registry: meshEventRegistry() });
     const events = await collect(log.read());
     expect(events.map((e) => e.type)).toEqual(['mesh.initialised']);
   });
 
   it('refuses an unknown version and an unknown type, naming the sequence', async () => {
-    const [first] = frozen('upcast-chain.jsonl');
+    const [first] = readFrozen('upcast-chain.jsonl');
     if (!first) throw new Error('fixture is empty');
     const event = first.commit.events[0] as Record<string, unknown>;
-    await publishRaw([{ subject: 'person.bob', commit: { firstVersion: 1, events: [{ ...event, aggregate: 'person.bob', schemaVersion: 4 }] } }]);
-    await publishRaw([{ subject: 'person.eve', commit: { firstVersion: 1, events: [{ ...event, aggregate: 'person.eve', type: 'test.vanished' }] } }]);
+    await publishRaw(t, [{ subject: 'person.bob', commit: { firstVersion: 1, events: [{ ...event, aggregate: 'person.bob', schemaVersion: 4 }] } }]);
+    await publishRaw(t, [{ subject: 'person.eve', commit: { firstVersion: 1, events: [{ ...event, aggregate: 'person.eve', type: 'test.vanished' }] } }]);
 
     const newer = await t.log.readAggregate('person.bob').catch((error: MeshError) => error);
     expect(newer).toMatchObject({ code: 'unknown_event', details: { type: 'test.renamed', schemaVersion: 4, seq: 1 } });

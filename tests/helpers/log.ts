@@ -1,5 +1,8 @@
-import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
+import { projectRoot } from '../../src/config.js';
 import { connectNats } from '../../src/adapters/nats/connect.js';
 import { JetStreamEventLog, type JetStreamEventLogOptions } from '../../src/adapters/eventlog/jetstream-log.js';
 import { assertLogStream, type LogStreamSettings } from '../../src/adapters/eventlog/log-stream.js';
@@ -66,3 +69,27 @@ export const openTestLog = async (
 };
 
 export const meta = (commandId: string, actor = 'test') => ({ commandId, actor });
+
+export const collect = async <T>(iterable: AsyncIterable<T>): Promise<T[]> => {
+  const items: T[] = [];
+  for await (const item of iterable) items.push(item);
+  return items;
+};
+
+/** One line of a frozen log (fixtures/event-logs): a commit as it was stored, and its subject under the prefix. */
+export interface FrozenCommit {
+  subject: string;
+  commit: { firstVersion: number; events: (Record<string, unknown> & { type: string; schemaVersion: number })[] };
+}
+
+export const readFrozen = (file: string): FrozenCommit[] =>
+  readFileSync(join(projectRoot, 'fixtures', 'event-logs', file), 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as FrozenCommit);
+
+/** Publishes commits into the test's log exactly as given, past every check the log makes on append. */
+export const publishRaw = async (t: TestLog, commits: readonly { subject: string; commit: unknown }[]): Promise<void> => {
+  const js = jetstream(t.nc);
+  for (const { subject, commit } of commits) await js.publish(`${t.settings.subjectPrefix}.${subject}`, JSON.stringify(commit));
+};
