@@ -1,28 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type pg from 'pg';
+import { describe, expect, it } from '@jest/globals';
 import { requestRebuild } from '../../src/projections/builds.js';
 import { listBuilds } from '../../src/projections/control.js';
 import type { Projector } from '../../src/projections/projector.js';
-import { openTestLog, type TestLog } from '../helpers/log.js';
-import { appendMany, dropSchemas, eventually, freshSchemas, openPool, rowsOf, servingBuild, startTestProjector, waitServingAt } from './harness.js';
+import { appendMany, dropSchemas, eventually, freshSchemas, rowsOf, servingBuild, startTestProjector, useLogAndPool, waitServingAt } from './harness.js';
 import { ledger } from './test-projections.js';
 
 const eventOf = (i: number) =>
   i % 3 === 0 ? { type: 'test.counted', data: { n: i } } : i % 3 === 1 ? { type: 'test.noted', data: { text: `note ${i}` } } : { type: 'test.renamed', data: { first: `f${i}`, last: 'l', title: '' } };
 
 describe('blue/green builds', () => {
-  let testLog: TestLog;
-  let pool: pg.Pool;
-  beforeAll(async () => {
-    testLog = await openTestLog();
-    pool = openPool();
-  });
-  afterAll(async () => {
-    await testLog.close();
-    await pool.end();
-  });
+  const shared = useLogAndPool();
 
   it('a version bump builds in a shadow and takes over while clients read: no error, no empty result', async () => {
+    const { testLog, pool } = shared;
     const schemas = freshSchemas();
     await appendMany(testLog, 3_000, eventOf);
     const v1 = await startTestProjector(testLog, { schemas, projections: [ledger({ version: 1 })] });
@@ -72,6 +62,7 @@ describe('blue/green builds', () => {
   });
 
   it('runs one builder per build across two runtimes; the other takes over when it stops', async () => {
+    const { testLog, pool } = shared;
     const schemas = freshSchemas();
     await appendMany(testLog, 500, eventOf);
     const applied = [0, 0];
@@ -98,6 +89,7 @@ describe('blue/green builds', () => {
   });
 
   it('a forced rebuild from scratch equals the incrementally built tables, row for row', async () => {
+    const { testLog, pool } = shared;
     const schemas = freshSchemas();
     const projector = await startTestProjector(testLog, { schemas, projections: [ledger()] });
     try {

@@ -1,10 +1,10 @@
+import { afterAll, beforeAll } from '@jest/globals';
 import pg from 'pg';
 import { pino } from 'pino';
 import { ident } from '../../src/projections/sql.js';
 import { listBuilds, type Build, type ProjectorSchemas } from '../../src/projections/control.js';
 import { Projector, type ProjectorOptions } from '../../src/projections/projector.js';
-import type { TestLog } from '../helpers/log.js';
-import { meta } from '../helpers/log.js';
+import { meta, openTestLog, type TestLog } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
 import { testRegistry } from '../helpers/test-events.js';
 
@@ -45,6 +45,20 @@ export const openPool = (): pg.Pool => {
   const pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 4 });
   pool.on('error', () => undefined);
   return pool;
+};
+
+/** A test log and a pool for the tests of the calling describe block: opened before them, closed after them. */
+export const useLogAndPool = (): { readonly testLog: TestLog; readonly pool: pg.Pool } => {
+  const shared = {} as { testLog: TestLog; pool: pg.Pool };
+  beforeAll(async () => {
+    shared.testLog = await openTestLog();
+    shared.pool = openPool();
+  });
+  afterAll(async () => {
+    await shared.testLog.close();
+    await shared.pool.end();
+  });
+  return shared;
 };
 
 /** Polls the build rows (a test's own observation, not the engine's wake-up path) until `check` holds. */

@@ -1,11 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type pg from 'pg';
+import { describe, expect, it } from '@jest/globals';
 import { projectRoot } from '../../src/config.js';
 import { auditProjection } from '../../src/projections/audit.js';
-import { openTestLog, type TestLog } from '../helpers/log.js';
-import { appendMany, dropSchemas, freshSchemas, openPool, rowsOf, servingBuild, startTestProjector, waitServingAt } from './harness.js';
+import { appendMany, dropSchemas, freshSchemas, rowsOf, servingBuild, startTestProjector, useLogAndPool, waitServingAt } from './harness.js';
 import { ledger } from './test-projections.js';
 
 const EVENTS = Number(process.env.MESH_TEST_KILL_EVENTS ?? 20_000);
@@ -13,18 +11,10 @@ const EVENTS = Number(process.env.MESH_TEST_KILL_EVENTS ?? 20_000);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('a projector killed again and again while the log grows', () => {
-  let testLog: TestLog;
-  let pool: pg.Pool;
-  beforeAll(async () => {
-    testLog = await openTestLog();
-    pool = openPool();
-  });
-  afterAll(async () => {
-    await testLog.close();
-    await pool.end();
-  });
+  const shared = useLogAndPool();
 
   it(`skips no event and applies none twice over ${EVENTS} events (compared with a rebuild)`, async () => {
+    const { testLog, pool } = shared;
     const schemas = freshSchemas();
     const rebuiltSchemas = freshSchemas();
     const spawnProjector = (): ChildProcess =>

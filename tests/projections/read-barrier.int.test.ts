@@ -1,23 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type pg from 'pg';
+import { describe, expect, it } from '@jest/globals';
 import { ReadBarrier } from '../../src/projections/read-barrier.js';
-import { meta, openTestLog, type TestLog } from '../helpers/log.js';
-import { dropSchemas, freshSchemas, openPool, startTestProjector, testDatabaseUrl } from './harness.js';
+import { meta } from '../helpers/log.js';
+import { dropSchemas, freshSchemas, startTestProjector, testDatabaseUrl, useLogAndPool } from './harness.js';
 import { fragile, ledger } from './test-projections.js';
 
 describe('reads that wait for the projections to reach a sequence', () => {
-  let testLog: TestLog;
-  let pool: pg.Pool;
-  beforeAll(async () => {
-    testLog = await openTestLog();
-    pool = openPool();
-  });
-  afterAll(async () => {
-    await testLog.close();
-    await pool.end();
-  });
+  const shared = useLogAndPool();
 
   it('see every append they waited for, and time out naming a stall', async () => {
+    const { testLog, pool } = shared;
     const schemas = freshSchemas();
     const projector = await startTestProjector(testLog, { schemas, projections: [ledger(), fragile()] });
     const barrier = await ReadBarrier.open(testDatabaseUrl(), pool, schemas);

@@ -1,25 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type pg from 'pg';
+import { describe, expect, it } from '@jest/globals';
 import { applyCommits } from '../../src/projections/apply.js';
 import type { LogCommit } from '../../src/projections/commit-reader.js';
 import type { StallReport } from '../../src/projections/runner.js';
-import { meta, openTestLog, type TestLog } from '../helpers/log.js';
-import { dropSchemas, eventually, freshSchemas, openPool, rowsOf, servingBuild, startTestProjector, waitServingAt } from './harness.js';
+import { meta } from '../helpers/log.js';
+import { dropSchemas, eventually, freshSchemas, rowsOf, servingBuild, startTestProjector, useLogAndPool, waitServingAt } from './harness.js';
 import { fragile, ledger } from './test-projections.js';
 
 describe('a projection that cannot apply an event', () => {
-  let testLog: TestLog;
-  let pool: pg.Pool;
-  beforeAll(async () => {
-    testLog = await openTestLog();
-    pool = openPool();
-  });
-  afterAll(async () => {
-    await testLog.close();
-    await pool.end();
-  });
+  const shared = useLogAndPool();
 
   it('stops at it, says so once with the sequence and SQLSTATE, lets others go on, and resumes when fixed', async () => {
+    const { testLog, pool } = shared;
     const schemas = freshSchemas();
     const events = [
       { type: 'test.counted', data: { n: 1 } },
@@ -58,6 +49,7 @@ describe('a projection that cannot apply an event', () => {
   });
 
   it('applies an event it has already applied as a no-op', async () => {
+    const { testLog, pool } = shared;
     const schemas = freshSchemas();
     const first = await testLog.log.append('thing.replayed', [{ type: 'test.counted', data: { n: 7 } }], 0, meta('r1'));
     const projector = await startTestProjector(testLog, { schemas, projections: [ledger()] });
