@@ -1,3 +1,4 @@
+import type { Result } from 'execa';
 import type { ResourceOutcome } from '../domain/reports/report.js';
 
 /** What applying one resource came to, before the report names the resource. */
@@ -12,4 +13,11 @@ export const crashLooping = (restarts: number, reason: string): Outcome => ({ ou
 export const tail = (output: string, max = 400): string => {
   const trimmed = output.trim();
   return trimmed.length <= max ? trimmed : `…${trimmed.slice(-max)}`;
+};
+
+/** How a command ended, for a reason a person reads: a process's last exit, a step's failure. */
+export const exitDescription = (result: Result): string => {
+  if (result.signal) return `was killed by ${result.signal}`;
+  if (result.exitCode === undefined) return `could not start: ${result.originalMessage || result.shortMessage}`;
+  return `exited with status ${result.exitCode}`;
 };

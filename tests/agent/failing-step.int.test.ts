@@ -8,7 +8,7 @@ describe('a module that cannot start', () => {
   let t: AgentTest;
   afterEach(async () => t?.cleanup());
 
-  it('holds only its own module: a failed prepare step, a crash loop, a missing engine and secret leave the other module running', async () => {
+  it('holds only its own module: a failed prepare step, a step that cannot start, a crash loop, a missing engine and secret leave the other module running', async () => {
     t = await openAgentTest();
     const container: Resource = {
       key: 'boxed/app', module: 'boxed', kind: 'container', image: 'registry.local/app:1', command: null, user: null,
@@ -22,6 +22,7 @@ describe('a module that cannot start', () => {
           processResource('broken', 'server', ['sleep', '300'], { after: ['broken/prepare'] }),
         ]),
         assignment('healthy', [processResource('healthy', 'server', ['sleep', '300'])]),
+        assignment('missing', [stepResource('missing', 'prepare', [join(t.root, 'no-such-command')])]),
         assignment('flaky', [processResource('flaky', 'server', ['sh', '-c', 'exit 1'])]),
         assignment('boxed', [secret, container]),
       ]),
@@ -33,6 +34,7 @@ describe('a module that cannot start', () => {
     expect(outcome('broken/prepare')).toMatchObject({ outcome: 'refused', reason: expect.stringMatching(/exited with status 3: migration 12 failed/) });
     expect(outcome('broken/server')).toMatchObject({ outcome: 'held', reason: expect.stringMatching(/waiting for broken\/prepare, which failed: exited with status 3: migration 12 failed/) });
     expect(outcome('healthy/server')).toMatchObject({ outcome: 'applied' });
+    expect(outcome('missing/prepare')).toMatchObject({ outcome: 'refused', reason: expect.stringMatching(/^could not start: .*ENOENT/) });
     expect(outcome('flaky/server')).toMatchObject({ outcome: 'crash-looping', reason: 'exited with status 1', restarts: expect.any(Number) });
     expect(outcome('flaky/server')?.restarts).toBeGreaterThanOrEqual(3);
     expect(outcome('boxed/token')).toMatchObject({ outcome: 'held', reason: 'waiting for the vault to deliver app-token' });

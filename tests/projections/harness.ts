@@ -1,6 +1,7 @@
 import { afterAll, beforeAll } from '@jest/globals';
 import pg from 'pg';
 import { pino } from 'pino';
+import type { EventRegistry } from '../../src/domain/events/registry.js';
 import { ident } from '../../src/projections/sql.js';
 import { listBuilds, type Build, type ProjectorSchemas } from '../../src/projections/control.js';
 import { Projector, type ProjectorOptions } from '../../src/projections/projector.js';
@@ -24,14 +25,15 @@ export const freshSchemas = (): ProjectorSchemas => {
 
 export const FAST = { retry: { initialMs: 50, maxMs: 400 }, standbyMs: 100 } as const;
 
+/** A started projector over `testLog`, reading it with the test events' registry unless told another. */
 export const startTestProjector = async (
   testLog: TestLog,
-  options: Omit<ProjectorOptions, 'databaseUrl' | 'nc' | 'log'> & { schemas: ProjectorSchemas },
+  { registry = testRegistry(), ...options }: Omit<ProjectorOptions, 'databaseUrl' | 'nc' | 'log'> & { schemas: ProjectorSchemas; registry?: EventRegistry },
 ): Promise<Projector> => {
   const projector = new Projector({
     databaseUrl: testDatabaseUrl(),
     nc: testLog.nc,
-    log: { stream: testLog.settings.stream, subjectPrefix: testLog.settings.subjectPrefix, registry: testRegistry() },
+    log: { stream: testLog.settings.stream, subjectPrefix: testLog.settings.subjectPrefix, registry },
     planIntervalMs: 200,
     logger: pino({ level: process.env.MESH_TEST_LOG ?? 'silent' }),
     ...options,

@@ -1,15 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type pg from 'pg';
-import { pino } from 'pino';
 import type { MeshState } from '../../src/domain/mesh/state.js';
 import { meshEventRegistry } from '../../src/domain/registry.js';
 import { meshProjections } from '../../src/projections/catalogue.js';
 import type { ProjectorSchemas } from '../../src/projections/control.js';
 import { handlerOf } from '../../src/projections/projection.js';
-import { Projector } from '../../src/projections/projector.js';
+import type { Projector } from '../../src/projections/projector.js';
 import { ident } from '../../src/projections/sql.js';
 import { openTestLog, type TestLog } from '../helpers/log.js';
-import { dropSchemas, FAST, freshSchemas, openPool, testDatabaseUrl, waitServingAt } from './harness.js';
+import { dropSchemas, freshSchemas, openPool, startTestProjector, waitServingAt } from './harness.js';
 import { writeMeshLog, type GeneratedLog } from './mesh-log.js';
 
 // The mesh's tables against the two things they must equal: the same projections rebuilt from
@@ -27,18 +26,14 @@ describe('the mesh projections', () => {
 
   const startProjector = async (schemas: ProjectorSchemas, batch?: { maxCommits: number; maxEvents: number }): Promise<Projector> => {
     schemaSets.push(schemas);
-    const projector = new Projector({
-      databaseUrl: testDatabaseUrl(),
-      nc: testLog.nc,
-      log: { stream: testLog.settings.stream, subjectPrefix: testLog.settings.subjectPrefix, registry: meshEventRegistry() },
+    const projector = await startTestProjector(testLog, {
+      registry: meshEventRegistry(),
       projections: meshProjections(),
       schemas,
       planIntervalMs: 1_000,
-      logger: pino({ level: process.env.MESH_TEST_LOG ?? 'silent' }),
-      settings: { ...FAST, ...(batch ? { batch } : {}) },
+      ...(batch ? { settings: { batch } } : {}),
     });
     projectors.push(projector);
-    await projector.start();
     return projector;
   };
   const caughtUp = async (schemas: ProjectorSchemas, seq: number): Promise<void> => {

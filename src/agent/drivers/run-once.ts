@@ -2,7 +2,7 @@ import { appendFileSync } from 'node:fs';
 import { execa, type Result } from 'execa';
 import { commandEnv } from '../command-env.js';
 import { dockerRunArguments, type DockerEngine } from '../docker.js';
-import { applied, held, refused, tail, type Outcome } from '../outcome.js';
+import { applied, exitDescription, held, refused, tail, type Outcome } from '../outcome.js';
 import type { RunOnceRecord } from '../records.js';
 import { backoff } from '../settings.js';
 import { resolveRunAs } from '../system-users.js';
@@ -34,9 +34,7 @@ export const runOnceDriver = (context: DriverContext, docker: DockerEngine): Run
     appendFileSync(context.folder.logFile(id), `${String(result.all ?? '')}\n-- ${new Date().toISOString()}: ${result.shortMessage || `exited with status ${result.exitCode}`}\n`);
     const attempts = (previous?.attempts ?? 0) + 1;
     const succeeded = result.exitCode === 0 && !result.signal;
-    const failure = succeeded
-      ? null
-      : `${result.signal ? `was killed by ${result.signal}` : result.exitCode === undefined ? `could not start (${result.code ?? result.shortMessage})` : `exited with status ${result.exitCode}`}${result.all ? `: ${tail(String(result.all))}` : ''}`;
+    const failure = succeeded ? null : `${exitDescription(result)}${result.all ? `: ${tail(String(result.all))}` : ''}`;
     const retryAfter = succeeded ? null : new Date(Date.now() + backoff(attempts, context.timings.stepRetryMs, context.timings.stepRetryMaxMs)).toISOString();
     const { resource, identity, digest } = step;
     context.records.put({ id, kind: 'run-once', key: resource.key, module: resource.module, identity, digest, succeeded, failure, attempts, finishedAt: new Date().toISOString(), retryAfter });

@@ -1,7 +1,7 @@
 import { closeSync, openSync } from 'node:fs';
-import { execa, type Result } from 'execa';
+import { execa } from 'execa';
 import { backoff, type AgentTimings } from '../settings.js';
-import { applied, crashLooping, type Outcome } from '../outcome.js';
+import { applied, crashLooping, exitDescription, type Outcome } from '../outcome.js';
 import { describeProcess, stillRunning, terminate } from '../proc.js';
 import type { RunningProcess } from '../records.js';
 import type { SystemUser } from '../system-users.js';
@@ -181,10 +181,4 @@ const spawnDetached = (launch: Launch) => {
   } finally {
     closeSync(log);
   }
-};
-
-const exitDescription = (result: Result): string => {
-  if (result.signal) return `was killed by ${result.signal}`;
-  if (result.exitCode === undefined) return `could not start: ${result.originalMessage || result.shortMessage}`;
-  return `exited with status ${result.exitCode}`;
 };
