@@ -17,6 +17,7 @@ import { meshEventRegistry } from '../../src/domain/registry.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
+import { reportFor } from './report-for.js';
 
 describe("the controller's HTTP API", () => {
   let t: TestMesh;
@@ -94,15 +95,7 @@ describe("the controller's HTTP API", () => {
     });
     await jetstream(t.nc).publish(
       `${t.names.prefix}.control.lab1.report`,
-      JSON.stringify({
-        node: 'lab1',
-        sequence: declaration.sequence,
-        digest: declaration.digest,
-        at: new Date().toISOString(),
-        resources: declaration.assignments.flatMap((a) => a.resources.map((r) => ({ key: r.key, module: r.module, kind: r.kind, outcome: 'applied', reason: null, restarts: null }))),
-        running: [{ module: 'distribution', definitionVersion: 1, artifact: null }],
-        refusal: null,
-      }),
+      JSON.stringify(reportFor(declaration, { running: [{ module: 'distribution', definitionVersion: 1, artifact: null }] })),
     );
     let received = '';
     while (!received.includes('event: fact')) {

@@ -19,6 +19,7 @@ import { fixtureManifest } from '../helpers/given.js';
 import { uniqueName } from '../helpers/names.js';
 import { scratchNats } from '../helpers/scratch-nats.js';
 import { waitFor } from '../helpers/test-mesh.js';
+import { reportFor } from './report-for.js';
 
 const GOLDEN = join(projectRoot, 'fixtures', 'permissions', 'controller.json');
 const PRODUCTION: ControllerStreams = { prefix: 'mesh', logStream: 'LOG', logPrefix: 'mesh.log', nodesStream: 'NODES', controlStream: 'CONTROL', eventsStream: 'EVENTS' };
@@ -99,15 +100,7 @@ describe("the controller's bus permissions", () => {
         const declaration = declarationSchema.parse(message?.json());
         await jetstream(admin).publish(
           `${name}.control.lab1.report`,
-          JSON.stringify({
-            node: 'lab1',
-            sequence: declaration.sequence,
-            digest: declaration.digest,
-            at: new Date().toISOString(),
-            resources: declaration.assignments.flatMap((a) => a.resources.map((r) => ({ key: r.key, module: r.module, kind: r.kind, outcome: 'applied', reason: null, restarts: null }))),
-            running: declaration.assignments.map((a) => ({ module: a.module, definitionVersion: a.definitionVersion, artifact: a.artifact })),
-            refusal: null,
-          }),
+          JSON.stringify(reportFor(declaration)),
         );
         admin.publish(`${name}.control.lab1.alive`);
         await waitFor('the applied fact published', async () => facts.length === 1);

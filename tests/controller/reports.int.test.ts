@@ -5,23 +5,12 @@ import { jetstream } from '@nats-io/jetstream';
 import { meshHome } from '../../src/config.js';
 import { freePort } from '../../src/dev/ports.js';
 import { startPostgres, stopPostgres } from '../../src/dev/postgres.js';
-import type { Declaration } from '../../src/domain/declarations/declaration.js';
 import type { StoredEvent } from '../../src/domain/events/envelope.js';
 import type { Report } from '../../src/domain/reports/report.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
-
-const reportFor = (declaration: Declaration, overrides: Partial<Report> = {}): Report => ({
-  node: declaration.node,
-  sequence: declaration.sequence,
-  digest: declaration.digest,
-  at: new Date().toISOString(),
-  resources: declaration.assignments.flatMap((a) => a.resources.map((r) => ({ key: r.key, module: r.module, kind: r.kind, outcome: 'applied' as const, reason: null, restarts: null }))),
-  running: declaration.assignments.map((a) => ({ module: a.module, definitionVersion: a.definitionVersion, artifact: a.artifact })),
-  refusal: null,
-  ...overrides,
-});
+import { reportFor } from './report-for.js';
 
 describe('reports become facts, stated once, on change', () => {
   let t: TestMesh;
