@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import type { CommitReader } from './commit-reader.js';
-import { listBuilds, type BuildStatus, type ProjectorSchemas, type Stall } from './control.js';
+import { buildsTable, listBuilds, type BuildStatus, type ProjectorSchemas, type Stall } from './control.js';
 import type { ProjectionDefinition } from './projection.js';
 
 // What `mesh projections status` and the overview say about each projection: which version
@@ -32,7 +32,7 @@ export const projectionsStatus = async (
   projections: readonly ProjectionDefinition[],
 ): Promise<BuildState[]> => {
   const head = await reader.head();
-  const exists = (await pool.query<{ found: string | null }>('SELECT to_regclass($1) AS found', [`"${schemas.control}".builds`])).rows[0]?.found;
+  const exists = (await pool.query<{ found: string | null }>('SELECT to_regclass($1) AS found', [buildsTable(schemas)])).rows[0]?.found;
   const builds = exists ? await listBuilds(pool, schemas) : [];
   const code = new Map(projections.map((p) => [p.name, p.version]));
   const states: BuildState[] = builds.map((build) => {
