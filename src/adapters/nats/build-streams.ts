@@ -1,7 +1,8 @@
-import { AckPolicy, DeliverPolicy, DiscardPolicy, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, DiscardPolicy, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import { nanos } from '@nats-io/nats-core';
+import { assertStream } from './assert-stream.js';
 
 // The build machine's wire: its work queue (one stream per seat's `accept` branch, DESIGN.md
 // decision 5), the one consumer its holders share, and the mesh's artifact store. Asserted by the
@@ -44,14 +45,7 @@ export interface BuildWireOptions extends BuildWireNames {
 /** Creates or corrects the seat's stream, its holders' consumer and the artifact store. */
 export const assertBuildWire = async (nc: NatsConnection, jsm: JetStreamManager, options: BuildWireOptions): Promise<ObjectStore> => {
   const config = jobsStreamConfig(options);
-  try {
-    await jsm.streams.info(config.name);
-  } catch (error) {
-    if (!(error instanceof JetStreamApiError) || error.code !== 10059) throw error;
-    await jsm.streams.add(config).catch((addError: unknown) => {
-      if (!(addError instanceof JetStreamApiError) || addError.code !== 10058) throw addError;
-    });
-  }
+  await assertStream(jsm, config);
   const consumer = {
     durable_name: BUILDERS_CONSUMER,
     ack_policy: AckPolicy.Explicit,

@@ -1,4 +1,5 @@
-import { DiscardPolicy, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import { DiscardPolicy, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import { assertStream } from './assert-stream.js';
 
 // The control plane's other streams, asserted (created or corrected) by the control plane alone:
 // NODES keeps each node's newest declaration; CONTROL carries what nodes say to the controller.
@@ -46,19 +47,6 @@ export const eventsStreamConfig = (names: ControlStreamNames): Partial<StreamCon
   max_age: 90 * 24 * 3_600 * 1_000_000_000,
   discard: DiscardPolicy.Old,
 });
-
-const assertStream = async (jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> => {
-  try {
-    const info = await jsm.streams.info(config.name);
-    const same = JSON.stringify(info.config.subjects) === JSON.stringify(config.subjects) && info.config.max_msgs_per_subject === (config.max_msgs_per_subject ?? -1);
-    if (!same) await jsm.streams.update(config.name, { ...info.config, ...config });
-  } catch (error) {
-    if (!(error instanceof JetStreamApiError) || error.code !== 10059) throw error;
-    await jsm.streams.add(config).catch((addError: unknown) => {
-      if (!(addError instanceof JetStreamApiError) || addError.code !== 10058) throw addError;
-    });
-  }
-};
 
 export const assertControlStreams = async (jsm: JetStreamManager, names: ControlStreamNames = DEFAULT_CONTROL_STREAMS): Promise<void> => {
   await assertStream(jsm, nodesStreamConfig(names));
