@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { sha256Digest } from '../domain/canonical.js';
 import type { Resource } from '../domain/declarations/declaration.js';
 import type { ResourceRecord } from './records.js';
 
@@ -15,21 +16,10 @@ import type { ResourceRecord } from './records.js';
 //   mount, what a step reads…) is a different process: the old one is undeclared (stopped) and
 //   the new one applied.
 
-const canonical = (value: unknown): string => {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-};
-
 export const sha256 = (text: string | Buffer): string => `sha256:${createHash('sha256').update(text).digest('hex')}`;
 
 /** Every field of the resource but its key: the key is where it is filed, not what it is. */
-export const resourceDigest = (resource: Resource): string => sha256(canonical({ ...resource, key: undefined }));
+export const resourceDigest = (resource: Resource): string => sha256Digest({ ...resource, key: undefined });
 
 const PATH_KINDS: ReadonlySet<Resource['kind']> = new Set(['directory', 'file', 'secret']);
 
@@ -41,7 +31,7 @@ export const resourceIdentity = (resource: Resource, digests: ReadonlyMap<string
       return `${resource.kind}:${resource.path}`;
     case 'process':
     case 'container':
-      return sha256(canonical({ self: resourceDigest(resource), restartOn: resource.restartOn.map((key) => digests.get(key) ?? null) }));
+      return sha256Digest({ self: resourceDigest(resource), restartOn: resource.restartOn.map((key) => digests.get(key) ?? null) });
     case 'run-once':
       return resourceDigest(resource);
     default: {

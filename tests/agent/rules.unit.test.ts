@@ -79,6 +79,16 @@ describe('which record a declared resource continues', () => {
     expect(matching.records.get('jobs/a')?.id).toBe('ra');
     expect(matching.records.get('jobs/b')?.id).toBe('rb');
   });
+
+  it('digests and identities do not drift: records written by an earlier agent keep matching', () => {
+    // Pinned values: a change to how they are computed would replace every process on every node.
+    const conf = fileResource('web', 'conf', '/srv/web.conf', 'port=8080\n');
+    const web = processResource('web', 'server', ['sh', '-c', 'exec web'], { env: { PORT: '8080' }, restartOn: ['web/conf'] });
+    const digests = new Map([conf, web].map((r) => [r.key, resourceDigest(r)]));
+    expect(digests.get('web/conf')).toBe('sha256:5c8fc541bbfc4cd3e3d50b57e551423538fb943312960ebebeaec6368f4caa6a');
+    expect(digests.get('web/server')).toBe('sha256:b1f67b7298115e1e4f01d8024003d103c2f00d6c20e54c2259199af7f4bcc523');
+    expect(resourceIdentity(web, digests)).toBe('sha256:981b57b046bf2682e7f7f3957844b6e52e63329dd64dac2c30dc1c88affa2785');
+  });
 });
 
 describe('when a report says something new', () => {
