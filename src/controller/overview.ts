@@ -30,8 +30,8 @@ const LAG_TOLERATED = 50;
 export interface OverviewInput {
   state: MeshState;
   nodes: NodeHealthInput[];
-  /** the newest declaration published for each node */
-  declared: Map<string, { sequence: number; digest: string }>;
+  /** the newest declaration published for each node, and the log sequence it was derived at */
+  declared: Map<string, { sequence: number; digest: string; derivedFromSeq: number }>;
   projections?: ProjectionHealthInput[];
   now: Date;
   heartbeatThresholdMs: number;
@@ -100,8 +100,10 @@ export const overview = (input: OverviewInput): Overview => {
       for (const r of looping) nodeProblems.push(`${node.name}/${module}: ${r.key} crash-looping (${r.restarts ?? '?'} restarts): ${r.reason ?? ''}`.trim());
       if (report && report.digest === declared?.digest && !running && held.length + refused.length + looping.length === 0) nodeProblems.push(`${node.name}/${module}: assigned but not running`);
     }
+    // A refusal stands until a declaration derived after it has been published: a fold of the log
+    // keeps the last refusal stated, and only the published declaration says it was overcome.
     const refusal = state.declarationRefusals.get(node.name);
-    if (refusal) nodeProblems.push(`${node.name}: its declaration cannot be composed (stated at log sequence ${refusal.seq}); the previous one stands`);
+    if (refusal && !(declared && declared.derivedFromSeq >= refusal.seq)) nodeProblems.push(`${node.name}: its declaration cannot be composed (stated at log sequence ${refusal.seq}); the previous one stands`);
 
     const seats = [...state.seats.values()].filter((seat) => {
       const holder = holderOf(state, seat.id, seat.scope === 'mesh' ? 'mesh' : node.name);

@@ -26,8 +26,8 @@ const report = (node: string, digest: string, module: string, outcomes: Report['
 
 describe('the overview never claims health from absence', () => {
   const declared = new Map([
-    ['alpha', { sequence: 3, digest: 'sha256:a' }],
-    ['beta', { sequence: 3, digest: 'sha256:b' }],
+    ['alpha', { sequence: 3, digest: 'sha256:a', derivedFromSeq: 20 }],
+    ['beta', { sequence: 3, digest: 'sha256:b', derivedFromSeq: 20 }],
   ]);
 
   it('is healthy only when every node was heard from and applied its newest declaration, with nothing held', () => {
@@ -75,5 +75,22 @@ describe('the overview never claims health from absence', () => {
       'beta/greeter: assigned, not taken — 1 held, 1 of 3 applied (waiting for greeter/prepare, which failed)',
       'beta/greeter: greeter/prepare refused: exit status 3',
     ]);
+  });
+
+  it('names a declaration that cannot be composed until one derived after the refusal is published', () => {
+    const nodes: NodeHealthInput[] = [
+      { node: 'alpha', report: report('alpha', 'sha256:a', 'local-bus'), reportedAt: ago(1_000), heartbeatAt: ago(500) },
+      { node: 'beta', report: report('beta', 'sha256:b', 'greeter'), reportedAt: ago(1_000), heartbeatAt: ago(500) },
+    ];
+    const state = mesh().state;
+    state.declarationRefusals.set('beta', { reason: 'sha256:r', seq: 21 });
+    const standing = overview({ state, nodes, declared, now, heartbeatThresholdMs: 15_000 });
+    expect(standing.problems).toEqual(['beta: its declaration cannot be composed (stated at log sequence 21); the previous one stands']);
+    expect(standing.healthy).toBe(false);
+
+    const replaced = new Map([...declared, ['beta', { sequence: 4, digest: 'sha256:b', derivedFromSeq: 21 }]]);
+    const after = overview({ state, nodes, declared: replaced, now, heartbeatThresholdMs: 15_000 });
+    expect(after.problems).toEqual([]);
+    expect(after.healthy).toBe(true);
   });
 });

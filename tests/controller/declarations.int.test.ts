@@ -1,4 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
+import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
+import { DeclarationPublisher } from '../../src/controller/declaration-publisher.js';
+import { overviewSource } from '../../src/controller/http/overview-source.js';
+import { MeshService } from '../../src/controller/mesh-service.js';
+import { meshEventRegistry } from '../../src/domain/registry.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 
@@ -90,5 +96,26 @@ describe('declarations derived from the log and published on NODES', () => {
     await t.run({ type: 'add-node', node: 'lab9' });
     await waitFor('lab9 declared', () => t.declarationOf('lab9'));
     expect(await refusals()).toHaveLength(2);
+
+    // The overview (the page, `mesh status`) judges from its own fold of the log, which keeps the
+    // refusals stated: each stands until a declaration derived after it is published.
+    const pool = new pg.Pool({ connectionString: process.env.MESH_DATABASE_URL, max: 1 });
+    try {
+      const refused = overviewSource({
+        mesh: new MeshService(new JetStreamEventLog(t.nc, { stream: t.names.logStream, subjectPrefix: t.names.logPrefix, registry: meshEventRegistry() })),
+        publisher: new DeclarationPublisher(t.nc, { nodesStream: t.names.nodesStream, prefix: t.names.prefix }),
+        pool,
+        statusSchema: `status_${t.names.prefix}`,
+        heartbeatThresholdMs: 15_000,
+      });
+      const uncomposable = async () => (await refused()).problems.filter((p) => p.includes('cannot be composed')).map((p) => p.split(':')[0]);
+      expect(await uncomposable()).toEqual(['lab1', 'novox']);
+      // gitea leaves lab1: its declaration composes again, and one derived after the refusal is sent.
+      await t.run({ type: 'unassign', module: 'gitea', node: 'lab1' });
+      await waitFor('lab1 declared without gitea', async () => (await t.declarationOf('lab1'))?.assignments.length === 0);
+      expect(await uncomposable()).toEqual(['novox']);
+    } finally {
+      await pool.end();
+    }
   });
 });

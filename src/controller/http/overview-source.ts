@@ -19,10 +19,10 @@ export interface OverviewSourceOptions {
 export const overviewSource = (options: OverviewSourceOptions) => async (): Promise<Overview & { unknown: string[] }> => {
   const unknown: string[] = [];
   const state = await options.mesh.current();
-  const declared = new Map<string, { sequence: number; digest: string }>();
+  const declared = new Map<string, { sequence: number; digest: string; derivedFromSeq: number }>();
   for (const node of state.nodes.keys()) {
     const head = await options.publisher.lastPublished(node, { fresh: true });
-    if (head) declared.set(node, { sequence: head.sequence, digest: head.digest });
+    if (head) declared.set(node, { sequence: head.sequence, digest: head.digest, derivedFromSeq: head.derivedFromSeq });
   }
   let nodes: Awaited<ReturnType<typeof readNodeStatus>> = [];
   try {
