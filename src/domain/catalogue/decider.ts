@@ -24,7 +24,9 @@ export const decideRegisterModule = (command: RegisterModule, state: MeshState):
   const manifest = parsed.data;
   const digest = manifestDigest(manifest);
   const current = state.modules.get(manifest.name);
-  if (current?.digest === digest) {
+  // Against the current definition's manifest as it reads today, not the digest stored with it:
+  // that one was computed by the code of its day (an older key order, a field since renamed).
+  if (current && manifestDigest(current.manifest) === digest) {
     return { aggregate: moduleAggregate(manifest.name), events: [], summary: `${manifest.name} is already registered with this manifest (definition version ${current.definitionVersion})` };
   }
   const definitionVersion = (current?.definitionVersion ?? 0) + 1;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { DEMO_MODULES, FIXTURE_MODULES, MeshFixture, fixtureManifest, minimalModule } from '../../../tests/helpers/given.js';
+import { DEMO_MODULES, FIXTURE_MODULES, MeshFixture, fixtureManifest, minimalModule, stored } from '../../../tests/helpers/given.js';
+import { evolveMesh } from '../mesh/state.js';
 import { manifestSchema } from './manifest.js';
 import { meshEventRegistry } from '../registry.js';
 
@@ -15,6 +16,17 @@ describe('registering a module', () => {
     const [second] = mesh.register(minimalModule('echo', { emits: ['said', 'shouted'] }));
     expect(second).toMatchObject({ data: { definitionVersion: 2 } });
     expect(mesh.state.modules.get('echo')?.definitionVersion).toBe(2);
+  });
+
+  it('compares a manifest registered again with the current definition as read today, not with the digest stored with it', () => {
+    // Stored by an older control plane, whose digest sorted keys another way (PG_PORT before PGDATA):
+    // the stored digest, here a stand-in, is not the one today's code computes for the same manifest.
+    const manifest = minimalModule('db', { resources: { processes: [{ name: 'server', run: ['postgres'], env: { PGDATA: '/data', PG_PORT: '5432' } }] } });
+    const mesh = new MeshFixture();
+    evolveMesh(mesh.state, stored('module.db', { type: 'module.registered', data: { module: 'db', definitionVersion: 1, digest: `sha256:${'0'.repeat(64)}`, manifest: manifestSchema.parse(manifest) } }));
+    expect(mesh.register(manifest)).toEqual([]);
+    const [next] = mesh.register({ ...manifest, emits: ['started'] });
+    expect(next).toMatchObject({ type: 'module.registered', data: { module: 'db', definitionVersion: 2 } });
   });
 
   it('accepts every manifest in fixtures/, none of which contains a subject or names amqp', () => {
