@@ -29,6 +29,7 @@ if (!out || (resolve(out) === frozenFile && existsSync(frozenFile))) {
 }
 const manifest = (name: string): Record<string, unknown> => JSON.parse(readFileSync(join(projectRoot, 'fixtures', 'modules', `${name}.json`), 'utf8')) as Record<string, unknown>;
 
+const registry = meshEventRegistry();
 const state = emptyMeshState();
 const lines: string[] = [];
 let seq = 0;
@@ -43,7 +44,7 @@ const record = (aggregate: string, proposed: readonly (ProposedEvent & { schemaV
     events: proposed.map((e, i) => ({
       id: `${commandId}-${i}`,
       type: e.type,
-      schemaVersion: e.schemaVersion ?? meshEventRegistry().currentVersion(e.type),
+      schemaVersion: e.schemaVersion ?? registry.currentVersion(e.type),
       aggregate,
       time,
       actor,
@@ -55,7 +56,7 @@ const record = (aggregate: string, proposed: readonly (ProposedEvent & { schemaV
   };
   lines.push(JSON.stringify({ subject: aggregate, commit }));
   commit.events.forEach((envelope, index) => {
-    const { version, data } = meshEventRegistry().upcast(envelope.type, envelope.schemaVersion, envelope.data, { seq });
+    const { version, data } = registry.upcast(envelope.type, envelope.schemaVersion, envelope.data, { seq });
     const stored: StoredEvent = { ...envelope, schemaVersion: version, data, seq, index, version: firstVersion + index };
     evolveMesh(state, stored);
   });
