@@ -1,9 +1,10 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { busCredentialsSchema, enrolAnswerSchema, enrolToolSubject, type BusCredentials } from '../domain/nodes/enrol-wire.js';
 import { Refusal } from '../domain/refusal.js';
 import { UnavailableError } from '../errors.js';
+import { writePrivateJson } from './key-files.js';
 import { newKeyPair, open } from './sealing.js';
 
 // The agent's half of joining: it makes its own key pair and keeps the secret half on the machine
@@ -14,17 +15,12 @@ interface Identity {
   secretKey: string;
 }
 
-const writePrivate = (file: string, value: unknown): void => {
-  writeFileSync(file, `${JSON.stringify(value)}\n`, { mode: 0o600 });
-  chmodSync(file, 0o600);
-};
-
 export const nodeIdentity = (stateDir: string): Identity => {
   mkdirSync(stateDir, { recursive: true });
   const file = join(stateDir, 'identity.json');
   if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as Identity;
   const identity = newKeyPair();
-  writePrivate(file, identity);
+  writePrivateJson(file, identity);
   return identity;
 };
 
@@ -46,6 +42,6 @@ export const enrol = async (nc: NatsConnection, options: { node: string; token: 
   const plaintext = open(answer.credentials, identity.secretKey);
   if (plaintext === undefined) throw new UnavailableError(`the enrolment answer for ${options.node} was not sealed to this machine's key`, { node: options.node });
   const credentials = busCredentialsSchema.parse(JSON.parse(plaintext));
-  writePrivate(join(options.stateDir, 'credentials.json'), credentials);
+  writePrivateJson(join(options.stateDir, 'credentials.json'), credentials);
   return credentials;
 };

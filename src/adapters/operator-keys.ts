@@ -1,8 +1,9 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import nacl from 'tweetnacl';
 import { signedBytes, type SignedCommand } from '../domain/operators/signed-command.js';
 import { UnavailableError } from '../errors.js';
+import { fromBase64, toBase64, writePrivateJson } from './key-files.js';
 
 // An operator's signing key lives in a file only its owner can read; the mesh knows the public half.
 
@@ -12,18 +13,14 @@ export interface OperatorKey {
   secretKey: string;
 }
 
-const b64 = (bytes: Uint8Array): string => Buffer.from(bytes).toString('base64');
-const bytes = (text: string): Uint8Array => new Uint8Array(Buffer.from(text, 'base64'));
-
 export const createOperatorKey = (file: string, operator: string): OperatorKey => {
   if (existsSync(file)) throw new UnavailableError(`an operator key already exists at ${file}; it is never overwritten`, { file });
   const pair = nacl.sign.keyPair();
-  const key = { operator, publicKey: b64(pair.publicKey), secretKey: b64(pair.secretKey) };
+  const key = { operator, publicKey: toBase64(pair.publicKey), secretKey: toBase64(pair.secretKey) };
   // The file is what is private (0600); a mode on `recursive` would close every folder it creates,
   // and a database server beside it must still reach its own data through them.
   mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, `${JSON.stringify(key)}\n`, { mode: 0o600 });
-  chmodSync(file, 0o600);
+  writePrivateJson(file, key);
   return key;
 };
 
@@ -36,12 +33,12 @@ export const loadOperatorKey = (file: string): OperatorKey => {
 
 export const signCommand = (key: OperatorKey, commandId: string, command: Record<string, unknown>, time: Date): SignedCommand => {
   const unsigned = { commandId, operator: key.operator, command, time: time.toISOString() };
-  return { ...unsigned, signature: b64(nacl.sign.detached(signedBytes(unsigned), bytes(key.secretKey))) };
+  return { ...unsigned, signature: toBase64(nacl.sign.detached(signedBytes(unsigned), fromBase64(key.secretKey))) };
 };
 
 export const verifySignature = (signed: SignedCommand, publicKey: string): boolean => {
   try {
-    return nacl.sign.detached.verify(signedBytes(signed), bytes(signed.signature), bytes(publicKey));
+    return nacl.sign.detached.verify(signedBytes(signed), fromBase64(signed.signature), fromBase64(publicKey));
   } catch {
     return false;
   }
