@@ -9,7 +9,8 @@ import { BuildCoordinator } from '../controller/build-coordinator.js';
 import { Controller } from '../controller/controller.js';
 import { EnrolmentService } from '../controller/enrolment-service.js';
 import { MeshService } from '../controller/mesh-service.js';
-import { DEFAULT_STATUS_SCHEMA } from '../controller/node-status.js';
+import { statusSchemaFromEnv } from '../controller/node-status.js';
+import { heartbeatThresholdMs } from '../controller/overview.js';
 import { ReportIngester } from '../controller/report-ingester.js';
 import { CommandDispatcher } from '../controller/command-dispatcher.js';
 import { DeclarationPublisher } from '../controller/declaration-publisher.js';
@@ -59,7 +60,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   const reports = new ReportIngester(nc, log, {
     names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix },
     pool,
-    statusSchema: process.env.MESH_CONTROLLER_SCHEMA ?? DEFAULT_STATUS_SCHEMA,
+    statusSchema: statusSchemaFromEnv(),
     actor: 'controller',
     logger: logger.child({ component: 'reports' }),
     state: () => controller.mesh(),
@@ -84,8 +85,8 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
       mesh,
       publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix }),
       pool,
-      statusSchema: process.env.MESH_CONTROLLER_SCHEMA ?? DEFAULT_STATUS_SCHEMA,
-      heartbeatThresholdMs: Number(process.env.MESH_HEARTBEAT_THRESHOLD_MS ?? 15_000),
+      statusSchema: statusSchemaFromEnv(),
+      heartbeatThresholdMs: heartbeatThresholdMs(),
       // The projections' health, as `mesh status` judges it: a stall or a lagging build is on the page too.
       projections: async () => {
         const states = await projectionsStatus(pool, schemasFromEnv(), new CommitReader(nc, { ...settings, registry: meshEventRegistry() }), meshProjections());

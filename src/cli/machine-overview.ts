@@ -5,21 +5,19 @@ import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { DeclarationPublisher } from '../controller/declaration-publisher.js';
 import { overviewSource } from '../controller/http/overview-source.js';
 import { MeshService } from '../controller/mesh-service.js';
-import { DEFAULT_STATUS_SCHEMA } from '../controller/node-status.js';
-import type { Overview } from '../controller/overview.js';
+import { statusSchemaFromEnv } from '../controller/node-status.js';
+import { heartbeatThresholdMs, type Overview } from '../controller/overview.js';
 import { meshEventRegistry } from '../domain/registry.js';
 
 // What the machines are doing, for `mesh status` and `mesh node show`: the same judgement the
 // controller's page makes — heard from when, which declaration applied, what is held, refused or
 // crash-looping — read from the log, NODES and the controller's node status.
 
-export const heartbeatThresholdMs = (env: NodeJS.ProcessEnv = process.env): number => Number(env.MESH_HEARTBEAT_THRESHOLD_MS ?? 15_000);
-
 export const machineOverview = (nc: NatsConnection, db: pg.Pool, config: MeshConfig): Promise<Overview & { unknown: string[] }> =>
   overviewSource({
     mesh: new MeshService(new JetStreamEventLog(nc, { stream: config.logStream, subjectPrefix: config.logSubjectPrefix, registry: meshEventRegistry() })),
     publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix }),
     pool: db,
-    statusSchema: process.env.MESH_CONTROLLER_SCHEMA ?? DEFAULT_STATUS_SCHEMA,
+    statusSchema: statusSchemaFromEnv(),
     heartbeatThresholdMs: heartbeatThresholdMs(),
   })();

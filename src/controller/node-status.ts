@@ -7,6 +7,9 @@ import type { Report } from '../domain/reports/report.js';
 
 export const DEFAULT_STATUS_SCHEMA = 'controller';
 
+/** The schema of the controller's own node status table: MESH_CONTROLLER_SCHEMA, else `controller`. */
+export const statusSchemaFromEnv = (env: NodeJS.ProcessEnv = process.env): string => env.MESH_CONTROLLER_SCHEMA ?? DEFAULT_STATUS_SCHEMA;
+
 const ident = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
 export const ensureNodeStatus = async (pool: pg.Pool, schema: string): Promise<void> => {

@@ -27,6 +27,9 @@ export interface ProjectionHealthInput {
 /** How far behind a projection may be before the overview says so: a burst being folded is not a fault. */
 const LAG_TOLERATED = 50;
 
+/** How long a node may be silent before the overview says so: MESH_HEARTBEAT_THRESHOLD_MS, else 15 s. */
+export const heartbeatThresholdMs = (env: NodeJS.ProcessEnv = process.env): number => Number(env.MESH_HEARTBEAT_THRESHOLD_MS ?? 15_000);
+
 export interface OverviewInput {
   state: MeshState;
   nodes: NodeHealthInput[];
