@@ -5,6 +5,7 @@ import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js'
 import { bootstrapControlPlane } from '../../src/controller/bootstrap.js';
 import { BuildCoordinator } from '../../src/controller/build-coordinator.js';
 import { artifactBucketName, jobsStreamName } from '../../src/adapters/nats/build-streams.js';
+import { eventsStreamName, type ControlStreamNames } from '../../src/adapters/nats/control-streams.js';
 import { Controller, type DeclarationPass } from '../../src/controller/controller.js';
 import { EnrolmentService } from '../../src/controller/enrolment-service.js';
 import { ReportIngester } from '../../src/controller/report-ingester.js';
@@ -27,6 +28,8 @@ import { uniqueName } from './names.js';
 export const openTestMesh = async (options: { url?: string } = {}) => {
   const name = uniqueName('t');
   const names = { logStream: `LOG_${name}`, logPrefix: `${name}.log`, nodesStream: `NODES_${name}`, controlStream: `CONTROL_${name}`, prefix: name };
+  /** the same names as the build coordinator and the stream assertions take them */
+  const streamNames: ControlStreamNames = { nodes: names.nodesStream, control: names.controlStream, prefix: names.prefix };
   const nc = await connectNats(options.url ?? testNatsUrl(), { name: `test-mesh-${name}`, persistent: true });
   const jsm: JetStreamManager = await jetstreamManager(nc);
   const newLog = () => new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry() });
@@ -70,7 +73,7 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
   /** Turns moved branches into builds and builds into versions, with a short ack wait so a dead builder's job moves on quickly. */
   const startBuilds = async (ackWaitMs = 3_000): Promise<BuildCoordinator> => {
     const coordinator = new BuildCoordinator(nc, newLog(), new MeshService(newLog()), {
-      names: { nodes: names.nodesStream, control: names.controlStream, prefix: names.prefix },
+      names: streamNames,
       actor: 'controller',
       logger: pino({ level: process.env.MESH_TEST_LOG ?? 'silent' }),
       ackWaitMs,
@@ -148,7 +151,7 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
       for (const dir of keyDirs) rmSync(dir, { recursive: true, force: true });
       for (const coordinator of coordinators) await coordinator.stop();
       for (const controller of controllers) await controller.stop();
-      for (const stream of [names.logStream, names.nodesStream, names.controlStream, `EVENTS_${names.prefix}`, jobsStreamName(names), `OBJ_${artifactBucketName(names)}`]) await jsm.streams.delete(stream).catch(() => undefined);
+      for (const stream of [names.logStream, names.nodesStream, names.controlStream, eventsStreamName(streamNames), jobsStreamName(names), `OBJ_${artifactBucketName(names)}`]) await jsm.streams.delete(stream).catch(() => undefined);
       await nc.close();
     },
   };
