@@ -30,8 +30,6 @@ export const factsProjection = foldingProjection<Record<string, unknown>[]>({
   version: 1,
   types: FACT_TYPES,
   open: async () => [],
-  apply: (rows, event) => {
-    if (FACT_TYPES.includes(event.type)) rows.push(rowOf(event));
-  },
+  apply: (rows, event) => void rows.push(rowOf(event)),
   save: (rows, tx) => replaceRows(tx, 'facts', ['seq', 'event_index'], [], rows),
 });

@@ -9,7 +9,7 @@ import { defineProjection, migrationSql, type ProjectionDefinition, type Project
 export interface Folding<Batch> {
   name: string;
   version: number;
-  /** The event types it handles; every other type only moves the checkpoint. */
+  /** The event types it handles; every other type only moves the checkpoint and never reaches `open` or `apply`. */
   types: readonly string[];
   open: (events: readonly StoredEvent[], tx: ProjectionTx) => Promise<Batch>;
   apply: (batch: Batch, event: StoredEvent) => void;

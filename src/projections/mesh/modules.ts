@@ -17,7 +17,6 @@ export const modulesProjection = foldingProjection<Batch>({
   // Registering states the whole definition: nothing needs reading first.
   open: async () => ({ modules: new RowImage('modules', ['name']), definitions: new RowImage('module_definitions', ['module', 'definition_version']) }),
   apply: (batch, event) => {
-    if (event.type !== 'module.registered') return;
     const data = event.data as { module: string; definitionVersion: number; digest: string; manifest: Manifest };
     const common = { definition_version: data.definitionVersion, digest: data.digest, manifest: data.manifest, registered_at: event.time, registered_seq: event.seq };
     batch.modules.set({ name: data.module, ...common });
