@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -10,6 +10,7 @@ import { Agent } from '../../src/agent/agent.js';
 import { stopRecordedProcesses } from '../../src/agent/left-running.js';
 import type { ResourceRecord } from '../../src/agent/records.js';
 import type { AgentTimings } from '../../src/agent/settings.js';
+import { StateFolder } from '../../src/agent/state-folder.js';
 import { meshHome, projectRoot } from '../../src/config.js';
 import { isAlive } from '../../src/dev/processes.js';
 import { declarationSubject, type Declaration, type DeclaredAssignment, type Resource } from '../../src/domain/declarations/declaration.js';
@@ -135,10 +136,7 @@ export const openAgentTest = async (options: { url?: string; timings?: Partial<A
   const cliAgents: AgentProcess[] = [];
   const stateDirs = new Set([join(root, 'state')]);
 
-  const records = (stateDir = join(root, 'state')): ResourceRecord[] => {
-    const file = join(stateDir, 'records.json');
-    return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as ResourceRecord[]) : [];
-  };
+  const records = (stateDir = join(root, 'state')): ResourceRecord[] => new StateFolder(stateDir).loadRecords();
   const pidOf = (key: string, stateDir?: string): number | undefined => {
     const record = records(stateDir).find((r) => r.key === key);
     return record?.kind === 'process' ? record.running?.pid : undefined;
