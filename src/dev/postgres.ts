@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RefusedError, UnavailableError } from '../errors.js';
 import { ensureInstalled, POSTGRESQL_15 } from './packages.js';
@@ -72,7 +72,11 @@ export const postgresStatus = (options: Pick<PostgresOptions, 'dir' | 'port'>): 
 
 const initCluster = (options: PostgresOptions): void => {
   const p = paths(options.dir);
+  // Only the data folder is closed to others; folders made above it keep the default mode, so the
+  // postgres user can reach it when a fresh MESH_HOME is created here.
+  mkdirSync(options.dir, { recursive: true });
   mkdirSync(p.data, { recursive: true, mode: 0o700 });
+  chmodSync(p.data, 0o700);
   const owner = serverUser();
   if (owner) {
     chownSync(options.dir, owner.uid, owner.gid);
