@@ -51,6 +51,8 @@ export interface MeshConfig extends StackAddresses {
   httpPort: number;
   /** the operator key the CLI signs commands with */
   operatorKeyFile: string;
+  /** the controller's own key: it signs every commit and is the controller's identity on the bus */
+  controllerKeyFile: string;
 }
 
 export const loadConfig = (env: NodeJS.ProcessEnv = process.env): MeshConfig => {
@@ -68,6 +70,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): MeshConfig => 
     httpHost: env.MESH_HTTP_HOST ?? '127.0.0.1',
     httpPort: Number(env.MESH_HTTP_PORT ?? recorded.httpPort ?? DEFAULT_PORTS.http),
     operatorKeyFile: env.MESH_OPERATOR_KEY ?? join(devStackDir(env), 'operator.key'),
+    controllerKeyFile: env.MESH_CONTROLLER_KEY ?? join(devStackDir(env), 'controller.key'),
   };
 };
 
