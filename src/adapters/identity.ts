@@ -1,4 +1,4 @@
-import { createPrivateKey, createPublicKey, sign as edSign, verify as edVerify, type KeyObject } from 'node:crypto';
+import { createHash, createHmac, createPrivateKey, createPublicKey, sign as edSign, verify as edVerify, type KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import nacl from 'tweetnacl';
@@ -105,3 +105,15 @@ export const verifyBytes = (publicKey: string, bytes: Uint8Array, signature: str
     return false;
   }
 };
+
+/** The identity an enrolment token's secret stands for: whoever holds the token can reach the bus as it, once. */
+export const enrolmentIdentity = (secret: string): Identity =>
+  identityFromSeed(new Uint8Array(createHash('sha256').update(`mesh-enrolment-token:${secret}`).digest()));
+
+/**
+ * The bus identity of a module assigned to a node: derived from the controller's key, so the
+ * control plane composes it without storing anything, and a controller with another key derives
+ * other users. The seed reaches the node sealed to the host's key, never through a stream.
+ */
+export const moduleBusIdentity = (controller: Pick<Identity, 'secretKey'>, node: string, module: string): Identity =>
+  identityFromSeed(new Uint8Array(createHmac('sha256', seedOf(controller)).update(`mesh-bus-user:${node}/${module}`).digest()));

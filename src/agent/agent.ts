@@ -1,7 +1,9 @@
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
+import { hostKey } from '../adapters/enrolment-client.js';
 import { connectNats } from '../adapters/nats/connect.js';
+import { hostInbox } from '../domain/bus/users.js';
 import { declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
 import { aliveSubject, reportSubject, type Report } from '../domain/reports/report.js';
 import { judgeDeclaration } from './acceptance.js';
@@ -193,7 +195,7 @@ export class Agent {
     const signal = this.stopping.signal;
     for (let attempt = 1; !signal.aborted && !this.nc; attempt++) {
       try {
-        this.nc = await connectNats(this.options.natsUrl, { name: `mesh-agent-${this.node}`, persistent: true });
+        this.nc = await connectNats(this.options.natsUrl, { name: `mesh-agent-${this.node}`, persistent: true, identity: { key: hostKey(this.folder.dir), inbox: hostInbox(this.node) } });
       } catch (error) {
         this.logger.warn({ err: (error as Error).message }, 'cannot reach NATS; trying again');
         await pause(backoff(attempt, 500, 15_000), signal);
@@ -210,7 +212,7 @@ export class Agent {
     this.heartbeat();
     this.outbox.retryNow();
     await followDeclarations(
-      jetstream(nc),
+      nc,
       { stream: this.wire.nodesStream, subject: declarationSubject(this.node, this.wire.prefix) },
       (payload) => this.receive(payload),
       signal,

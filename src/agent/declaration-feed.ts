@@ -1,44 +1,72 @@
-import { DeliverPolicy, type JetStreamClient } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import { pause } from './pause.js';
 import { backoff } from './settings.js';
 
-// The node's own declaration subject and nothing else: an ordered consumer filtered to it, from
-// the newest message on it. NODES keeps one message per subject, so on every (re)connect the agent
-// gets exactly the newest declaration. The consumer recreates itself across short outages; when
-// it gives up (a long outage, the stream not there yet) the feed makes a new one, for ever.
+// The node's own declaration and nothing else. NODES keeps one message per subject, so "what must
+// this node run" is always the newest message on its subject, read by subject with a direct get
+// (`$JS.API.DIRECT.GET.<NODES>.<subject>`) — the one read of NODES the host's bus user is granted,
+// for its own subject alone. A core subscription on the subject only wakes the feed; the get is
+// what is delivered, one at a time, so the node sees declarations in stream order and never one
+// the stream has already replaced. It looks again on every reconnect and every `resyncMs`.
+
+export const directGetSubject = (stream: string, subject: string): string => `$JS.API.DIRECT.GET.${stream}.${subject}`;
 
 export const followDeclarations = async (
-  js: JetStreamClient,
+  nc: NatsConnection,
   where: { stream: string; subject: string },
   deliver: (payload: unknown) => void,
   signal: AbortSignal,
   logger: Logger,
+  resyncMs = 30_000,
 ): Promise<void> => {
+  let delivered = 0;
+  let wanted = true;
   let attempts = 0;
-  while (!signal.aborted) {
-    try {
-      const consumer = await js.consumers.get(where.stream, { filter_subjects: where.subject, deliver_policy: DeliverPolicy.LastPerSubject });
-      const messages = await consumer.consume({ max_messages: 4 });
-      const stop = (): void => void messages.stop();
-      signal.addEventListener('abort', stop, { once: true });
-      try {
-        for await (const message of messages) {
-          attempts = 0;
-          let payload: unknown;
-          try {
-            payload = message.json();
-          } catch {
-            payload = undefined;
-          }
-          deliver(payload);
-        }
-      } finally {
-        signal.removeEventListener('abort', stop);
+  let wake: () => void = () => undefined;
+  const ask = (): void => {
+    wanted = true;
+    wake();
+  };
+  const subscription = nc.subscribe(where.subject, { callback: ask });
+  const resync = setInterval(ask, resyncMs);
+  void (async () => {
+    for await (const status of nc.status()) if (status.type === 'reconnect') ask();
+  })().catch(() => undefined);
+  const stop = (): void => wake();
+  signal.addEventListener('abort', stop, { once: true });
+  try {
+    while (!signal.aborted) {
+      if (!wanted) {
+        await new Promise<void>((resolve) => (wake = resolve));
+        continue;
       }
-    } catch (error) {
-      logger.warn({ stream: where.stream, err: (error as Error).message }, 'cannot follow the declaration subject; trying again');
+      wanted = false;
+      try {
+        const reply = await nc.request(directGetSubject(where.stream, where.subject), new Uint8Array(0), { timeout: 5_000 });
+        attempts = 0;
+        const status = reply.headers?.code ?? 0;
+        if (status === 404) continue; // nothing declared for this node yet
+        if (status >= 400) throw new Error(`${where.stream} answered ${status} ${reply.headers?.description ?? ''}`.trim());
+        const seq = Number(reply.headers?.get('Nats-Sequence'));
+        if (!Number.isInteger(seq) || seq <= delivered) continue;
+        delivered = seq;
+        let payload: unknown;
+        try {
+          payload = reply.json();
+        } catch {
+          payload = undefined;
+        }
+        deliver(payload);
+      } catch (error) {
+        wanted = true;
+        logger.warn({ stream: where.stream, err: (error as Error).message }, 'cannot read the declaration subject; trying again');
+        await pause(backoff(++attempts, 500, 10_000), signal);
+      }
     }
-    if (!signal.aborted) await pause(backoff(++attempts, 500, 10_000), signal);
+  } finally {
+    signal.removeEventListener('abort', stop);
+    clearInterval(resync);
+    subscription.unsubscribe();
   }
 };

@@ -1,6 +1,7 @@
 import { pino } from 'pino';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { connectNats } from '../adapters/nats/connect.js';
-import { enrol, storedCredentials } from '../adapters/enrolment-client.js';
+import { enrol, storedEnrolment, tokenBusIdentity } from '../adapters/enrolment-client.js';
 import { loadConfig } from '../config.js';
 import { Agent, type AgentOptions } from '../agent/agent.js';
 import { agentWire, defaultStateDir } from '../agent/settings.js';
@@ -9,9 +10,10 @@ import { ValidationError } from '../errors.js';
 import { parseFlags } from './flags.js';
 import { output, type Output } from './output.js';
 
-// mesh agent --node NAME [--state DIR] [--token T]: the node agent, in the foreground until SIGINT
-// or SIGTERM. It then exits and leaves everything it started running: restarting an agent
-// restarts nothing it runs.
+// mesh agent --node NAME [--state DIR] [--token-file F]: the node agent, in the foreground until
+// SIGINT or SIGTERM. It then exits and leaves everything it started running: restarting an agent
+// restarts nothing it runs. A token reaches it by file or by MESH_ENROL_TOKEN, never on its command
+// line, where every user of the machine could read it (ps).
 
 const NODE_NAME = /^[A-Za-z0-9_-]+$/;
 
@@ -20,10 +22,19 @@ export const agentCommand = async (args: string[], hooks: Pick<AgentOptions, 'en
     node: { type: 'string' },
     state: { type: 'string' },
     token: { type: 'string' },
+    'token-file': { type: 'string' },
     json: { type: 'boolean', default: false },
   });
+  if (values.token !== undefined) {
+    throw new ValidationError('--token is refused: a token on the command line is visible to every user of the machine (ps). Put it in a file only you can read and pass --token-file FILE, or set MESH_ENROL_TOKEN', {
+      field: '--token',
+    });
+  }
+  const tokenFile = values['token-file'];
+  if (tokenFile !== undefined && !existsSync(tokenFile)) throw new ValidationError(`--token-file ${tokenFile} does not exist`, { field: '--token-file' });
+  const token = tokenFile !== undefined ? readFileSync(tokenFile, 'utf8').trim() : process.env.MESH_ENROL_TOKEN?.trim() || undefined;
   const node = values.node;
-  if (!node) throw new ValidationError('usage: mesh agent --node NAME [--state DIR] [--token T]', { field: '--node' });
+  if (!node) throw new ValidationError('usage: mesh agent --node NAME [--state DIR] [--token-file FILE]', { field: '--node' });
   if (!NODE_NAME.test(node)) throw new ValidationError(`--node must be letters, digits, - or _ (it is a subject token), not "${node}"`, { field: '--node' });
   const out = output(values.json ?? false);
   const config = loadConfig();
@@ -36,18 +47,20 @@ export const agentCommand = async (args: string[], hooks: Pick<AgentOptions, 'en
     stateDir,
     wire,
     logger,
-    ...(values.token === undefined ? {} : { token: values.token }),
-    // Joining: a machine with a token and no credentials yet spends the token once; one already
-    // enrolled goes on with the credentials it keeps.
+    ...(token === undefined ? {} : { token }),
+    // Joining: a machine with a token that has not enrolled yet spends the token once, as the
+    // token's own bus identity; one already enrolled goes on as itself.
     enrol: async (request) => {
-      if (!request.token || storedCredentials(request.stateDir)) return;
-      const nc = await connectNats(request.natsUrl, { name: `mesh-agent-${request.node}-enrol` });
+      if (!request.token || storedEnrolment(request.stateDir)) return;
+      const nc = await connectNats(request.natsUrl, { name: `mesh-agent-${request.node}-enrol`, identity: tokenBusIdentity(request.token) });
       try {
         await enrol(nc, { node: request.node, token: request.token, stateDir: request.stateDir, prefix: wire.prefix });
-        out.line(`node ${request.node} enrolled: its key stays in ${request.stateDir}`);
+        out.line(`node ${request.node} enrolled: its keys stay in ${request.stateDir}`);
       } finally {
         await nc.close();
       }
+      // A spent token is worth nothing, but a file of it is not left lying about.
+      if (tokenFile !== undefined) rmSync(tokenFile, { force: true });
     },
     ...hooks,
     onReport: (report) => printReport(out, report),

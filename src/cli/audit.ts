@@ -1,6 +1,6 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { loadConfig } from '../config.js';
-import { connectNats } from '../adapters/nats/connect.js';
+import { connectAsOperator } from './bus-connection.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { verifyLog } from '../audit/verify-log.js';
 import { meshEventRegistry } from '../domain/registry.js';
@@ -18,7 +18,7 @@ export const auditCommand = async (args: string[]): Promise<number> => {
   const { values } = parseFlags(rest, { json: { type: 'boolean', default: false } });
   const out = output(values.json ?? false);
   const config = loadConfig();
-  const nc = await connectNats(config.natsUrl, { name: 'mesh-audit' });
+  const nc = await connectAsOperator(config, 'mesh-audit');
   try {
     const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
     await verifyLogStream(await jetstreamManager(nc), settings, config.natsUrl);

@@ -2,6 +2,10 @@ import { rmSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../config.js';
+import { loadIdentityFile } from '../adapters/identity.js';
+import { eventsStreamName } from '../adapters/nats/control-streams.js';
+import { BusAuthority, busUsersFileFromEnv, loadStaticBusUsers } from '../controller/bus-authority.js';
+import { CONTROLLER_INBOX } from '../domain/bus/users.js';
 import { connectNats } from '../adapters/nats/connect.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { bootstrapControlPlane } from '../controller/bootstrap.js';
@@ -34,8 +38,27 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   const pidFile = values['pid-file'];
   const config = loadConfig();
   const logger = pino({ base: { component: 'controller', mesh: config.meshName } });
-  const nc = await connectNats(config.natsUrl, { name: 'mesh-controller', persistent: true });
+  const controllerKey = loadIdentityFile(config.controllerKeyFile, 'the controller signs the log and speaks on the bus with it; `npx mesh dev up` makes it, or set MESH_CONTROLLER_KEY');
+  const nc = await connectNats(config.natsUrl, { name: 'mesh-controller', persistent: true, identity: { key: controllerKey, inbox: CONTROLLER_INBOX } });
   const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
+  const busFile = busUsersFileFromEnv();
+  if (!busFile) logger.warn('MESH_BUS_USERS_FILE is not set: the bus user list is not composed by this controller, so the server enforces whatever it was given');
+  const busAuthority = busFile
+    ? new BusAuthority({
+        file: busFile,
+        wire: {
+          prefix: config.subjectPrefix,
+          logStream: config.logStream,
+          logPrefix: config.logSubjectPrefix,
+          nodesStream: config.nodesStream,
+          controlStream: config.controlStream,
+          eventsStream: eventsStreamName({ nodes: config.nodesStream, control: config.controlStream, prefix: config.subjectPrefix }),
+        },
+        controller: controllerKey,
+        statics: loadStaticBusUsers(process.env.MESH_BUS_STATIC_USERS),
+        logger: logger.child({ component: 'bus-authority' }),
+      })
+    : undefined;
   const log = new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() });
   await bootstrapControlPlane(nc, log, { ...settings, meshName: config.meshName, actor: 'controller' });
   const controller = new Controller(nc, log, {
@@ -43,6 +66,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     databaseUrl: config.databaseUrl,
     actor: 'controller',
     logger,
+    ...(busAuthority ? { busAuthority } : {}),
   });
   await controller.start();
   // One fold of the log for everything in this process that decides or reads the mesh at its head

@@ -1,6 +1,6 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { loadConfig } from '../config.js';
-import { connectNats } from '../adapters/nats/connect.js';
+import { connectAsOperator } from './bus-connection.js';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
@@ -57,7 +57,7 @@ export const historyCommand = async (args: string[]): Promise<number> => {
     throw new ValidationError('usage: mesh history AGGREGATE, e.g. node.alpha, module.greeter, seat.mesh-git, assignment.alpha.greeter', { field: 'aggregate' });
   }
   const config = loadConfig();
-  const nc = await connectNats(config.natsUrl, { name: 'mesh-history' });
+  const nc = await connectAsOperator(config, 'mesh-history');
   try {
     const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
     await verifyLogStream(await jetstreamManager(nc), settings, config.natsUrl);

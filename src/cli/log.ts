@@ -1,5 +1,5 @@
 import { loadConfig } from '../config.js';
-import { connectNats } from '../adapters/nats/connect.js';
+import { connectAsOperator } from './bus-connection.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { filterSubjectOf } from '../adapters/eventlog/subjects.js';
 import type { StoredEvent } from '../domain/events/envelope.js';
@@ -55,7 +55,7 @@ export const logCommand = async (args: string[]): Promise<number> => {
   if (!values.follow) return 0;
 
   const wanted = eventFilter(want);
-  const nc = await connectNats(config.natsUrl, { name: 'mesh-log', persistent: true });
+  const nc = await connectAsOperator(config, 'mesh-log', { persistent: true });
   const abort = new AbortController();
   const onSignal = (): void => abort.abort();
   process.once('SIGINT', onSignal);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { loadConfig, type MeshConfig } from '../config.js';
-import { connectNats } from '../adapters/nats/connect.js';
+import { connectAsOperator } from './bus-connection.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { sendSignedCommand } from '../adapters/command-client.js';
@@ -31,7 +31,7 @@ export interface MeshSession {
 
 export const withMesh = async <T>(work: (session: MeshSession) => Promise<T>): Promise<T> => {
   const config = loadConfig();
-  const nc = await connectNats(config.natsUrl, { name: 'mesh-cli' });
+  const nc = await connectAsOperator(config, 'mesh-cli');
   try {
     const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
     await verifyLogStream(await jetstreamManager(nc), settings, config.natsUrl);

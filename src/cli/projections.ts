@@ -2,7 +2,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../config.js';
-import { connectNats } from '../adapters/nats/connect.js';
+import { connectAsOperator } from './bus-connection.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { NotFoundError, UnavailableError, ValidationError } from '../errors.js';
@@ -24,7 +24,7 @@ export const projectionsCommand = async (args: string[]): Promise<number> => {
   const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false } }, 2);
   const out = output(values.json ?? false);
   const config = loadConfig();
-  const nc = await connectNats(config.natsUrl, { name: 'mesh-projections' });
+  const nc = await connectAsOperator(config, 'mesh-projections');
   const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
   pool.on('error', () => undefined);
   try {

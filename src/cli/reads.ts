@@ -1,6 +1,6 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import pg from 'pg';
-import { connectNats } from '../adapters/nats/connect.js';
+import { connectAsOperator } from './bus-connection.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { loadConfig, type MeshConfig } from '../config.js';
 import { UnavailableError, ValidationError } from '../errors.js';
@@ -54,7 +54,7 @@ export const withReads = async <T>(
   const config = loadConfig();
   const schemas = schemasFromEnv();
   const timeoutMs = readTimeoutMs();
-  const nc = await connectNats(config.natsUrl, { name: 'mesh-cli-read' });
+  const nc = await connectAsOperator(config, 'mesh-cli-read');
   const db = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
   db.on('error', () => undefined);
   let barrier: ReadBarrier | undefined;

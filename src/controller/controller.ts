@@ -10,6 +10,7 @@ import { emptyMeshState, evolveMesh, type MeshState } from '../domain/mesh/state
 import { loadConfig } from '../config.js';
 import { schemasFromEnv, type ProjectorSchemas } from '../projections/control.js';
 import type { Projector } from '../projections/projector.js';
+import type { BusAuthority } from './bus-authority.js';
 import { DeclarationPublisher, type PublishOutcome } from './declaration-publisher.js';
 import { runMeshProjector } from './projections.js';
 
@@ -34,6 +35,8 @@ export interface ControllerOptions {
   logger: Logger;
   /** called after each pass over the nodes; tests and benchmarks watch it */
   onPass?: (pass: DeclarationPass) => void;
+  /** the bus's user list, composed again before each pass so nobody is told to start before it may speak */
+  busAuthority?: BusAuthority;
 }
 
 export interface DeclarationPass {
@@ -88,6 +91,7 @@ export class Controller {
 
   async stop(): Promise<void> {
     this.abort.abort();
+    this.options.busAuthority?.stop();
     const projector = this.projector;
     this.projector = undefined;
     await (await projector)?.stop();
@@ -115,6 +119,7 @@ export class Controller {
       await new Promise((r) => setImmediate(r));
       this.dirty = false;
       try {
+        await this.options.busAuthority?.sync(this.state);
         await this.declareAll();
       } catch (error) {
         this.options.logger.error({ err: error }, 'deriving declarations failed; trying again shortly');

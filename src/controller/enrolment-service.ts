@@ -1,17 +1,16 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
-import { seal } from '../adapters/sealing.js';
-import { enrolRequestSchema, enrolToolSubject, type BusCredentials, type EnrolAnswer } from '../domain/nodes/enrol-wire.js';
+import { enrolRequestSchema, enrolToolSubject, type EnrolAnswer } from '../domain/nodes/enrol-wire.js';
 import { tokenVerifier } from '../domain/nodes/enrolment.js';
 import { Refusal } from '../domain/refusal.js';
 import type { MeshService } from './mesh-service.js';
 import { serveTool } from './serve-tool.js';
 
-// The mesh-controller seat's `enrol` tool. An agent presents its token and public key; the token
-// is spent through the log (exactly once, whatever races), and the node's bus credentials go back
-// sealed to that key. The credentials are made here and never written anywhere: a lost answer is
-// answered again by a retry with the same token and key, with fresh credentials.
+// The mesh-controller seat's `enrol` tool. An agent presents its token and two public keys; the
+// token is spent through the log (exactly once, whatever races), and the node's host key becomes
+// its user on the bus when the control plane next composes the list. Nothing secret is made or
+// sent back: a lost answer is answered again by a retry with the same token and keys.
 
 export interface EnrolmentServiceOptions {
   prefix: string;
@@ -43,12 +42,12 @@ export class EnrolmentService {
     try {
       request = enrolRequestSchema.parse(JSON.parse(new TextDecoder().decode(payload)));
     } catch (error) {
-      return { ok: false, refused: [{ what: 'request', why: `not an enrolment request: ${(error as Error).message}`, remedy: 'send { node, token, publicKey }' }] };
+      return { ok: false, refused: [{ what: 'request', why: `not an enrolment request: ${(error as Error).message}`, remedy: 'send { node, token, publicKey, busKey }' }] };
     }
     const [tokenId = '', secret = ''] = request.token.split('.');
     try {
       const result = await this.mesh.execute(
-        { type: 'enrol-node', node: request.node, tokenId, secret, publicKey: request.publicKey, now: (this.options.now?.() ?? new Date()).toISOString() },
+        { type: 'enrol-node', node: request.node, tokenId, secret, publicKey: request.publicKey, busKey: request.busKey, now: (this.options.now?.() ?? new Date()).toISOString() },
         // The same machine retrying (same token, same key) is the same command; any other is a new one.
         { commandId: `enrol:${tokenId}:${createHash('sha256').update(request.publicKey).digest('hex').slice(0, 16)}`, actor: `host:${request.node}` },
       );
@@ -60,9 +59,8 @@ export class EnrolmentService {
           return { ok: false, refused: [{ what: 'token', why: 'the token is not one the mesh made, or not for this node', remedy: 'ask an operator for a token: mesh node token' }] };
         }
       }
-      const credentials: BusCredentials = { url: this.options.natsUrl, user: `${request.node}-host`, password: randomBytes(24).toString('base64url'), node: request.node };
       this.options.logger.info({ node: request.node, tokenId, seq: result.seq }, 'node enrolled');
-      return { ok: true, node: request.node, seq: result.seq, credentials: seal(JSON.stringify(credentials), request.publicKey) };
+      return { ok: true, node: request.node, seq: result.seq };
     } catch (error) {
       if (error instanceof Refusal) return { ok: false, refused: [...error.problems] };
       this.options.logger.error({ err: error, node: request.node }, 'enrolment failed');

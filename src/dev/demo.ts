@@ -1,13 +1,13 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { newEnrolmentToken } from '../adapters/enrolment-tokens.js';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { sendSignedCommand } from '../adapters/command-client.js';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
 import { projectRoot } from '../config.js';
 import { MeshService } from '../controller/mesh-service.js';
 import type { MeshCommand } from '../domain/mesh/commands.js';
-import { tokenVerifier } from '../domain/nodes/enrolment.js';
 import { stopRecordedProcesses } from '../agent/left-running.js';
 import { backgroundStatus, processFiles, startBackground, stopBackground } from './background.js';
 
@@ -47,11 +47,14 @@ export const raiseDemo = async (options: DemoOptions): Promise<{ greeterUrl: str
     if (!state.nodes.has(node)) await run({ type: 'add-node', node, root: join(options.dir, 'nodes', node), address: '127.0.0.1' });
     const enrolled = Boolean((await reads.current()).nodes.get(node)?.publicKey);
     const args = ['agent', '--node', node, '--state', agentState(options.dir, node)];
-    if (!enrolled && !existsSync(join(agentState(options.dir, node), 'credentials.json'))) {
-      const tokenId = randomBytes(8).toString('hex');
-      const secret = randomBytes(24).toString('base64url');
-      await run({ type: 'issue-enrolment-token', tokenId, verifier: tokenVerifier(secret), node, expiresAt: new Date(Date.now() + 10 * 60_000).toISOString() });
-      args.push('--token', `${tokenId}.${secret}`);
+    if (!enrolled && !existsSync(join(agentState(options.dir, node), 'enrolment.json'))) {
+      const { tokenId, token, verifier, publicKey } = newEnrolmentToken();
+      await run({ type: 'issue-enrolment-token', tokenId, verifier, publicKey, node, expiresAt: new Date(Date.now() + 10 * 60_000).toISOString() });
+      // By file, never on the command line: the agent removes it once it has enrolled.
+      const tokenFile = join(agentState(options.dir, node), 'enrolment-token');
+      mkdirSync(dirname(tokenFile), { recursive: true });
+      writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
+      args.push('--token-file', tokenFile);
     }
     const agent = await startBackground({ name: agentName(node), dir: options.dir, args, env: options.env, marker: agentState(options.dir, node) });
     options.say(agent.started ? `agent for node ${node} started (pid ${agent.pid}, log ${processFiles(options.dir, agentName(node)).logFile})` : `agent for node ${node} already running (pid ${agent.pid})`);

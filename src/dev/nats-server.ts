@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, openSync, writeFileSync, closeSync, existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { RefusedError, UnavailableError } from '../errors.js';
 import { ensureInstalled, NATS_SERVER } from './packages.js';
 import { isListening, waitFor } from './ports.js';
@@ -18,6 +18,11 @@ export interface NatsServerOptions {
   say?: (line: string) => void;
   /** more configuration, e.g. an authorization block (tests of bus permissions) */
   extraConfig?: string;
+  /**
+   * The bus user list the control plane composes, in this server's folder: included, so the server
+   * enforces it from its first start, and reloaded live when the controller rewrites it.
+   */
+  usersFile?: string;
 }
 
 export interface NatsServerStatus {
@@ -38,6 +43,9 @@ const paths = (dir: string) => ({
 
 export const natsUrl = (port: number): string => `nats://127.0.0.1:${port}`;
 
+/** Where the server's pid is written: the controller signals it to reload the bus users. */
+export const natsPidFile = (dir: string): string => paths(dir).pidFile;
+
 const writeConfig = (options: NatsServerOptions): void => {
   const p = paths(options.dir);
   const config = [
@@ -50,6 +58,7 @@ const writeConfig = (options: NatsServerOptions): void => {
     `jetstream {`,
     `  store_dir: "${p.store}"`,
     `}`,
+    options.usersFile ? `include ${JSON.stringify(relative(options.dir, options.usersFile))}` : '',
     options.extraConfig ?? '',
     ``,
   ].join('\n');

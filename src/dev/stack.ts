@@ -1,6 +1,16 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { pino } from 'pino';
+import { ensureIdentityFile, type Identity } from '../adapters/identity.js';
+import { renderBusUsers } from '../adapters/nats/bus-users-file.js';
+import { DEFAULT_CONTROL_STREAMS, eventsStreamName } from '../adapters/nats/control-streams.js';
+import { loadOperatorKey } from '../adapters/operator-keys.js';
+import { BusAuthority } from '../controller/bus-authority.js';
+import { MeshService } from '../controller/mesh-service.js';
+import { composeBusUsers, CONTROLLER_INBOX, personInbox, type BusUser, type BusWire } from '../domain/bus/users.js';
+import { emptyMeshState } from '../domain/mesh/state.js';
 import { DEFAULT_PORTS, stackFile, type StackAddresses } from '../config.js';
 import { connectNats } from '../adapters/nats/connect.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
@@ -9,7 +19,7 @@ import { meshEventRegistry } from '../domain/registry.js';
 import { controllerStatus, startController, stopController } from './controller-process.js';
 import { ensureFirstOperator, firstOperatorName } from './first-operator.js';
 import { demoAgentsStatus, raiseDemo, stopDemo } from './demo.js';
-import { natsServerStatus, startNatsServer, stopNatsServer, type NatsServerStatus } from './nats-server.js';
+import { natsPidFile, natsServerStatus, startNatsServer, stopNatsServer, type NatsServerStatus } from './nats-server.js';
 import { postgresStatus, startPostgres, stopPostgres, type PostgresStatus } from './postgres.js';
 
 // The local stack: a nats-server and a PostgreSQL cluster of the project's own, each on a
@@ -32,6 +42,11 @@ export interface StackOptions {
   meshName: string;
   /** the first operator's name, at genesis; the user's own name when absent */
   operatorName?: string;
+  /**
+   * Principals the server's administrator lists beside the composed ones (MESH_BUS_STATIC_USERS):
+   * the test stack's harness, which plays every test mesh's control plane on the shared server.
+   */
+  staticBusUsers?: BusUser[];
   actor: string;
   logStream: string;
   logSubjectPrefix: string;
@@ -78,7 +93,35 @@ const natsOptions = (options: Pick<StackOptions, 'dir' | 'ports'>) => ({
   dir: join(options.dir, 'nats'),
   port: options.ports.nats,
   monitorPort: options.ports.natsMonitor,
+  usersFile: busFiles(options.dir).users,
 });
+
+/** The bus's half of the stack: the composed user list the server includes, and the hand-listed principals. */
+export const busFiles = (dir: string) => ({ users: join(dir, 'nats', 'bus-users.conf'), statics: join(dir, 'nats', 'static-users.json') });
+
+/** The mesh's own names on the bus, as the stack runs them. */
+const stackWire = (options: Pick<StackOptions, 'logStream' | 'logSubjectPrefix'>): BusWire => ({
+  prefix: 'mesh',
+  logStream: options.logStream,
+  logPrefix: options.logSubjectPrefix,
+  nodesStream: DEFAULT_CONTROL_STREAMS.nodes,
+  controlStream: DEFAULT_CONTROL_STREAMS.control,
+  eventsStream: eventsStreamName(DEFAULT_CONTROL_STREAMS),
+});
+
+/**
+ * Before the server first starts it must already know the controller, or nobody could write the
+ * first entry: the list is composed from an empty mesh (the controller and the hand-listed
+ * principals) when there is none yet. The controller composes the rest from the log.
+ */
+const prepareBus = (options: StackOptions, controller: Identity): void => {
+  const files = busFiles(options.dir);
+  mkdirSync(join(options.dir, 'nats'), { recursive: true });
+  writeFileSync(files.statics, `${JSON.stringify(options.staticBusUsers ?? [], null, 2)}\n`, { mode: 0o600 });
+  if (existsSync(files.users)) return;
+  const users = composeBusUsers(emptyMeshState(), { wire: stackWire(options), controllerKey: controller.publicKey, moduleKey: () => '', now: new Date(), statics: options.staticBusUsers ?? [] });
+  writeFileSync(files.users, renderBusUsers(users), { mode: 0o600 });
+};
 
 const postgresOptions = (options: Pick<StackOptions, 'dir' | 'ports'>) => ({ dir: join(options.dir, 'postgres'), port: options.ports.postgres });
 
@@ -100,6 +143,10 @@ export const stackUp = async (
 ): Promise<StackStatus & { bootstrap: BootstrapResult; addresses: StackAddresses; demo?: { greeterUrl: string; callerUrl: string } }> => {
   const say = options.say ?? (() => undefined);
   mkdirSync(options.dir, { recursive: true });
+  const controllerKeyFile = join(options.dir, 'controller.key');
+  const controllerKey = ensureIdentityFile(controllerKeyFile);
+  if (controllerKey.created) say(`the controller's key: ${controllerKeyFile} (it signs the log and is the controller on the bus)`);
+  prepareBus(options, controllerKey.identity);
   const { nats, postgres } = await startServers(options, say);
   if (!nats.started) say(`nats-server already running on ${nats.url} (pid ${nats.pid})`);
   if (!postgres.started) say(`PostgreSQL already running on ${postgres.url} (pid ${postgres.pid})`);
@@ -107,7 +154,9 @@ export const stackUp = async (
   const addresses: StackAddresses = { natsUrl: nats.url, databaseUrl: postgres.url, httpPort: options.ports.http };
   writeFileSync(stackFile(options.dir), `${JSON.stringify({ ...addresses, ports: options.ports }, null, 2)}\n`);
 
-  const nc = await connectNats(nats.url, { name: 'mesh-dev' });
+  // The stack's start-up is the control plane's: it speaks as the controller.
+  const nc = await connectNats(nats.url, { name: 'mesh-dev', identity: { key: controllerKey.identity, inbox: CONTROLLER_INBOX } });
+  let operatorConnection: NatsConnection | undefined;
   try {
     const log = new JetStreamEventLog(nc, { stream: options.logStream, subjectPrefix: options.logSubjectPrefix, registry: meshEventRegistry() });
     const bootstrap = await bootstrapControlPlane(nc, log, {
@@ -121,6 +170,12 @@ export const stackUp = async (
     if (bootstrap.genesis.appended) say(`the log opens with mesh.initialised for mesh "${options.meshName}" at seq ${bootstrap.genesis.seq}`);
     const operator = await ensureFirstOperator(log, join(options.dir, 'operator.key'), options.operatorName ?? firstOperatorName());
     if (operator.created) say(`first operator ${operator.name}: signing key in ${operator.file} (readable by you alone)`);
+    // The operator is on the bus as soon as the log names it, not only once the controller runs.
+    const files = busFiles(options.dir);
+    const busFile = { file: files.users, serverPidFile: natsPidFile(natsOptions(options).dir), monitorUrl: `http://127.0.0.1:${options.ports.natsMonitor}` };
+    await new BusAuthority({ file: busFile, wire: stackWire(options), controller: controllerKey.identity, statics: options.staticBusUsers ?? [], logger: pino({ level: 'silent' }) }).sync(
+      await new MeshService(log).current(),
+    );
     // What every process of the stack (the controller, the demo's agents) is told of where it runs.
     const env = {
       MESH_NATS_URL: addresses.natsUrl,
@@ -128,12 +183,23 @@ export const stackUp = async (
       MESH_LOG_STREAM: options.logStream,
       MESH_LOG_SUBJECT_PREFIX: options.logSubjectPrefix,
     };
-    const controller = await startController({ dir: options.dir, env: { ...env, MESH_NAME: options.meshName, MESH_HTTP_PORT: String(options.ports.http) }, say });
+    const controllerEnv = {
+      ...env,
+      MESH_NAME: options.meshName,
+      MESH_HTTP_PORT: String(options.ports.http),
+      MESH_CONTROLLER_KEY: controllerKeyFile,
+      MESH_BUS_USERS_FILE: busFile.file,
+      MESH_BUS_SERVER_PID_FILE: busFile.serverPidFile,
+      MESH_BUS_MONITOR_URL: busFile.monitorUrl,
+      MESH_BUS_STATIC_USERS: files.statics,
+    };
+    const controller = await startController({ dir: options.dir, env: controllerEnv, say });
     if (!controller.started) say(`controller already running (pid ${controller.pid})`);
     if (options.demo) {
+      operatorConnection = await connectNats(nats.url, { name: 'mesh-dev-demo', identity: { key: loadOperatorKey(operator.file), inbox: personInbox(operator.name) } });
       const demo = await raiseDemo({
         dir: options.dir,
-        nc,
+        nc: operatorConnection,
         log,
         natsPort: options.ports.nats,
         subjectPrefix: 'mesh',
@@ -146,6 +212,7 @@ export const stackUp = async (
     }
     return { ...(await stackStatus(options)), bootstrap, addresses };
   } finally {
+    await operatorConnection?.close();
     await nc.close();
   }
 };
@@ -169,7 +236,9 @@ export const stackStatus = async (options: Pick<StackOptions, 'dir' | 'ports' | 
   const status: StackStatus = { dir: options.dir, nats, postgres, controller: controllerStatus(options.dir), agents: demoAgentsStatus(options.dir).filter((a) => a.running) };
   if (!nats.running) return status;
   try {
-    const nc = await connectNats(nats.url, { name: 'mesh-dev-status' });
+    const operatorKey = join(options.dir, 'operator.key');
+    const key = existsSync(operatorKey) ? loadOperatorKey(operatorKey) : undefined;
+    const nc = await connectNats(nats.url, { name: 'mesh-dev-status', ...(key ? { identity: { key, inbox: personInbox(key.operator) } } : {}) });
     try {
       const info = await (await jetstreamManager(nc)).streams.info(options.logStream);
       status.log = {

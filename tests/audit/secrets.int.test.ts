@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DeliverPolicy, jetstream } from '@nats-io/jetstream';
-import { enrol, nodeIdentity } from '../../src/adapters/enrolment-client.js';
+import { enrol, hostKey, nodeIdentity } from '../../src/adapters/enrolment-client.js';
 import { loadOperatorKey, signCommand, type OperatorKey } from '../../src/adapters/operator-keys.js';
 import { meshHome } from '../../src/config.js';
 import { CommandDispatcher } from '../../src/controller/command-dispatcher.js';
@@ -67,13 +67,13 @@ describe('no secret enters the log', () => {
     const named = await waitFor('lab1’s declaration naming gitea’s database secret', async () => JSON.stringify(await t.declarationOf('lab1')).includes('${secret:postgres-database/lab1-gitea}'));
     expect(named).toBe(true);
 
-    // An enrolment token's secret, and the bus credentials sealed to the node that joins with it.
+    // An enrolment token's secret, and the keys of the node that joins with it.
     const tokenId = randomBytes(8).toString('hex');
     planted['enrolment token secret'] = randomBytes(24).toString('base64url');
     await send({ type: 'issue-enrolment-token', tokenId, verifier: tokenVerifier(planted['enrolment token secret']), node: 'lab1', expiresAt: new Date(Date.now() + 3_600_000).toISOString() });
-    const credentials = await enrol(t.nc, { node: 'lab1', token: `${tokenId}.${planted['enrolment token secret']}`, stateDir: agentDir, prefix: t.names.prefix });
-    planted['bus password'] = credentials.password;
-    planted['node secret key'] = nodeIdentity(agentDir).secretKey;
+    await enrol(t.nc, { node: 'lab1', token: `${tokenId}.${planted['enrolment token secret']}`, stateDir: agentDir, prefix: t.names.prefix });
+    planted['node sealing secret key'] = nodeIdentity(agentDir).secretKey;
+    planted['node bus secret key'] = hostKey(agentDir).secretKey;
 
     const messages = await jetstream(t.nc).consumers.get(t.names.logStream, { deliver_policy: DeliverPolicy.All });
     const last = await t.log.headSeq();

@@ -3,8 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { meshHome } from '../../src/config.js';
-import { enrol, nodeIdentity } from '../../src/adapters/enrolment-client.js';
-import { newKeyPair, open } from '../../src/adapters/sealing.js';
+import { enrol, hostKey, nodeIdentity } from '../../src/adapters/enrolment-client.js';
+import { newKeyPair } from '../../src/adapters/sealing.js';
 import { tokenVerifier } from '../../src/domain/nodes/enrolment.js';
 import type { Refusal } from '../../src/domain/refusal.js';
 import { uniqueName } from '../helpers/names.js';
@@ -34,32 +34,31 @@ describe('joining the mesh with an enrolment token', () => {
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('spends the token once; the credentials come back sealed to the agent’s own key, and no secret enters the log', async () => {
+  it('spends the token once; the node’s own keys stay on the machine, its bus key enters the log, and no secret does', async () => {
     const token = await makeToken({ node: 'lab1' });
     const dir = stateDir();
-    const credentials = await enrol(t.nc, { node: 'lab1', token, stateDir: dir, prefix: t.names.prefix });
-    expect(credentials).toMatchObject({ node: 'lab1', user: 'lab1-host' });
-    expect(credentials.password.length).toBeGreaterThan(20);
+    const enrolled = await enrol(t.nc, { node: 'lab1', token, stateDir: dir, prefix: t.names.prefix });
+    expect(enrolled.node).toBe('lab1');
 
     const identity = nodeIdentity(dir);
-    expect(statSync(join(dir, 'identity.json')).mode & 0o777).toBe(0o600);
-    expect(statSync(join(dir, 'credentials.json')).mode & 0o777).toBe(0o600);
+    const bus = hostKey(dir);
+    for (const file of ['identity.json', 'host.key', 'enrolment.json']) expect(statSync(join(dir, file)).mode & 0o777).toBe(0o600);
 
     const log = [];
     for await (const event of t.log.read()) log.push(event);
-    const enrolled = log.find((e) => e.type === 'node.enrolled');
-    expect(enrolled?.data).toEqual({ node: 'lab1', publicKey: identity.publicKey, tokenId: token.split('.')[0] });
+    const event = log.find((e) => e.type === 'node.enrolled');
+    expect(event?.data).toEqual({ node: 'lab1', publicKey: identity.publicKey, busKey: bus.publicKey, tokenId: token.split('.')[0] });
     const everything = JSON.stringify(log);
-    for (const secret of [credentials.password, token.split('.')[1] ?? '', identity.secretKey]) expect(everything).not.toContain(secret);
+    for (const secret of [token.split('.')[1] ?? '', identity.secretKey, bus.secretKey]) expect(everything).not.toContain(secret);
   });
 
-  it('opens only with the key the agent made: another key cannot read the answer', async () => {
+  it('refuses a request without the host’s bus key, naming the field', async () => {
     const token = await makeToken();
     const request = { node: 'lab2', token, publicKey: newKeyPair().publicKey };
     const reply = await t.nc.request(`${t.names.prefix}.seat.mesh-controller.tool.enrol`, JSON.stringify(request), { timeout: 10_000 });
-    const answer = JSON.parse(reply.string()) as { ok: true; credentials: { nonce: string; senderPublicKey: string; box: string } };
-    expect(answer.ok).toBe(true);
-    expect(open(answer.credentials, newKeyPair().secretKey)).toBeUndefined();
+    const answer = JSON.parse(reply.string()) as { ok: false; refused: { what: string; why: string }[] };
+    expect(answer.ok).toBe(false);
+    expect(answer.refused[0]?.why).toContain('busKey');
   });
 
   it('refuses a spent, expired, wrong or misdirected token, naming why', async () => {
@@ -87,8 +86,8 @@ describe('joining the mesh with an enrolment token', () => {
     const first = await enrol(t.nc, { node: 'lab9', token, stateDir: dir, prefix: t.names.prefix });
     const again = await enrol(t.nc, { node: 'lab9', token, stateDir: dir, prefix: t.names.prefix });
     expect(again.node).toBe(first.node);
-    expect(existsSync(join(dir, 'credentials.json'))).toBe(true);
-    expect(JSON.parse(readFileSync(join(dir, 'credentials.json'), 'utf8'))).toEqual(again);
+    expect(existsSync(join(dir, 'enrolment.json'))).toBe(true);
+    expect(JSON.parse(readFileSync(join(dir, 'enrolment.json'), 'utf8'))).toEqual(again);
     const impostor = await enrol(t.nc, { node: 'lab9', token, stateDir: stateDir(), prefix: t.names.prefix }).catch((error: Refusal) => error.problems[0]?.why);
     expect(impostor).toContain('already spent, by node lab9');
   });

@@ -28,6 +28,8 @@ describe('the local stack from the command line', () => {
       // The verbs must find the stack from its folder, not from the test stack's variables.
       MESH_NATS_URL: undefined,
       MESH_DATABASE_URL: undefined,
+      // …and reach its bus as its own controller and operator, as on any machine.
+      MESH_BUS_KEY: undefined,
       MESH_ACTOR: 'operator:grace',
     };
   });

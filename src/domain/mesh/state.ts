@@ -36,6 +36,8 @@ export interface NodeState {
   address: string | null;
   /** the agent's public key, once the node has enrolled */
   publicKey?: string;
+  /** the host's identity on the bus (ed25519), once enrolled; absent for nodes enrolled before identities */
+  busKey?: string;
 }
 
 export interface EnrolmentTokenState {
@@ -44,6 +46,8 @@ export interface EnrolmentTokenState {
   node: string | null;
   expiresAt: string;
   spentBy?: string;
+  /** the identity a joining agent reaches the bus as, derived from the token's secret */
+  publicKey?: string;
 }
 
 export interface AssignmentState {
@@ -203,15 +207,15 @@ export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
     }
     case 'enrolment.token-issued': {
       const data = event.data as EnrolmentTokenState;
-      state.enrolmentTokens.set(data.tokenId, { tokenId: data.tokenId, verifier: data.verifier, node: data.node, expiresAt: data.expiresAt });
+      state.enrolmentTokens.set(data.tokenId, { tokenId: data.tokenId, verifier: data.verifier, node: data.node, expiresAt: data.expiresAt, ...(data.publicKey ? { publicKey: data.publicKey } : {}) });
       break;
     }
     case 'node.enrolled': {
-      const data = event.data as { node: string; publicKey: string; tokenId: string };
+      const data = event.data as { node: string; publicKey: string; tokenId: string; busKey?: string };
       const token = state.enrolmentTokens.get(data.tokenId);
       if (token) token.spentBy = data.node;
       const node = state.nodes.get(data.node) ?? { name: data.node, root: DEFAULT_NODE_ROOT, address: null };
-      state.nodes.set(data.node, { ...node, publicKey: data.publicKey });
+      state.nodes.set(data.node, { ...node, publicKey: data.publicKey, ...(data.busKey ? { busKey: data.busKey } : {}) });
       break;
     }
     case 'operator.added': {

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 
 // The enrolment tool's request and answer on `<prefix>.seat.mesh-controller.tool.enrol` (core
-// request/reply, never persisted: what it carries back is sealed to the agent's key).
+// request/reply, never persisted). The joining agent asks as the token's own bus identity, the
+// only one allowed to publish there, and names the two keys it made: one to seal to, one to be
+// on the bus as. Nothing secret comes back: the node's bus user is its own key's public half.
 
 export const enrolToolSubject = (prefix = 'mesh'): string => `${prefix}.seat.mesh-controller.tool.enrol`;
 
@@ -11,18 +13,14 @@ export const enrolRequestSchema = z.strictObject({
   token: z.string().regex(/^[0-9a-f]{16}\.[A-Za-z0-9_-]+$/, 'a token is <id>.<secret>, as `mesh node token` printed it'),
   /** the agent's tweetnacl box public key, base64 */
   publicKey: z.string().min(1),
+  /** the host's ed25519 identity key, base64: the node's user on the bus once enrolled */
+  busKey: z.string().regex(/^[A-Za-z0-9+/]{43}=$/, 'busKey is a 32-byte ed25519 public key in base64'),
 });
 
-export const sealedSchema = z.strictObject({ nonce: z.string(), senderPublicKey: z.string(), box: z.string() });
-
 export const enrolAnswerSchema = z.union([
-  z.strictObject({ ok: z.literal(true), node: z.string(), seq: z.number().int(), credentials: sealedSchema }),
+  z.strictObject({ ok: z.literal(true), node: z.string(), seq: z.number().int() }),
   z.strictObject({ ok: z.literal(false), refused: z.array(z.strictObject({ what: z.string(), why: z.string(), remedy: z.string() })) }),
 ]);
 
-/** What an enrolled node receives, sealed: how it reaches the bus as itself. */
-export const busCredentialsSchema = z.strictObject({ url: z.string(), user: z.string(), password: z.string(), node: z.string() });
-
 export type EnrolRequest = z.infer<typeof enrolRequestSchema>;
 export type EnrolAnswer = z.infer<typeof enrolAnswerSchema>;
-export type BusCredentials = z.infer<typeof busCredentialsSchema>;

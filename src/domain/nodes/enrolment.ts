@@ -11,6 +11,9 @@ import { DEFAULT_NODE_ROOT, nodeAggregate } from './events.js';
 // presenting the public half of a key pair it made itself; what the mesh gives back is sealed to
 // that key and never enters the log.
 
+/** 32 bytes of key, base64 */
+const BASE64_KEY = /^[A-Za-z0-9+/]{43}=$/;
+
 export const tokenAggregate = (tokenId: string): string => `token.${tokenId}`;
 
 export const EnrolmentTokenIssued = defineEvent({
@@ -23,6 +26,8 @@ export const EnrolmentTokenIssued = defineEvent({
     /** a token may be made for one node only */
     node: z.string().nullable(),
     expiresAt: z.string(),
+    /** the bus identity the token's secret derives (enrolmentIdentity): the enrolment user while the token lives */
+    publicKey: z.string().regex(BASE64_KEY).optional(),
   }),
 });
 
@@ -34,6 +39,8 @@ export const NodeEnrolled = defineEvent({
     /** the agent's public key (tweetnacl box), base64 */
     publicKey: z.string().min(1),
     tokenId: z.string().min(1),
+    /** the host's ed25519 identity on the bus, base64; absent in events written before bus identities */
+    busKey: z.string().regex(BASE64_KEY).optional(),
   }),
 });
 
@@ -45,6 +52,8 @@ export interface IssueEnrolmentToken {
   verifier: string;
   node: string | null;
   expiresAt: string;
+  /** the token's bus identity (enrolmentIdentity of its secret) */
+  publicKey?: string;
 }
 
 export interface EnrolNode {
@@ -54,6 +63,8 @@ export interface EnrolNode {
   /** the secret part as presented; only its hash is compared */
   secret: string;
   publicKey: string;
+  /** the host's ed25519 public key: its identity on the bus from now on */
+  busKey?: string;
   /** the time the request arrived: deciders take no clock */
   now: string;
 }
@@ -64,10 +75,16 @@ export const decideIssueEnrolmentToken = (command: IssueEnrolmentToken, state: M
   const problems: Problem[] = [];
   if (state.enrolmentTokens.has(command.tokenId)) problems.push({ what: command.tokenId, why: 'a token with this id exists', remedy: 'make another token' });
   if (command.node !== null && !/^[a-z][a-z0-9-]*$/.test(command.node)) problems.push({ what: '--node', why: `"${command.node}" is not a node name`, remedy: 'lower-case letters, digits and -' });
+  if (command.publicKey !== undefined && !BASE64_KEY.test(command.publicKey)) problems.push({ what: 'publicKey', why: 'not a 32-byte public key in base64', remedy: 'send the public half of the identity the token derives' });
   refuseIfAny('making an enrolment token', problems);
   return {
     aggregate: tokenAggregate(command.tokenId),
-    events: [{ type: EnrolmentTokenIssued.type, data: { tokenId: command.tokenId, verifier: command.verifier, node: command.node, expiresAt: command.expiresAt } }],
+    events: [
+      {
+        type: EnrolmentTokenIssued.type,
+        data: { tokenId: command.tokenId, verifier: command.verifier, node: command.node, expiresAt: command.expiresAt, ...(command.publicKey ? { publicKey: command.publicKey } : {}) },
+      },
+    ],
     summary: `enrolment token ${command.tokenId} made${command.node ? ` for node ${command.node}` : ''}, valid until ${command.expiresAt}`,
   };
 };
@@ -82,13 +99,14 @@ export const decideEnrolNode = (command: EnrolNode, state: MeshState): Decision 
   if (token.spentBy) problems.push({ what: 'token', why: `the token was already spent, by node ${token.spentBy}`, remedy: 'a token is spent once: ask for a new one' });
   if (Date.parse(command.now) > Date.parse(token.expiresAt)) problems.push({ what: 'token', why: `the token expired at ${token.expiresAt}`, remedy: 'ask for a new one' });
   if (token.node !== null && token.node !== command.node) problems.push({ what: 'token', why: `the token was made for node ${token.node}`, remedy: `enrol as ${token.node}, or ask for a token for ${command.node}` });
-  if (!/^[A-Za-z0-9+/]{43}=$/.test(command.publicKey)) problems.push({ what: 'publicKey', why: 'not a 32-byte public key in base64', remedy: 'send the public half of a tweetnacl box key pair' });
+  if (!BASE64_KEY.test(command.publicKey)) problems.push({ what: 'publicKey', why: 'not a 32-byte public key in base64', remedy: 'send the public half of a tweetnacl box key pair' });
+  if (command.busKey !== undefined && !BASE64_KEY.test(command.busKey)) problems.push({ what: 'busKey', why: 'not a 32-byte ed25519 public key in base64', remedy: "send the public half of the host's identity key" });
   const enrolled = state.nodes.get(command.node)?.publicKey;
   if (enrolled) problems.push({ what: command.node, why: `node ${command.node} is already enrolled`, remedy: 'an enrolled node keeps its key; remove the node before enrolling a new machine under its name' });
   refuseIfAny(subject, problems);
   return {
     aggregate: nodeAggregate(command.node),
-    events: [{ type: NodeEnrolled.type, data: { node: command.node, publicKey: command.publicKey, tokenId: command.tokenId } }],
+    events: [{ type: NodeEnrolled.type, data: { node: command.node, publicKey: command.publicKey, tokenId: command.tokenId, ...(command.busKey ? { busKey: command.busKey } : {}) } }],
     summary: `node ${command.node} enrolled${state.nodes.has(command.node) ? '' : ` (added with root ${DEFAULT_NODE_ROOT})`}`,
   };
 };

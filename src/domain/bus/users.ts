@@ -1,0 +1,242 @@
+import type { MeshState } from '../mesh/state.js';
+import { seatNamed } from '../mesh/state.js';
+import { consumedSubjects, eventSubject, moduleConsumerName, moduleInbox } from './subjects.js';
+
+// The bus's user list, composed from the log (design 25 §4, design 28, design 32 §2): one account,
+// one user per identity, and each user's permissions derived from what is declared every time the
+// list is written — never stored, never granted by hand. Nobody is granted `_INBOX.>`: every
+// identity has an inbox prefix of its own, and the server refuses a subscription outside it.
+
+export interface BusPermissions {
+  publish: { allow: string[]; deny?: string[] };
+  subscribe: { allow: string[] };
+  /** may answer requests it received (a single reply to each); only identities that serve something */
+  allowResponses: boolean;
+}
+
+export type PrincipalKind = 'controller' | 'operator' | 'host' | 'enrolment' | 'module' | 'static';
+
+export interface BusUser {
+  kind: PrincipalKind;
+  /** who it is, for people: `host alpha`, `module greeter on alpha` */
+  name: string;
+  /** base64 of the ed25519 public key; the server knows it as an nkey */
+  publicKey: string;
+  /** the inbox prefix this identity's connections use */
+  inbox: string;
+  permissions: BusPermissions;
+}
+
+/** The mesh's stream and subject names: `mesh`, `LOG`, … in production; tests use their own. */
+export interface BusWire {
+  prefix: string;
+  logStream: string;
+  logPrefix: string;
+  nodesStream: string;
+  controlStream: string;
+  eventsStream: string;
+}
+
+export interface BusComposition {
+  wire: BusWire;
+  /** the controller's own public key: it is in the list whatever the log says */
+  controllerKey: string;
+  /** the public key of the bus user of a module assigned to a node, derived by the control plane */
+  moduleKey: (node: string, module: string) => string;
+  /** tokens past their expiry have no user; the composer takes the clock as an argument */
+  now: Date;
+  /** principals the server's administrator lists by hand (see docs/decisions.md); carried as they are */
+  statics?: readonly BusUser[];
+}
+
+export const CONTROLLER_INBOX = '_INBOX.controller';
+export const hostInbox = (node: string): string => `_INBOX.host.${node}`;
+export const personInbox = (operator: string): string => `_INBOX.person.${operator}`;
+export const enrolmentInbox = (tokenId: string): string => `_INBOX.enrol.${tokenId}`;
+
+const controllerSeat = (prefix: string): string => `${prefix}.seat.mesh-controller`;
+export const enrolSubject = (prefix: string): string => `${controllerSeat(prefix)}.tool.enrol`;
+
+/** What no identity may do to a stream, the controller included: the log is never deleted or purged. */
+const DESTRUCTIVE = ['$JS.API.STREAM.DELETE.>', '$JS.API.STREAM.PURGE.>', '$JS.API.STREAM.MSG.DELETE.>'];
+
+export const controllerUser = (wire: BusWire, publicKey: string): BusUser => ({
+  kind: 'controller',
+  name: 'controller',
+  publicKey,
+  inbox: CONTROLLER_INBOX,
+  permissions: {
+    publish: {
+      allow: [
+        // the log, declarations and the controller's own facts: only the controller says these
+        `${wire.logPrefix}.>`,
+        `${wire.prefix}.node.*.declare`,
+        `${controllerSeat(wire.prefix)}.event.>`,
+        // work the mesh's own flows submit to a seat (a build); the control plane may ask any tool
+        `${wire.prefix}.seat.*.accept.>`,
+        `${wire.prefix}.seat.*.tool.>`,
+        `${wire.prefix}.mod.*.tool.>`,
+        // the controller is the only writer of stream and consumer definitions (design 25 §3)
+        '$JS.API.>',
+        '$JS.ACK.>',
+        '$JS.FC.>',
+        // the artifact store's chunks and metadata
+        '$O.>',
+      ],
+      deny: DESTRUCTIVE,
+    },
+    subscribe: {
+      allow: [
+        `${controllerSeat(wire.prefix)}.tool.>`,
+        `${wire.prefix}.control.*.alive`,
+        `${CONTROLLER_INBOX}.>`,
+      ],
+    },
+    allowResponses: true,
+  },
+});
+
+const operatorUser = (wire: BusWire, operator: string, publicKey: string): BusUser => ({
+  kind: 'operator',
+  name: `operator ${operator}`,
+  publicKey,
+  inbox: personInbox(operator),
+  permissions: {
+    publish: {
+      allow: [
+        // the mesh's verbs, each signed again by the operator's key inside the request
+        `${controllerSeat(wire.prefix)}.tool.>`,
+        // reading the log and the declarations: never writing them
+        '$JS.API.INFO',
+        ...readStream(wire.logStream),
+        ...readStream(wire.nodesStream),
+      ],
+    },
+    subscribe: { allow: [`${personInbox(operator)}.>`] },
+    // a person asks; a person never answers (design 25 §7)
+    allowResponses: false,
+  },
+});
+
+/** Reading a stream through ordered consumers and gets: create, pull, look, let go. */
+const readStream = (stream: string): string[] => [
+  `$JS.API.STREAM.INFO.${stream}`,
+  `$JS.API.STREAM.MSG.GET.${stream}`,
+  `$JS.API.DIRECT.GET.${stream}.>`,
+  `$JS.API.CONSUMER.CREATE.${stream}.>`,
+  `$JS.API.CONSUMER.INFO.${stream}.>`,
+  `$JS.API.CONSUMER.DELETE.${stream}.>`,
+  `$JS.API.CONSUMER.MSG.NEXT.${stream}.>`,
+];
+
+const hostUser = (wire: BusWire, node: string, publicKey: string): BusUser => ({
+  kind: 'host',
+  name: `host ${node}`,
+  publicKey,
+  inbox: hostInbox(node),
+  permissions: {
+    publish: {
+      allow: [
+        // its reports and heartbeats, and nothing of any other node's
+        `${wire.prefix}.control.${node}.>`,
+        // the newest declaration for itself alone, by subject (direct get, last by subject)
+        `$JS.API.DIRECT.GET.${wire.nodesStream}.${wire.prefix}.node.${node}.declare`,
+      ],
+    },
+    subscribe: { allow: [`${wire.prefix}.node.${node}.declare`, `${hostInbox(node)}.>`] },
+    allowResponses: false,
+  },
+});
+
+const enrolmentUser = (wire: BusWire, tokenId: string, publicKey: string): BusUser => ({
+  kind: 'enrolment',
+  name: `enrolment token ${tokenId}`,
+  publicKey,
+  inbox: enrolmentInbox(tokenId),
+  permissions: {
+    publish: { allow: [enrolSubject(wire.prefix)] },
+    subscribe: { allow: [`${enrolmentInbox(tokenId)}.>`] },
+    allowResponses: false,
+  },
+});
+
+/** One module on one node: exactly what its manifest declares, under its own name (design 32 §1–2). */
+const moduleUser = (state: MeshState, wire: BusWire, node: string, module: string, publicKey: string): BusUser | undefined => {
+  const manifest = state.modules.get(module)?.manifest;
+  if (!manifest) return undefined;
+  const publish = new Set<string>();
+  const subscribe = new Set<string>();
+  let serves = false;
+  for (const event of manifest.emits) publish.add(eventSubject(wire.prefix, module, event));
+  if (manifest.consumes.length > 0) {
+    const consumer = moduleConsumerName(node, module);
+    for (const subject of consumedSubjects(wire.prefix, manifest.consumes)) subscribe.add(subject);
+    // its own durable consumer on EVENTS, made by the controller at assignment; its own acks only
+    publish.add(`$JS.API.CONSUMER.INFO.${wire.eventsStream}.${consumer}`);
+    publish.add(`$JS.API.CONSUMER.MSG.NEXT.${wire.eventsStream}.${consumer}`);
+    publish.add(`$JS.ACK.${wire.eventsStream}.${consumer}.>`);
+  }
+  for (const tool of manifest.tools) {
+    subscribe.add(`${wire.prefix}.mod.${module}.tool.${tool}`);
+    serves = true;
+  }
+  for (const [key, holder] of state.holdings) {
+    if (holder.node !== node || holder.module !== module) continue;
+    const seat = state.seats.get(key.slice(0, key.lastIndexOf('@')));
+    if (!seat) continue;
+    // a holder fully participates in its seat's namespace
+    publish.add(`${wire.prefix}.seat.${seat.name}.>`);
+    subscribe.add(`${wire.prefix}.seat.${seat.name}.>`);
+    serves = true;
+  }
+  for (const used of manifest.uses) {
+    // a user of a seat submits work to it, and nothing else (design 32 §2)
+    const seat = seatNamed(state, used);
+    for (const accept of seat?.protocol.accepts ?? []) publish.add(`${wire.prefix}.seat.${seat?.name}.accept.${accept.verb}`);
+  }
+  subscribe.add(`${moduleInbox(module, node)}.>`);
+  return {
+    kind: 'module',
+    name: `module ${module} on ${node}`,
+    publicKey,
+    inbox: moduleInbox(module, node),
+    permissions: { publish: { allow: [...publish].sort() }, subscribe: { allow: [...subscribe].sort() }, allowResponses: serves },
+  };
+};
+
+const requiresBus = (state: MeshState, module: string): boolean =>
+  state.modules.get(module)?.manifest.requires.some((requirement) => requirement.contract === 'mesh-bus') ?? false;
+
+/** Every user the server should know now, in a stable order: the same log gives the same list. */
+export const composeBusUsers = (state: MeshState, composition: BusComposition): BusUser[] => {
+  const { wire } = composition;
+  const users: BusUser[] = [controllerUser(wire, composition.controllerKey)];
+  for (const operator of [...state.operators.values()].sort((a, b) => a.operator.localeCompare(b.operator))) {
+    if (!operator.revoked) users.push(operatorUser(wire, operator.operator, operator.publicKey));
+  }
+  for (const node of [...state.nodes.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+    if (node.busKey) users.push(hostUser(wire, node.name, node.busKey));
+  }
+  for (const token of [...state.enrolmentTokens.values()].sort((a, b) => a.tokenId.localeCompare(b.tokenId))) {
+    const live = !token.spentBy && Date.parse(token.expiresAt) > composition.now.getTime();
+    if (live && token.publicKey) users.push(enrolmentUser(wire, token.tokenId, token.publicKey));
+  }
+  for (const key of [...state.assignments.keys()].sort()) {
+    const assignment = state.assignments.get(key);
+    if (!assignment || !requiresBus(state, assignment.module)) continue;
+    const user = moduleUser(state, wire, assignment.node, assignment.module, composition.moduleKey(assignment.node, assignment.module));
+    if (user) users.push(user);
+  }
+  users.push(...(composition.statics ?? []));
+  return users;
+};
+
+/** When the list next changes by itself (a token expiring), or undefined. */
+export const nextTokenExpiry = (state: MeshState, now: Date): Date | undefined => {
+  let next: number | undefined;
+  for (const token of state.enrolmentTokens.values()) {
+    const at = Date.parse(token.expiresAt);
+    if (!token.spentBy && token.publicKey && at > now.getTime() && (next === undefined || at < next)) next = at;
+  }
+  return next === undefined ? undefined : new Date(next);
+};
