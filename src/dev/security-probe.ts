@@ -1,0 +1,105 @@
+import type { NatsConnection } from '@nats-io/nats-core';
+import { connect } from '@nats-io/transport-node';
+import { busAuthenticator, newIdentity, type Identity } from '../adapters/identity.js';
+import { moduleInbox } from '../domain/bus/subjects.js';
+import { hostInbox, personInbox, type BusWire } from '../domain/bus/users.js';
+
+// The attacks a process on the mesh's machine would try against the bus, each tried for real
+// against a running server: who may connect, who may say what, who may read what. Used by
+// `npm run probe:security` against the local stack and by the tests against servers of their own;
+// every attack must come back "refused".
+
+export interface ProbeTargets {
+  url: string;
+  wire: BusWire;
+  /** an enrolled node's host identity, and another node it must not speak for */
+  host?: { node: string; key: Pick<Identity, 'secretKey'>; otherNode: string };
+  /** a module assigned to a node, speaking on the bus as itself */
+  module?: { node: string; module: string; key: Pick<Identity, 'secretKey'>; otherModule: string };
+  operator?: { name: string; key: Pick<Identity, 'secretKey'> };
+}
+
+export interface AttackOutcome {
+  attack: string;
+  refused: boolean;
+  detail: string;
+}
+
+type Attempt = (nc: NatsConnection) => void | Promise<unknown>;
+
+const connectAs = (url: string, key: Pick<Identity, 'secretKey'> | undefined, inbox: string | undefined, name: string) =>
+  connect({ servers: url, name, maxReconnectAttempts: 0, timeout: 3_000, ...(key ? { authenticator: busAuthenticator(key) } : {}), ...(inbox ? { inboxPrefix: inbox } : {}) });
+
+/** Connects as the identity and tries one thing: refused when the server says so (a permissions violation), or refuses the connection. */
+const tryAs = async (url: string, who: { key?: Pick<Identity, 'secretKey'>; inbox?: string }, subject: string, attempt: Attempt): Promise<{ refused: boolean; detail: string }> => {
+  let nc: NatsConnection;
+  try {
+    nc = await connectAs(url, who.key, who.inbox, 'security-probe');
+  } catch (error) {
+    return { refused: true, detail: `connection refused: ${(error as Error).message}` };
+  }
+  const violations: string[] = [];
+  void (async () => {
+    for await (const status of nc.status()) if (status.type === 'error') violations.push(String((status.error as Error)?.message ?? status.error));
+  })().catch(() => undefined);
+  try {
+    await Promise.resolve(attempt(nc)).catch((error: unknown) => violations.push(`(${(error as Error).message})`));
+    await nc.flush().catch(() => undefined);
+    const deadline = Date.now() + 1_500;
+    while (Date.now() < deadline && !violations.some((v) => v.includes('Permissions Violation') && v.includes(subject))) await new Promise((r) => setTimeout(r, 25));
+    const violation = violations.find((v) => v.includes('Permissions Violation') && v.includes(subject));
+    return violation ? { refused: true, detail: violation } : { refused: false, detail: `the server took it${violations.length > 0 ? ` (${violations.join('; ')})` : ''}` };
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
+};
+
+const publishTo = (subject: string, body = '{}'): Attempt => (nc) => nc.publish(subject, body);
+const subscribeTo = (subject: string): Attempt => (nc) => void nc.subscribe(subject);
+const requestTo = (subject: string): Attempt => (nc) => nc.request(subject, '', { timeout: 1_000 });
+
+/** Every attack the targets allow, in order, each with its outcome. */
+export const probeBus = async (targets: ProbeTargets): Promise<AttackOutcome[]> => {
+  const { url, wire } = targets;
+  const outcomes: AttackOutcome[] = [];
+  const record = async (attack: string, who: { key?: Pick<Identity, 'secretKey'>; inbox?: string }, subject: string, attempt: Attempt) =>
+    outcomes.push({ attack, ...(await tryAs(url, who, subject, attempt)) });
+  const forgedCommit = JSON.stringify({ firstVersion: 1, events: [{ type: 'operator.added', data: { operator: 'mallory' } }] });
+
+  await record('an anonymous client connects', {}, '', () => undefined);
+  await record('a key the mesh never composed connects', { key: newIdentity(), inbox: '_INBOX.stranger' }, '', () => undefined);
+
+  if (targets.host) {
+    const { node, key, otherNode } = targets.host;
+    const me = { key, inbox: hostInbox(node) };
+    await record(`host ${node} reports for ${otherNode}`, me, `${wire.prefix}.control.${otherNode}.report`, publishTo(`${wire.prefix}.control.${otherNode}.report`));
+    await record(`host ${node} reads ${otherNode}'s declaration`, me, `${wire.prefix}.node.${otherNode}.declare`, requestTo(`$JS.API.DIRECT.GET.${wire.nodesStream}.${wire.prefix}.node.${otherNode}.declare`));
+    await record(`host ${node} listens to ${otherNode}'s declarations`, me, `${wire.prefix}.node.${otherNode}.declare`, subscribeTo(`${wire.prefix}.node.${otherNode}.declare`));
+    await record(`host ${node} listens to everything (live enrolment requests among it)`, me, '">"', subscribeTo('>'));
+    await record(`host ${node} listens to the enrol tool`, me, `${wire.prefix}.seat.mesh-controller.tool.enrol`, subscribeTo(`${wire.prefix}.seat.mesh-controller.tool.enrol`));
+    await record(`host ${node} appends operator.added mallory to the log`, me, `${wire.logPrefix}.operator.mallory`, publishTo(`${wire.logPrefix}.operator.mallory`, forgedCommit));
+    await record(`host ${node} states a controller fact`, me, `${wire.prefix}.seat.mesh-controller.event.crash-looping`, publishTo(`${wire.prefix}.seat.mesh-controller.event.crash-looping`));
+    await record(`host ${node} reads the log`, me, `$JS.API.CONSUMER.CREATE.${wire.logStream}`, requestTo(`$JS.API.CONSUMER.CREATE.${wire.logStream}`));
+  }
+
+  if (targets.module) {
+    const { node, module, key, otherModule } = targets.module;
+    const me = { key, inbox: moduleInbox(module, node) };
+    await record(`module ${module} publishes an event it did not declare`, me, `${wire.prefix}.mod.${module}.event.undeclared`, publishTo(`${wire.prefix}.mod.${module}.event.undeclared`));
+    await record(`module ${module} publishes under ${otherModule}'s namespace`, me, `${wire.prefix}.mod.${otherModule}.event.greeted`, publishTo(`${wire.prefix}.mod.${otherModule}.event.greeted`));
+    await record(`module ${module} reads its node's declaration`, me, `${wire.prefix}.node.${node}.declare`, requestTo(`$JS.API.DIRECT.GET.${wire.nodesStream}.${wire.prefix}.node.${node}.declare`));
+    await record(`module ${module} acks another consumer's delivery`, me, `$JS.ACK.${wire.eventsStream}.someone_else`, publishTo(`$JS.ACK.${wire.eventsStream}.someone_else.1.1.1.1.1`));
+    await record(`module ${module} listens on an operator's inbox`, me, `${personInbox('ada')}.>`, subscribeTo(`${personInbox('ada')}.>`));
+    await record(`module ${module} listens on every inbox`, me, '_INBOX.>', subscribeTo('_INBOX.>'));
+    await record(`module ${module} appends to the log`, me, `${wire.logPrefix}.operator.mallory`, publishTo(`${wire.logPrefix}.operator.mallory`, forgedCommit));
+  }
+
+  if (targets.operator) {
+    const { name, key } = targets.operator;
+    const me = { key, inbox: personInbox(name) };
+    await record(`operator ${name} appends to the log around the controller`, me, `${wire.logPrefix}.operator.mallory`, publishTo(`${wire.logPrefix}.operator.mallory`, forgedCommit));
+    await record(`operator ${name} publishes a declaration`, me, `${wire.prefix}.node.x.declare`, publishTo(`${wire.prefix}.node.x.declare`));
+    await record(`operator ${name} deletes the log`, me, `$JS.API.STREAM.DELETE.${wire.logStream}`, requestTo(`$JS.API.STREAM.DELETE.${wire.logStream}`));
+  }
+  return outcomes;
+};

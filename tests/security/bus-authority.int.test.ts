@@ -1,0 +1,189 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { pino } from 'pino';
+import { meshHome } from '../../src/config.js';
+import { enrol, hostKey, tokenBusIdentity } from '../../src/adapters/enrolment-client.js';
+import { newEnrolmentToken } from '../../src/adapters/enrolment-tokens.js';
+import { moduleBusIdentity, newIdentity } from '../../src/adapters/identity.js';
+import { renderBusUsers } from '../../src/adapters/nats/bus-users-file.js';
+import { connectNats } from '../../src/adapters/nats/connect.js';
+import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
+import { bootstrapControlPlane } from '../../src/controller/bootstrap.js';
+import { BusAuthority } from '../../src/controller/bus-authority.js';
+import { Controller } from '../../src/controller/controller.js';
+import { EnrolmentService } from '../../src/controller/enrolment-service.js';
+import { MeshService } from '../../src/controller/mesh-service.js';
+import { composeBusUsers, CONTROLLER_INBOX, hostInbox, personInbox, type BusWire } from '../../src/domain/bus/users.js';
+import { moduleInbox } from '../../src/domain/bus/subjects.js';
+import type { MeshCommand } from '../../src/domain/mesh/commands.js';
+import { emptyMeshState } from '../../src/domain/mesh/state.js';
+import { meshEventRegistry } from '../../src/domain/registry.js';
+import { natsPidFile, startNatsServer, stopNatsServer } from '../../src/dev/nats-server.js';
+import { freePort } from '../../src/dev/ports.js';
+import { probeBus } from '../../src/dev/security-probe.js';
+import { fixtureManifest } from '../helpers/given.js';
+import { uniqueName } from '../helpers/names.js';
+import { waitFor } from '../helpers/test-mesh.js';
+
+// A mesh on a nats-server of its own whose only users are the ones the control plane composed
+// from the log — no harness, no administrator — attacked the way a process on the machine would.
+
+const WIRE: BusWire = { prefix: 'mesh', logStream: 'LOG', logPrefix: 'mesh.log', nodesStream: 'NODES', controlStream: 'CONTROL', eventsStream: 'EVENTS' };
+
+describe('the bus, enforced by the server from the composed user list', () => {
+  const dir = join(meshHome(), 'tmp', uniqueName('bus-'));
+  const usersFile = join(dir, 'bus-users.conf');
+  const controllerKey = newIdentity();
+  const operatorKey = newIdentity();
+  const harnessKey = process.env.MESH_BUS_KEY;
+  let server: { dir: string; port: number; monitorPort: number; usersFile: string };
+  let url: string;
+  let controllerNc: NatsConnection;
+  let authority: BusAuthority;
+  let controller: Controller;
+  let enrolment: EnrolmentService;
+  let mesh: MeshService;
+  let n = 0;
+  const run = (command: MeshCommand) => mesh.execute(command, { commandId: `bus-${++n}`, actor: 'operator:ada' });
+  const knows = (publicKey: string) => async () => readFileSync(usersFile, 'utf8').includes(composeNkey(publicKey));
+  const composeNkey = (publicKey: string) => renderBusUsers([{ kind: 'static', name: 'x', publicKey, inbox: 'x', permissions: { publish: { allow: ['x'] }, subscribe: { allow: ['x'] }, allowResponses: false } }]).match(/nkey: "([A-Z0-9]+)"/)?.[1] ?? '';
+  /** The list is written before the server has reloaded it: a new identity is in once it can connect. */
+  const connectWhenKnown = (name: string, identity: Parameters<typeof connectNats>[1]['identity']) =>
+    waitFor(`${name} let in`, () => connectNats(url, { name, identity }).catch(() => undefined), 20_000);
+  const connectionsOpen: { name: string; nc: NatsConnection; dropped: string[] }[] = [];
+  const watchDrops = (name: string, nc: NatsConnection) => {
+    const entry = { name, nc, dropped: [] as string[] };
+    void (async () => {
+      for await (const status of nc.status()) if (status.type === 'disconnect' || status.type === 'reconnect') entry.dropped.push(status.type);
+    })();
+    connectionsOpen.push(entry);
+  };
+
+  beforeAll(async () => {
+    // Only the identities this mesh composes: the harness must not speak for anybody here.
+    delete process.env.MESH_BUS_KEY;
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(usersFile, renderBusUsers(composeBusUsers(emptyMeshState(), { wire: WIRE, controllerKey: controllerKey.publicKey, moduleKey: () => '', now: new Date() })));
+    server = { dir, port: await freePort(), monitorPort: await freePort(), usersFile };
+    url = (await startNatsServer(server)).url;
+    controllerNc = await connectNats(url, { name: 'controller', persistent: true, identity: { key: controllerKey, inbox: CONTROLLER_INBOX } });
+    const log = () => new JetStreamEventLog(controllerNc, { stream: WIRE.logStream, subjectPrefix: WIRE.logPrefix, registry: meshEventRegistry() });
+    await bootstrapControlPlane(controllerNc, log(), { stream: WIRE.logStream, subjectPrefix: WIRE.logPrefix, meshName: 'bus', actor: 'controller' });
+    mesh = new MeshService(log());
+    await run({ type: 'add-operator', operator: 'ada', publicKey: operatorKey.publicKey });
+    for (const module of ['local-bus', 'greeter', 'caller', 'vault', 'telegram-sender', 'showcase']) await run({ type: 'register-module', manifest: fixtureManifest(module) });
+    for (const node of ['alpha', 'beta']) await run({ type: 'add-node', node, address: '127.0.0.1' });
+    await run({ type: 'assign', module: 'local-bus', node: 'alpha', hold: ['mesh-broker'], pins: {}, values: {}, placements: {} });
+    await run({ type: 'assign', module: 'greeter', node: 'alpha', hold: ['front-desk'], pins: {}, values: {}, placements: {} });
+    authority = new BusAuthority({ file: { file: usersFile, serverPidFile: natsPidFile(dir), monitorUrl: `http://127.0.0.1:${server.monitorPort}` }, wire: WIRE, controller: controllerKey, logger: pino({ level: 'silent' }) });
+    controller = new Controller(controllerNc, log(), { names: { nodesStream: WIRE.nodesStream, controlStream: WIRE.controlStream, prefix: WIRE.prefix }, actor: 'controller', logger: pino({ level: 'silent' }), busAuthority: authority });
+    await controller.start();
+    enrolment = new EnrolmentService(controllerNc, new MeshService(log()), { prefix: WIRE.prefix, natsUrl: url, logger: pino({ level: 'silent' }) });
+    enrolment.start();
+    await waitFor('the operator on the bus', knows(operatorKey.publicKey));
+  });
+
+  afterAll(async () => {
+    enrolment?.stop();
+    await controller?.stop();
+    for (const { nc } of connectionsOpen) await nc.close().catch(() => undefined);
+    await controllerNc?.close();
+    if (server) await stopNatsServer(server, 'SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    if (harnessKey) process.env.MESH_BUS_KEY = harnessKey;
+  });
+
+  it('lets a node join with a token, as the token’s own user, and then connect as itself', async () => {
+    const token = newEnrolmentToken();
+    await run({ type: 'issue-enrolment-token', tokenId: token.tokenId, verifier: token.verifier, publicKey: token.publicKey, node: 'beta', expiresAt: new Date(Date.now() + 600_000).toISOString() });
+    await waitFor('the token’s user', knows(token.publicKey));
+    const stateDir = join(dir, 'agent-beta');
+    const asToken = await connectWhenKnown('joining', tokenBusIdentity(token.token));
+    try {
+      await enrol(asToken, { node: 'beta', token: token.token, stateDir, prefix: WIRE.prefix });
+    } finally {
+      await asToken.close();
+    }
+    const host = hostKey(stateDir);
+    await waitFor('beta’s host user', knows(host.publicKey));
+    // the spent token's user is gone
+    await waitFor('the spent token’s user removed', async () => !(await knows(token.publicKey)()));
+    const hostNc = await connectWhenKnown('host-beta', { key: host, inbox: hostInbox('beta') });
+    watchDrops('host beta', hostNc);
+    await jetstream(hostNc).publish('mesh.control.beta.report', JSON.stringify({ not: 'a report' }));
+  });
+
+  it('refuses every attack on the list, at the server', async () => {
+    const beta = hostKey(join(dir, 'agent-beta'));
+    const outcomes = await probeBus({
+      url,
+      wire: WIRE,
+      host: { node: 'beta', key: beta, otherNode: 'alpha' },
+      module: { node: 'alpha', module: 'greeter', key: moduleBusIdentity(controllerKey, 'alpha', 'greeter'), otherModule: 'caller' },
+      operator: { name: 'ada', key: operatorKey },
+    });
+    expect(outcomes.filter((o) => !o.refused)).toEqual([]);
+    // refused by a permission, not by a connection that never got in (but for the two that must not get in)
+    expect(outcomes.filter((o) => o.detail.startsWith('connection refused')).map((o) => o.attack)).toEqual(['an anonymous client connects', 'a key the mesh never composed connects']);
+    expect(outcomes.length).toBeGreaterThanOrEqual(20);
+    // and the log holds no forged commit
+    const jsm = await jetstreamManager(controllerNc);
+    const forged = await jsm.streams.getMessage('LOG', { last_by_subj: 'mesh.log.operator.mallory' }).catch(() => null);
+    expect(forged).toBeNull();
+  });
+
+  it('lets each identity do what its declarations imply', async () => {
+    const greeter = await connectNats(url, { name: 'greeter', identity: { key: moduleBusIdentity(controllerKey, 'alpha', 'greeter'), inbox: moduleInbox('greeter', 'alpha') } });
+    const operator = await connectNats(url, { name: 'ada', identity: { key: operatorKey, inbox: personInbox('ada') } });
+    const errors: string[] = [];
+    for (const nc of [greeter, operator]) {
+      void (async () => {
+        for await (const status of nc.status()) if (status.type === 'error') errors.push(String(status.error));
+      })();
+    }
+    await jetstream(greeter).publish('mesh.mod.greeter.event.greeted', '{}');
+    // a holder of front-desk speaks in its namespace; an operator reads the log and the declarations
+    greeter.publish('mesh.seat.front-desk.event.opened', '{}');
+    const info = await (await jetstreamManager(operator)).streams.info('LOG');
+    expect(info.state.last_seq).toBeGreaterThan(0);
+    const stored = await (await jetstreamManager(controllerNc)).streams.getMessage('EVENTS', { last_by_subj: 'mesh.mod.greeter.event.greeted' });
+    expect(stored?.subject).toBe('mesh.mod.greeter.event.greeted');
+    await greeter.flush();
+    expect(errors).toEqual([]);
+    watchDrops('operator ada', operator);
+    await greeter.close();
+  });
+
+  it('adds a module’s user live when it is assigned and removes it (closing its connection) when unassigned; nobody else is dropped', async () => {
+    const showcase = moduleBusIdentity(controllerKey, 'beta', 'showcase');
+    await expect(connectNats(url, { name: 'showcase-early', identity: { key: showcase, inbox: moduleInbox('showcase', 'beta') } })).rejects.toThrow(/refused/);
+    await run({ type: 'assign', module: 'vault', node: 'alpha', hold: ['mesh-vault'], pins: {}, values: {}, placements: {} });
+    await run({ type: 'assign', module: 'telegram-sender', node: 'alpha', hold: ['telegram-sender'], pins: {}, values: { 'chat-id': '1' }, placements: {} });
+    await run({ type: 'assign', module: 'showcase', node: 'beta', hold: [], pins: {}, values: {}, placements: {} });
+    await waitFor('showcase’s user', knows(showcase.publicKey));
+    const nc = await connectWhenKnown('showcase', { key: showcase, inbox: moduleInbox('showcase', 'beta') });
+    // a user of telegram-sender submits to it
+    nc.publish('mesh.seat.telegram-sender.accept.send', '{}');
+    await nc.flush();
+    const closed = nc.closed();
+    await run({ type: 'unassign', module: 'showcase', node: 'beta' });
+    await waitFor('showcase’s user removed', async () => !(await knows(showcase.publicKey)()));
+    const error = await Promise.race([closed, new Promise((r) => setTimeout(() => r('still open'), 15_000))]);
+    expect(String(error)).not.toBe('still open');
+    expect(connectionsOpen.map((c) => ({ name: c.name, dropped: c.dropped }))).toEqual([
+      { name: 'host beta', dropped: [] },
+      { name: 'operator ada', dropped: [] },
+    ]);
+  });
+
+  it('puts the composed list back when a grant is added to the file by hand', async () => {
+    const composed = readFileSync(usersFile, 'utf8');
+    appendFileSync(usersFile, '# a hand-added grant\nauthorization { users: [ { user: mallory, password: mallory } ] }\n');
+    await authority.sync(controller.mesh());
+    expect(readFileSync(usersFile, 'utf8')).toBe(composed);
+    await expect(connectNats(url, { name: 'mallory' })).rejects.toThrow(/refused|Authorization/i);
+  });
+});
