@@ -4,9 +4,9 @@ import { connectNats } from '../adapters/nats/connect.js';
 import { enrol, storedEnrolment, tokenBusIdentity } from '../adapters/enrolment-client.js';
 import { loadConfig } from '../config.js';
 import { Agent, type AgentOptions } from '../agent/agent.js';
-import { agentWire, defaultStateDir } from '../agent/settings.js';
+import { agentWire, backoff, defaultStateDir } from '../agent/settings.js';
 import type { Report } from '../domain/reports/report.js';
-import { ValidationError } from '../errors.js';
+import { UnavailableError, ValidationError } from '../errors.js';
 import { parseFlags } from './flags.js';
 import { output, type Output } from './output.js';
 
@@ -52,13 +52,24 @@ export const agentCommand = async (args: string[], hooks: Pick<AgentOptions, 'en
     // token's own bus identity; one already enrolled goes on as itself.
     enrol: async (request) => {
       if (!request.token || storedEnrolment(request.stateDir)) return;
-      const nc = await connectNats(request.natsUrl, { name: `mesh-agent-${request.node}-enrol`, identity: tokenBusIdentity(request.token) });
-      try {
-        await enrol(nc, { node: request.node, token: request.token, stateDir: request.stateDir, prefix: wire.prefix });
-        out.line(`node ${request.node} enrolled: its keys stay in ${request.stateDir}`);
-      } finally {
-        await nc.close();
+      // Until the control plane answers: a controller not up yet, or an answer lost, is asked
+      // again with the same token and keys, which it answers again; a refusal ends the agent.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const nc = await connectNats(request.natsUrl, { name: `mesh-agent-${request.node}-enrol`, identity: tokenBusIdentity(request.token) });
+          try {
+            await enrol(nc, { node: request.node, token: request.token, stateDir: request.stateDir, prefix: wire.prefix });
+          } finally {
+            await nc.close();
+          }
+          break;
+        } catch (error) {
+          if (!(error instanceof UnavailableError)) throw error;
+          logger.warn({ attempt, err: error.message }, 'enrolment not answered; asking again');
+          await new Promise((resolve) => setTimeout(resolve, backoff(attempt, 500, 10_000)));
+        }
       }
+      out.line(`node ${request.node} enrolled: its keys stay in ${request.stateDir}`);
       // A spent token is worth nothing, but a file of it is not left lying about.
       if (tokenFile !== undefined) rmSync(tokenFile, { force: true });
     },

@@ -72,6 +72,10 @@ export const controllerUser = (wire: BusWire, publicKey: string): BusUser => ({
         `${wire.logPrefix}.>`,
         `${wire.prefix}.node.*.declare`,
         `${controllerSeat(wire.prefix)}.event.>`,
+        // answers to whoever asked it: a reload of the user list resets the server's record of
+        // the replies it allows (allow_responses), so an answer in flight across a reload would be
+        // refused. The controller may publish into any inbox; nobody may read another's.
+        '_INBOX.>',
         // work the mesh's own flows submit to a seat (a build); the control plane may ask any tool
         `${wire.prefix}.seat.*.accept.>`,
         `${wire.prefix}.seat.*.tool.>`,
@@ -106,8 +110,10 @@ const operatorUser = (wire: BusWire, operator: string, publicKey: string): BusUs
       allow: [
         // the mesh's verbs, each signed again by the operator's key inside the request
         `${controllerSeat(wire.prefix)}.tool.>`,
-        // reading the log and the declarations: never writing them
+        // reading the log and the declarations: never writing them; any stream's settings, so a
+        // misnamed one is answered "does not exist" rather than refused
         '$JS.API.INFO',
+        '$JS.API.STREAM.INFO.*',
         ...readStream(wire.logStream),
         ...readStream(wire.nodesStream),
       ],
@@ -218,7 +224,10 @@ export const composeBusUsers = (state: MeshState, composition: BusComposition): 
     if (node.busKey) users.push(hostUser(wire, node.name, node.busKey));
   }
   for (const token of [...state.enrolmentTokens.values()].sort((a, b) => a.tokenId.localeCompare(b.tokenId))) {
-    const live = !token.spentBy && Date.parse(token.expiresAt) > composition.now.getTime();
+    // Spent or not, a token's user lives until the token expires: the machine that spent it may
+    // not have heard the answer (a reload closes nothing of its, but a network may), and asks
+    // again; the enrol tool answers that machine alone and refuses everyone else.
+    const live = Date.parse(token.expiresAt) > composition.now.getTime();
     if (live && token.publicKey) users.push(enrolmentUser(wire, token.tokenId, token.publicKey));
   }
   for (const key of [...state.assignments.keys()].sort()) {
@@ -236,7 +245,7 @@ export const nextTokenExpiry = (state: MeshState, now: Date): Date | undefined =
   let next: number | undefined;
   for (const token of state.enrolmentTokens.values()) {
     const at = Date.parse(token.expiresAt);
-    if (!token.spentBy && token.publicKey && at > now.getTime() && (next === undefined || at < next)) next = at;
+    if (token.publicKey && at > now.getTime() && (next === undefined || at < next)) next = at;
   }
   return next === undefined ? undefined : new Date(next);
 };
