@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import { loadConfig } from '../config.js';
-import { connectNats } from '../adapters/nats/connect.js';
+import { connectNats, identityFromEnv } from '../adapters/nats/connect.js';
+import { ValidationError } from '../errors.js';
 import { Builder } from '../builder/builder.js';
 import { parseFlags, wholeNumberFlag } from './flags.js';
 
@@ -10,6 +11,13 @@ import { parseFlags, wholeNumberFlag } from './flags.js';
 export const builderCommand = async (args: string[]): Promise<number> => {
   const { values } = parseFlags(args, { json: { type: 'boolean', default: false }, work: { type: 'string' }, 'heartbeat-ms': { type: 'string' }, name: { type: 'string' } });
   const config = loadConfig();
+  // A builder is a module holding mesh-build-machine: it speaks as that module's bus user, whose
+  // key its node hands it (MESH_BUS_KEY), never anonymously.
+  if (!identityFromEnv()) {
+    throw new ValidationError('mesh builder speaks on the bus as the builder module assigned to its node: set MESH_BUS_KEY to that identity\'s key file (and MESH_BUS_INBOX to its inbox prefix)', {
+      field: 'MESH_BUS_KEY',
+    });
+  }
   const logger = pino({ base: { component: 'builder', mesh: config.meshName } });
   const nc = await connectNats(config.natsUrl, { name: 'mesh-builder', persistent: true });
   const builder = new Builder(nc, {

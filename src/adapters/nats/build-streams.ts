@@ -2,6 +2,7 @@ import { AckPolicy, DeliverPolicy, DiscardPolicy, RetentionPolicy, StorageType, 
 import type { NatsConnection } from '@nats-io/nats-core';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import { nanos } from '@nats-io/nats-core';
+import { SEAT_HOLDERS_CONSUMER, seatStreamName } from '../../domain/bus/subjects.js';
 import { assertStream } from './assert-stream.js';
 
 // The build machine's wire: its work queue (one stream per seat's `accept` branch, DESIGN.md
@@ -15,10 +16,10 @@ export interface BuildWireNames {
   prefix: string;
 }
 
-export const seatStreamName = (prefix: string, seat: string): string => (prefix === 'mesh' ? `SEAT_${seat}` : `SEAT_${prefix}_${seat}`);
+export { seatStreamName };
 export const jobsStreamName = (names: BuildWireNames): string => seatStreamName(names.prefix, BUILD_SEAT);
 /** The consumer every holder of the seat pulls from: each job goes to exactly one of them. */
-export const BUILDERS_CONSUMER = 'holders';
+export const BUILDERS_CONSUMER = SEAT_HOLDERS_CONSUMER;
 export const artifactBucketName = (names: BuildWireNames): string => (names.prefix === 'mesh' ? 'artifacts' : `artifacts_${names.prefix}`);
 
 export const buildJobSubject = (prefix: string): string => `${prefix}.seat.${BUILD_SEAT}.accept.build`;

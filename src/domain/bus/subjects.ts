@@ -25,3 +25,9 @@ export const moduleConsumerName = (node: string, module: string): string => `${n
 
 /** A module's inbox prefix, module then node (design 25 §4). */
 export const moduleInbox = (module: string, node: string): string => `_INBOX.${module}.${node}`;
+
+/** A seat's work queue: one stream per seat's `accept` branch (DESIGN.md decision 5). */
+export const seatStreamName = (prefix: string, seat: string): string => (prefix === 'mesh' ? `SEAT_${seat}` : `SEAT_${prefix}_${seat}`);
+
+/** The consumer every holder of a seat pulls its work from: each piece of work goes to one of them. */
+export const SEAT_HOLDERS_CONSUMER = 'holders';

@@ -1,6 +1,6 @@
 import type { MeshState } from '../mesh/state.js';
 import { seatNamed } from '../mesh/state.js';
-import { consumedSubjects, eventSubject, moduleConsumerName, moduleInbox } from './subjects.js';
+import { consumedSubjects, eventSubject, moduleConsumerName, moduleInbox, SEAT_HOLDERS_CONSUMER, seatStreamName } from './subjects.js';
 
 // The bus's user list, composed from the log (design 25 §4, design 28, design 32 §2): one account,
 // one user per identity, and each user's permissions derived from what is declared every time the
@@ -190,9 +190,15 @@ const moduleUser = (state: MeshState, wire: BusWire, node: string, module: strin
     if (holder.node !== node || holder.module !== module) continue;
     const seat = state.seats.get(key.slice(0, key.lastIndexOf('@')));
     if (!seat) continue;
-    // a holder fully participates in its seat's namespace
+    // a holder fully participates in its seat's namespace, and takes the seat's work from its queue
     publish.add(`${wire.prefix}.seat.${seat.name}.>`);
     subscribe.add(`${wire.prefix}.seat.${seat.name}.>`);
+    if (seat.protocol.accepts.length > 0) {
+      const stream = seatStreamName(wire.prefix, seat.name);
+      publish.add(`$JS.API.CONSUMER.INFO.${stream}.${SEAT_HOLDERS_CONSUMER}`);
+      publish.add(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${SEAT_HOLDERS_CONSUMER}`);
+      publish.add(`$JS.ACK.${stream}.${SEAT_HOLDERS_CONSUMER}.>`);
+    }
     serves = true;
   }
   for (const used of manifest.uses) {
