@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { Agent } from '../../src/agent/agent.js';
@@ -12,6 +12,7 @@ import { freePort } from '../../src/dev/ports.js';
 import type { StoredEvent } from '../../src/domain/events/envelope.js';
 import { FAST } from '../agent/harness.js';
 import { fixtureManifest } from '../helpers/given.js';
+import { runMesh } from '../helpers/cli.js';
 import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
@@ -136,14 +137,21 @@ describe('a mesh on this machine: command → declaration → agent → running 
     expect((await facts()).filter((f) => f.type === 'fact.refused')).toHaveLength(1);
   });
 
-  it('an agent started by an operator with a token joins the mesh once and keeps its key', async () => {
+  it('an agent started by an operator with a token file joins the mesh once, keeps its keys and removes the file', async () => {
     t.startEnrolment();
     const tokenId = randomBytes(8).toString('hex');
     const secret = randomBytes(24).toString('base64url');
     await t.run({ type: 'issue-enrolment-token', tokenId, verifier: tokenVerifier(secret), node: 'gamma', expiresAt: new Date(Date.now() + 60_000).toISOString() });
     const stateDir = join(root, 'agents', 'gamma');
+    const tokenFile = join(root, 'gamma-token');
+    mkdirSync(root, { recursive: true });
+    writeFileSync(tokenFile, `${tokenId}.${secret}\n`, { mode: 0o600 });
     const env = { MESH_NATS_URL: testNatsUrl(), MESH_SUBJECT_PREFIX: t.names.prefix, MESH_NODES_STREAM: t.names.nodesStream };
-    const agent = spawn(process.execPath, [join(projectRoot, 'bin', 'mesh.js'), 'agent', '--node', 'gamma', '--state', stateDir, '--token', `${tokenId}.${secret}`], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // a token on the command line is refused, naming why
+    const refused = await runMesh(['agent', '--node', 'gamma', '--state', stateDir, '--token', `${tokenId}.${secret}`], env);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('visible to every user of the machine');
+    const agent = spawn(process.execPath, [join(projectRoot, 'bin', 'mesh.js'), 'agent', '--node', 'gamma', '--state', stateDir, '--token-file', tokenFile], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     agent.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     try {
@@ -153,7 +161,9 @@ describe('a mesh on this machine: command → declaration → agent → running 
       });
       await waitFor('the agent saying so', async () => output.includes('node gamma enrolled'));
       expect(statSync(join(stateDir, 'identity.json')).mode & 0o777).toBe(0o600);
-      expect(existsSync(join(stateDir, 'credentials.json'))).toBe(true);
+      expect(statSync(join(stateDir, 'host.key')).mode & 0o777).toBe(0o600);
+      expect(existsSync(join(stateDir, 'enrolment.json'))).toBe(true);
+      await waitFor('the token file removed', async () => !existsSync(tokenFile));
     } finally {
       agent.kill('SIGTERM');
       await new Promise((r) => agent.once('exit', r));
