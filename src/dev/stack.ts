@@ -1,7 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { DEFAULT_PORTS, stackFile, type StackAddresses } from '../config.js';
+import { DEFAULT_PORTS, stackFile, stackSecretsDir, type StackAddresses } from '../config.js';
+import { passwordFileName } from '../adapters/database-logins.js';
 import { connectNats } from '../adapters/nats/connect.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { bootstrapControlPlane, type BootstrapResult } from '../controller/bootstrap.js';
@@ -80,7 +81,7 @@ const natsOptions = (options: Pick<StackOptions, 'dir' | 'ports'>) => ({
   monitorPort: options.ports.natsMonitor,
 });
 
-const postgresOptions = (options: Pick<StackOptions, 'dir' | 'ports'>) => ({ dir: join(options.dir, 'postgres'), port: options.ports.postgres });
+const postgresOptions = (options: Pick<StackOptions, 'dir' | 'ports'>) => ({ dir: join(options.dir, 'postgres'), port: options.ports.postgres, secretsDir: stackSecretsDir(options.dir) });
 
 /**
  * Both servers at once: nats-server boots in its own process while initdb and pg_ctl run, which
@@ -128,7 +129,15 @@ export const stackUp = async (
       MESH_LOG_STREAM: options.logStream,
       MESH_LOG_SUBJECT_PREFIX: options.logSubjectPrefix,
     };
-    const controller = await startController({ dir: options.dir, env: { ...env, MESH_NAME: options.meshName, MESH_HTTP_PORT: String(options.ports.http) }, say });
+    // A controller started while PostgreSQL still trusted every login connected as the superuser:
+    // it starts again below with its own roles.
+    if (postgres.wasOpen && (await stopController(options.dir))) say('controller stopped, to start again with its own PostgreSQL roles');
+    // The controller logs in as the projector (its projections) and as the controller (its tables, its reads).
+    const logins = {
+      MESH_PG_PASSWORD_FILE_PROJECTOR: join(stackSecretsDir(options.dir), passwordFileName('projector')),
+      MESH_PG_PASSWORD_FILE_CONTROLLER: join(stackSecretsDir(options.dir), passwordFileName('controller')),
+    };
+    const controller = await startController({ dir: options.dir, env: { ...env, ...logins, MESH_NAME: options.meshName, MESH_HTTP_PORT: String(options.ports.http) }, say });
     if (!controller.started) say(`controller already running (pid ${controller.pid})`);
     if (options.demo) {
       const demo = await raiseDemo({

@@ -18,6 +18,7 @@ import { meshEventRegistry } from '../../src/domain/registry.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { uniqueName } from '../helpers/names.js';
 import { scratchNats } from '../helpers/scratch-nats.js';
+import { testDatabaseUrl } from '../helpers/database.js';
 import { waitFor } from '../helpers/test-mesh.js';
 import { reportFor } from './report-for.js';
 
@@ -81,7 +82,7 @@ describe("the controller's bus permissions", () => {
         logger: pino({ level: 'silent' }),
       });
       await controller.start();
-      const pool = new pg.Pool({ connectionString: process.env.MESH_DATABASE_URL, max: 2 });
+      const pool = new pg.Pool({ connectionString: testDatabaseUrl('controller'), max: 2 });
       const ingester = new ReportIngester(controllerConnection, new JetStreamEventLog(controllerConnection, { stream: streams.logStream, subjectPrefix: streams.logPrefix, registry }), {
         names: { nodesStream: streams.nodesStream, controlStream: streams.controlStream, prefix: streams.prefix },
         pool,

@@ -28,6 +28,9 @@ describe('the local stack from the command line', () => {
       // The verbs must find the stack from its folder, not from the test stack's variables.
       MESH_NATS_URL: undefined,
       MESH_DATABASE_URL: undefined,
+      MESH_PG_PASSWORD_FILE_PROJECTOR: undefined,
+      MESH_PG_PASSWORD_FILE_CONTROLLER: undefined,
+      MESH_PG_PASSWORD_FILE_READER: undefined,
       MESH_ACTOR: 'operator:grace',
     };
   });
