@@ -11,6 +11,7 @@ import { requestRebuild } from '../../src/projections/builds.js';
 import type { Projector } from '../../src/projections/projector.js';
 import { ReadBarrier } from '../../src/projections/read-barrier.js';
 import { sqlstateOf } from '../../src/projections/sql.js';
+import { runMesh } from '../helpers/cli.js';
 import { testDatabaseUrl } from '../helpers/database.js';
 import { uniqueName } from '../helpers/names.js';
 import { appendMany, dropSchemas, eventually, freshSchemas, servingBuild, startTestProjector, useLogAndPool, waitServingAt } from '../projections/harness.js';
@@ -213,6 +214,15 @@ describe('PostgreSQL gives each part of the mesh only what it needs', () => {
       await barrier.close();
       await readerPool.end();
     }
+  });
+
+  it("reads from the command line as the reader, and refuses a verb whose role's password file is missing, naming it", async () => {
+    const seats = await runMesh(['seats', '--json']);
+    expect([seats.code, seats.stderr]).toEqual([0, '']);
+    const missing = join(stackSecretsDir(testStack().dir), 'gone.password');
+    const refused = await runMesh(['seats'], { MESH_PG_PASSWORD_FILE_READER: missing });
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain(`no password for PostgreSQL role mesh_reader: ${missing} does not exist. \`npx mesh dev up\` makes it`);
   });
 
   it('keeps every password in a file only its owner reads, in a folder only its owner opens', () => {
