@@ -15,6 +15,7 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { meshHome } from '../src/config.js';
+import { databaseUrlFor } from '../src/adapters/database-logins.js';
 import { connectNats } from '../src/adapters/nats/connect.js';
 import { encodeCommit } from '../src/adapters/eventlog/codec.js';
 import { assertLogStream } from '../src/adapters/eventlog/log-stream.js';
@@ -88,12 +89,14 @@ const main = async (): Promise<void> => {
   const events = commits * PER_COMMIT;
   const dir = join(meshHome(), 'tmp', `bench-projections-${process.pid}`);
   const nats = { dir: join(dir, 'nats'), port: await freePort(), monitorPort: await freePort() };
-  const postgres = { dir: join(dir, 'postgres'), port: await freePort() };
+  const postgres = { dir: join(dir, 'postgres'), port: await freePort(), secretsDir: join(dir, 'secrets') };
   const say = (text: string): void => void process.stderr.write(`${text}\n`);
   const natsStatus = await startNatsServer(nats);
   const pgStatus = await startPostgres(postgres);
+  // The projector's own login, as the controller's projector has it.
+  const databaseUrl = databaseUrlFor('projector', { databaseUrl: pgStatus.url, secretsDir: postgres.secretsDir }, {});
   const nc = await connectNats(natsStatus.url, { name: 'bench-projections' });
-  const pool = new pg.Pool({ connectionString: pgStatus.url, max: 4 });
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
   try {
     const jsm = await jetstreamManager(nc);
     await assertLogStream(jsm, { stream: STREAM, subjectPrefix: PREFIX });
@@ -133,7 +136,7 @@ const main = async (): Promise<void> => {
     await pool.query('CREATE SCHEMA copy_limit');
     await pool.query(`SET search_path TO copy_limit; ${auditProjection.schemaSql}; SET search_path TO DEFAULT`);
     const chunks = tsvOf(commits);
-    const copyClient = new pg.Client({ connectionString: pgStatus.url });
+    const copyClient = new pg.Client({ connectionString: databaseUrl });
     await copyClient.connect();
     const copySeconds = await timed(() => copyFromStdin(copyClient, 'copy_limit.audit', chunks));
     await copyClient.end();
@@ -145,7 +148,7 @@ const main = async (): Promise<void> => {
     const runner = new BuildRunner(
       {
         pool,
-        connect: () => connectClient(pgStatus.url),
+        connect: () => connectClient(databaseUrl),
         reader: new CommitReader(nc, { stream: STREAM, subjectPrefix: PREFIX, registry }),
         schemas,
         projection: auditProjection,

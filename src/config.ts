@@ -17,8 +17,12 @@ export const devStackDir = (env: NodeJS.ProcessEnv = process.env): string =>
 
 export const DEFAULT_PORTS = { nats: 14222, natsMonitor: 18222, postgres: 15432, http: 18080 } as const;
 
+/** Where a stack keeps its PostgreSQL password files (src/adapters/database-logins.ts). */
+export const stackSecretsDir = (stackDir: string): string => join(stackDir, 'secrets');
+
 export interface StackAddresses {
   natsUrl: string;
+  /** the PostgreSQL server, with no login: each process adds its role (`databaseUrlFor`) */
   databaseUrl: string;
   /** the controller's page and API, once it serves them */
   httpPort?: number;
@@ -53,13 +57,15 @@ export interface MeshConfig extends StackAddresses {
   operatorKeyFile: string;
   /** the controller's own key: it signs every commit and is the controller's identity on the bus */
   controllerKeyFile: string;
+  /** the local stack's PostgreSQL password files, one per role */
+  secretsDir: string;
 }
 
 export const loadConfig = (env: NodeJS.ProcessEnv = process.env): MeshConfig => {
   const recorded = recordedAddresses(devStackDir(env));
   return {
     natsUrl: env.MESH_NATS_URL ?? recorded.natsUrl ?? `nats://127.0.0.1:${DEFAULT_PORTS.nats}`,
-    databaseUrl: env.MESH_DATABASE_URL ?? recorded.databaseUrl ?? `postgres://mesh@127.0.0.1:${DEFAULT_PORTS.postgres}/mesh`,
+    databaseUrl: env.MESH_DATABASE_URL ?? recorded.databaseUrl ?? `postgres://127.0.0.1:${DEFAULT_PORTS.postgres}/mesh`,
     meshName: env.MESH_NAME ?? 'local',
     logStream: env.MESH_LOG_STREAM ?? 'LOG',
     logSubjectPrefix: env.MESH_LOG_SUBJECT_PREFIX ?? 'mesh.log',
@@ -71,6 +77,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): MeshConfig => 
     httpPort: Number(env.MESH_HTTP_PORT ?? recorded.httpPort ?? DEFAULT_PORTS.http),
     operatorKeyFile: env.MESH_OPERATOR_KEY ?? join(devStackDir(env), 'operator.key'),
     controllerKeyFile: env.MESH_CONTROLLER_KEY ?? join(devStackDir(env), 'controller.key'),
+    secretsDir: stackSecretsDir(devStackDir(env)),
   };
 };
 

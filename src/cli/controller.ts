@@ -6,6 +6,7 @@ import { loadIdentityFile } from '../adapters/identity.js';
 import { eventsStreamName } from '../adapters/nats/control-streams.js';
 import { BusAuthority, busUsersFileFromEnv, loadStaticBusUsers } from '../controller/bus-authority.js';
 import { CONTROLLER_INBOX } from '../domain/bus/users.js';
+import { databaseUrlFor } from '../adapters/database-logins.js';
 import { connectNats } from '../adapters/nats/connect.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { bootstrapControlPlane } from '../controller/bootstrap.js';
@@ -63,7 +64,8 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   await bootstrapControlPlane(nc, log, { ...settings, meshName: config.meshName, actor: 'controller' });
   const controller = new Controller(nc, log, {
     names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix },
-    databaseUrl: config.databaseUrl,
+    // Its projector logs in as the role that owns the projections; the rest of it as the controller.
+    databaseUrl: databaseUrlFor('projector', config),
     actor: 'controller',
     logger,
     ...(busAuthority ? { busAuthority } : {}),
@@ -78,7 +80,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     logger: logger.child({ component: 'enrolment' }),
   });
   enrolment.start();
-  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 4 });
+  const pool = new pg.Pool({ connectionString: databaseUrlFor('controller', config), max: 4 });
   // PostgreSQL may be away: reports wait in CONTROL until it is back, and the pool reconnects.
   pool.on('error', (error) => logger.warn({ err: error }, 'PostgreSQL connection lost'));
   const reports = new ReportIngester(nc, log, {

@@ -51,7 +51,9 @@ Every verb takes --json; commands take --command-id ID (a retry with the same id
 Reads (log, seats, status, node list|show, module list|show) wait until the projections have reached the
 log's head, or --at-least SEQ (a command's reply says its seq), for MESH_READ_TIMEOUT_MS (10000).
 
-Addresses come from MESH_NATS_URL and MESH_DATABASE_URL, else from the local stack.`;
+Addresses come from MESH_NATS_URL and MESH_DATABASE_URL, else from the local stack. Reads log in to
+PostgreSQL as mesh_reader with the password in MESH_PG_PASSWORD_FILE_READER (by default the local
+stack's secrets folder, written by \`mesh dev up\`).`;
 
 /** `mesh log | head`: once the reader has gone, there is no one left to print for. */
 const endQuietlyWhenTheReaderGoes = (): void => {

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../config.js';
 import { connectAsOperator } from './bus-connection.js';
+import { databaseUrlFor, withoutPassword } from '../adapters/database-logins.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { NotFoundError, UnavailableError, ValidationError } from '../errors.js';
@@ -24,17 +25,18 @@ export const projectionsCommand = async (args: string[]): Promise<number> => {
   const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false } }, 2);
   const out = output(values.json ?? false);
   const config = loadConfig();
+  // `status` only reads; `rebuild` builds projections, so it logs in as the role that owns them.
+  const databaseUrl = databaseUrlFor(positionals[0] === 'rebuild' ? 'projector' : 'reader', config);
   const nc = await connectAsOperator(config, 'mesh-projections');
-  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   pool.on('error', () => undefined);
   try {
     const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
     await verifyLogStream(await jetstreamManager(nc), settings, config.natsUrl);
     const reader = new CommitReader(nc, { ...settings, registry: meshEventRegistry() });
     await pool.query('SELECT 1').catch((cause: unknown) => {
-      throw new UnavailableError(`cannot reach PostgreSQL at ${config.databaseUrl}: ${(cause as Error).message}. Is the stack up? Run \`npx mesh dev up\`, or set MESH_DATABASE_URL.`, {
-        url: config.databaseUrl,
-      }, { cause });
+      const url = withoutPassword(databaseUrl);
+      throw new UnavailableError(`cannot reach PostgreSQL at ${url}: ${(cause as Error).message}. Is the stack up? Run \`npx mesh dev up\`, or set MESH_DATABASE_URL.`, { url }, { cause });
     });
     switch (positionals[0]) {
       case 'status': {
@@ -46,7 +48,7 @@ export const projectionsCommand = async (args: string[]): Promise<number> => {
         return allHealthy(states) ? 0 : 1;
       }
       case 'rebuild':
-        return await rebuild(positionals[1], { out, pool, reader, databaseUrl: config.databaseUrl, schemas: schemasFromEnv() });
+        return await rebuild(positionals[1], { out, pool, reader, databaseUrl, schemas: schemasFromEnv() });
       default:
         throw new ValidationError(`mesh projections needs one of: status, rebuild NAME (got ${positionals[0] ?? 'nothing'})`, { field: 'verb' });
     }

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { connectAsOperator } from './bus-connection.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { loadConfig, type MeshConfig } from '../config.js';
+import { databaseUrlFor, withoutPassword } from '../adapters/database-logins.js';
 import { UnavailableError, ValidationError } from '../errors.js';
 import { schemasFromEnv, type ProjectorSchemas } from '../projections/control.js';
 import { ReadBarrier } from '../projections/read-barrier.js';
@@ -54,8 +55,10 @@ export const withReads = async <T>(
   const config = loadConfig();
   const schemas = schemasFromEnv();
   const timeoutMs = readTimeoutMs();
+  // Reads log in as the reader: it may read the projections and node status, and change nothing.
+  const databaseUrl = databaseUrlFor('reader', config);
   const nc = await connectAsOperator(config, 'mesh-cli-read');
-  const db = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
+  const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   db.on('error', () => undefined);
   let barrier: ReadBarrier | undefined;
   try {
@@ -63,8 +66,9 @@ export const withReads = async <T>(
     const jsm = await jetstreamManager(nc);
     await verifyLogStream(jsm, settings, config.natsUrl);
     const seq = options.atLeast ?? (await jsm.streams.info(config.logStream)).state.last_seq;
-    barrier = await ReadBarrier.open(config.databaseUrl, db, schemas).catch((cause: unknown) => {
-      throw new UnavailableError(`cannot reach PostgreSQL at ${config.databaseUrl}: ${(cause as Error).message}. Is the stack up? Run \`npx mesh dev up\`, or set MESH_DATABASE_URL.`, { url: config.databaseUrl }, { cause });
+    barrier = await ReadBarrier.open(databaseUrl, db, schemas).catch((cause: unknown) => {
+      const url = withoutPassword(databaseUrl);
+      throw new UnavailableError(`cannot reach PostgreSQL at ${url}: ${(cause as Error).message}. Is the stack up? Run \`npx mesh dev up\`, or set MESH_DATABASE_URL.`, { url }, { cause });
     });
     let behind: UnavailableError | undefined;
     try {

@@ -1,18 +1,24 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ADMIN_ROLE, passwordFileName } from '../adapters/database-logins.js';
 import { RefusedError, UnavailableError } from '../errors.js';
 import { ensureInstalled, POSTGRESQL_15 } from './packages.js';
 import { isListening } from './ports.js';
+import { DATABASE, ensurePasswordFiles, secureCluster } from './postgres-roles.js';
 import { ourProcess } from './processes.js';
 
-// A PostgreSQL 15 cluster of our own (initdb + pg_ctl), listening on loopback TCP only, trusting
-// local connections as the `mesh` role. PostgreSQL refuses to run as root, so as root the cluster
-// belongs to the Debian `postgres` user and every server command runs through runuser.
+// A PostgreSQL 15 cluster of our own (initdb + pg_ctl), listening on loopback TCP only, where
+// every login is a role with a password (SCRAM): the roles and their grants are in
+// postgres-roles.ts, the passwords in files of the stack's secrets folder. PostgreSQL refuses to
+// run as root, so as root the cluster belongs to the Debian `postgres` user and every server
+// command runs through runuser.
 
 export interface PostgresOptions {
   dir: string;
   port: number;
+  /** where the roles' password files are kept (made on first start) */
+  secretsDir: string;
   say?: (line: string) => void;
 }
 
@@ -25,12 +31,22 @@ export interface PostgresStatus {
 }
 
 const BIN = '/usr/lib/postgresql/15/bin';
-const ROLE = 'mesh';
-const DATABASE = 'mesh';
 
-const paths = (dir: string) => ({ data: join(dir, 'data'), logFile: join(dir, 'postgres.log') });
+const paths = (dir: string) => ({ data: join(dir, 'data'), logFile: join(dir, 'postgres.log'), hba: join(dir, 'data', 'pg_hba.conf') });
 
-export const databaseUrl = (port: number): string => `postgres://${ROLE}@127.0.0.1:${port}/${DATABASE}`;
+/** The server's address, with no login in it: each process adds its own role (src/adapters/database-logins.ts). */
+export const databaseUrl = (port: number): string => `postgres://127.0.0.1:${port}/${DATABASE}`;
+
+/**
+ * Password logins over loopback TCP, and nothing else: no `trust`, no replication, and no Unix
+ * socket line, since the server opens none. Written at initdb and again whenever it differs.
+ */
+export const HBA = `# Written by \`mesh dev up\` (src/dev/postgres.ts), and written again whenever it differs.
+# Every login is a role with a password (SCRAM), over loopback TCP; the server has no Unix socket.
+# TYPE  DATABASE  USER  ADDRESS       METHOD
+host    all       all   127.0.0.1/32  scram-sha-256
+host    all       all   ::1/128       scram-sha-256
+`;
 
 const isRoot = (): boolean => typeof process.getuid === 'function' && process.getuid() === 0;
 
@@ -70,7 +86,15 @@ export const postgresStatus = (options: Pick<PostgresOptions, 'dir' | 'port'>): 
   };
 };
 
-const initCluster = (options: PostgresOptions): void => {
+/** A file only the server's OS user reads (as root, the secrets folder is closed to it). */
+const writeServerFile = (file: string, content: string): void => {
+  writeFileSync(file, content, { mode: 0o600 });
+  chmodSync(file, 0o600);
+  const owner = serverUser();
+  if (owner) chownSync(file, owner.uid, owner.gid);
+};
+
+const initCluster = (options: PostgresOptions, adminPassword: string): void => {
   const p = paths(options.dir);
   // Only the data folder is closed to others; folders made above it keep the default mode, so the
   // postgres user can reach it when a fresh MESH_HOME is created here.
@@ -89,49 +113,78 @@ const initCluster = (options: PostgresOptions): void => {
       );
     }
   }
-  run(`${BIN}/initdb`, ['-D', p.data, '-U', ROLE, '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8', '--no-instructions'], 'initdb');
+  // The admin's password reaches initdb through a file of the server user's, removed right after.
+  const pwfile = join(options.dir, 'initdb.pwfile');
+  writeServerFile(pwfile, `${adminPassword}\n`);
+  try {
+    run(`${BIN}/initdb`, ['-D', p.data, '-U', ADMIN_ROLE, '--auth=scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--locale=C.UTF-8', '--no-instructions'], 'initdb');
+  } finally {
+    rmSync(pwfile, { force: true });
+  }
+  writeServerFile(p.hba, HBA);
 };
 
-export const startPostgres = async (options: PostgresOptions): Promise<PostgresStatus & { started: boolean }> => {
+/**
+ * Writes our pg_hba.conf when the cluster's differs, and says whether the old one let anyone in
+ * without a password (a cluster made before the roles, with `trust`).
+ */
+const ensureHba = (dir: string): { written: boolean; trusted: boolean } => {
+  const p = paths(dir);
+  const current = existsSync(p.hba) ? readFileSync(p.hba, 'utf8') : '';
+  if (current === HBA) return { written: false, trusted: false };
+  const trusted = current.split('\n').some((line) => /^\s*[^#\s].*\btrust\b/.test(line));
+  writeServerFile(p.hba, HBA);
+  return { written: true, trusted };
+};
+
+export interface StartedPostgres extends PostgresStatus {
+  started: boolean;
+  /** the cluster accepted logins without a password until this start closed it */
+  wasOpen: boolean;
+}
+
+export const startPostgres = async (options: PostgresOptions): Promise<StartedPostgres> => {
   const say = options.say ?? (() => undefined);
   const current = postgresStatus(options);
-  if (current.running) return { ...current, started: false };
-  if (await isListening(options.port)) {
+  const p = paths(options.dir);
+  if (!current.running && (await isListening(options.port))) {
     throw new RefusedError(
       `port ${options.port} (PostgreSQL) on 127.0.0.1 is already taken by another process; stop it, or choose another port with MESH_DEV_PG_PORT`,
       { port: options.port, role: 'PostgreSQL' },
     );
   }
-  ensureInstalled(POSTGRESQL_15, say);
-  const p = paths(options.dir);
-  if (!existsSync(join(p.data, 'PG_VERSION'))) initCluster(options);
-  const owner = serverUser();
-  if (owner && !existsSync(p.logFile)) {
-    execFileSync('touch', [p.logFile]);
-    chownSync(p.logFile, owner.uid, owner.gid);
+  const { passwords, made } = ensurePasswordFiles(options.secretsDir);
+  if (!current.running) {
+    ensureInstalled(POSTGRESQL_15, say);
+    if (!existsSync(join(p.data, 'PG_VERSION'))) initCluster(options, passwords.admin);
+    const owner = serverUser();
+    if (owner && !existsSync(p.logFile)) {
+      execFileSync('touch', [p.logFile]);
+      chownSync(p.logFile, owner.uid, owner.gid);
+    }
+    const serverOptions = [
+      `-p ${options.port}`,
+      `-c listen_addresses=127.0.0.1`,
+      `-c unix_socket_directories=''`,
+      `-c fsync=on`,
+      `-c max_connections=200`,
+    ].join(' ');
+    run(`${BIN}/pg_ctl`, ['-D', p.data, '-l', p.logFile, '-o', serverOptions, '-w', '-t', '60', 'start'], 'pg_ctl start');
   }
-  const serverOptions = [
-    `-p ${options.port}`,
-    `-c listen_addresses=127.0.0.1`,
-    `-c unix_socket_directories=''`,
-    `-c fsync=on`,
-    `-c max_connections=200`,
-  ].join(' ');
-  run(`${BIN}/pg_ctl`, ['-D', p.data, '-l', p.logFile, '-o', serverOptions, '-w', '-t', '60', 'start'], 'pg_ctl start');
-  ensureDatabase(options.port);
+  // Every start, also of a running server: the roles and grants first (a cluster made before them
+  // still lets the admin in without a password), then the logins that need passwords.
+  const secured = await secureCluster({ port: options.port, passwords, adminFile: join(options.secretsDir, passwordFileName('admin')) });
+  const hba = ensureHba(options.dir);
+  if (hba.written) run(`${BIN}/pg_ctl`, ['-D', p.data, 'reload'], 'pg_ctl reload');
+  const wasOpen = hba.trusted;
+  if (wasOpen) {
+    say(`PostgreSQL in ${options.dir} let local connections in without a password (trust); it now asks every login for its role's password (scram-sha-256)`);
+  }
+  if (secured.handedOver.length > 0) say(`PostgreSQL: schemas ${secured.handedOver.join(', ')} now belong to their roles instead of the superuser ${ADMIN_ROLE}`);
+  if (made.length > 0) say(`PostgreSQL passwords for ${made.join(', ')} written to ${options.secretsDir} (readable by you alone)`);
   const status = postgresStatus(options);
-  say(`PostgreSQL 15 started on ${databaseUrl(options.port)} (pid ${status.pid}, data in ${options.dir})`);
-  return { ...status, started: true };
-};
-
-const ensureDatabase = (port: number): void => {
-  const psql = (sql: string, database: string): string =>
-    execFileSync('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', ROLE, '-d', database, '-At', '-c', sql], {
-      encoding: 'utf8',
-    });
-  if (psql(`SELECT 1 FROM pg_database WHERE datname = '${DATABASE}'`, 'postgres').trim() !== '1') {
-    psql(`CREATE DATABASE ${DATABASE}`, 'postgres');
-  }
+  if (!current.running) say(`PostgreSQL 15 started on ${databaseUrl(options.port)} (pid ${status.pid}, data in ${options.dir})`);
+  return { ...status, started: !current.running, wasOpen };
 };
 
 export const stopPostgres = async (options: Pick<PostgresOptions, 'dir' | 'port'>): Promise<boolean> => {

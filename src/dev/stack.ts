@@ -11,7 +11,8 @@ import { BusAuthority } from '../controller/bus-authority.js';
 import { MeshService } from '../controller/mesh-service.js';
 import { composeBusUsers, CONTROLLER_INBOX, personInbox, type BusUser, type BusWire } from '../domain/bus/users.js';
 import { emptyMeshState } from '../domain/mesh/state.js';
-import { DEFAULT_PORTS, stackFile, type StackAddresses } from '../config.js';
+import { DEFAULT_PORTS, stackFile, stackSecretsDir, type StackAddresses } from '../config.js';
+import { passwordFileName } from '../adapters/database-logins.js';
 import { connectNats } from '../adapters/nats/connect.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { bootstrapControlPlane, type BootstrapResult } from '../controller/bootstrap.js';
@@ -123,7 +124,7 @@ const prepareBus = (options: StackOptions, controller: Identity): void => {
   writeFileSync(files.users, renderBusUsers(users), { mode: 0o600 });
 };
 
-const postgresOptions = (options: Pick<StackOptions, 'dir' | 'ports'>) => ({ dir: join(options.dir, 'postgres'), port: options.ports.postgres });
+const postgresOptions = (options: Pick<StackOptions, 'dir' | 'ports'>) => ({ dir: join(options.dir, 'postgres'), port: options.ports.postgres, secretsDir: stackSecretsDir(options.dir) });
 
 /**
  * Both servers at once: nats-server boots in its own process while initdb and pg_ctl run, which
@@ -183,10 +184,16 @@ export const stackUp = async (
       MESH_LOG_STREAM: options.logStream,
       MESH_LOG_SUBJECT_PREFIX: options.logSubjectPrefix,
     };
+    // A controller started while PostgreSQL still trusted every login connected as the superuser:
+    // it starts again below with its own roles.
+    if (postgres.wasOpen && (await stopController(options.dir))) say('controller stopped, to start again with its own PostgreSQL roles');
     const controllerEnv = {
       ...env,
       MESH_NAME: options.meshName,
       MESH_HTTP_PORT: String(options.ports.http),
+      // The controller logs in as the projector (its projections) and as the controller (its tables, its reads).
+      MESH_PG_PASSWORD_FILE_PROJECTOR: join(stackSecretsDir(options.dir), passwordFileName('projector')),
+      MESH_PG_PASSWORD_FILE_CONTROLLER: join(stackSecretsDir(options.dir), passwordFileName('controller')),
       MESH_CONTROLLER_KEY: controllerKeyFile,
       MESH_BUS_USERS_FILE: busFile.file,
       MESH_BUS_SERVER_PID_FILE: busFile.serverPidFile,

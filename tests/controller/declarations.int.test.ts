@@ -6,6 +6,7 @@ import { overviewSource } from '../../src/controller/http/overview-source.js';
 import { MeshService } from '../../src/controller/mesh-service.js';
 import { meshEventRegistry } from '../../src/domain/registry.js';
 import { fixtureManifest } from '../helpers/given.js';
+import { testDatabaseUrl } from '../helpers/database.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 
 const assign = (module: string, node: string, options: Partial<{ hold: string[]; values: Record<string, string> }> = {}) =>
@@ -99,7 +100,7 @@ describe('declarations derived from the log and published on NODES', () => {
 
     // The overview (the page, `mesh status`) judges from its own fold of the log, which keeps the
     // refusals stated: each stands until a declaration derived after it is published.
-    const pool = new pg.Pool({ connectionString: process.env.MESH_DATABASE_URL, max: 1 });
+    const pool = new pg.Pool({ connectionString: testDatabaseUrl('controller'), max: 1 });
     try {
       const refused = overviewSource({
         mesh: new MeshService(new JetStreamEventLog(t.nc, { stream: t.names.logStream, subjectPrefix: t.names.logPrefix, registry: meshEventRegistry() })),

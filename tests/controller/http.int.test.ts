@@ -16,6 +16,7 @@ import { MeshService } from '../../src/controller/mesh-service.js';
 import { meshEventRegistry } from '../../src/domain/registry.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { uniqueName } from '../helpers/names.js';
+import { testDatabaseUrl } from '../helpers/database.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 import { reportFor } from './report-for.js';
 
@@ -36,7 +37,7 @@ describe("the controller's HTTP API", () => {
     const controller = await t.startController();
     await t.startIngester(controller);
     const newLog = () => new JetStreamEventLog(t.nc, { stream: t.names.logStream, subjectPrefix: t.names.logPrefix, registry: meshEventRegistry() });
-    pool = new pg.Pool({ connectionString: process.env.MESH_DATABASE_URL, max: 2 });
+    pool = new pg.Pool({ connectionString: testDatabaseUrl('controller'), max: 2 });
     feed = new FactFeed(newLog());
     await feed.start();
     app = buildApp({

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstream } from '@nats-io/jetstream';
+import { databaseUrlFor } from '../../src/adapters/database-logins.js';
 import { meshHome } from '../../src/config.js';
 import { freePort } from '../../src/dev/ports.js';
 import { startPostgres, stopPostgres } from '../../src/dev/postgres.js';
@@ -72,11 +73,11 @@ describe('reports become facts, stated once, on change', () => {
 
   it('holds reports while PostgreSQL is away and applies each exactly once when it returns', async () => {
     const dir = join(meshHome(), 'tmp', uniqueName('pg-'));
-    const postgres = { dir, port: await freePort() };
+    const postgres = { dir, port: await freePort(), secretsDir: join(dir, 'secrets') };
     const started = await startPostgres(postgres);
     try {
       const controller = await t.startController();
-      await t.startIngester(controller, { databaseUrl: started.url });
+      await t.startIngester(controller, { databaseUrl: databaseUrlFor('controller', { databaseUrl: started.url, secretsDir: postgres.secretsDir }, {}) });
       const declaration = await declared();
       await stopPostgres(postgres);
       for (let i = 0; i < 3; i++) await publishReport(reportFor(declaration));

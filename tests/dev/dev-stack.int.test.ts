@@ -30,6 +30,9 @@ describe('the local stack from the command line', () => {
       MESH_DATABASE_URL: undefined,
       // …and reach its bus as its own controller and operator, as on any machine.
       MESH_BUS_KEY: undefined,
+      MESH_PG_PASSWORD_FILE_PROJECTOR: undefined,
+      MESH_PG_PASSWORD_FILE_CONTROLLER: undefined,
+      MESH_PG_PASSWORD_FILE_READER: undefined,
       MESH_ACTOR: 'operator:grace',
     };
   });

@@ -11,6 +11,7 @@ import { runMesh } from '../helpers/cli.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
+import { testDatabaseUrl } from '../helpers/database.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 import { dropSchemas, freshSchemas } from '../projections/harness.js';
 
@@ -41,8 +42,8 @@ describe('mesh status tells what machines are doing, and never claims health fro
   beforeAll(async () => {
     mkdirSync(root, { recursive: true });
     t = await openTestMesh();
-    pool = new pg.Pool({ connectionString: process.env.MESH_DATABASE_URL, max: 2 });
-    const controller = await t.startController({ projector: { databaseUrl: process.env.MESH_DATABASE_URL ?? '', schemas } });
+    pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 2 });
+    const controller = await t.startController({ projector: { databaseUrl: testDatabaseUrl(), schemas } });
     await t.startIngester(controller);
     env = {
       ...(await t.operatorCommands()),

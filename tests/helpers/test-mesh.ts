@@ -22,6 +22,7 @@ import { declarationSchema, declarationSubject, type Declaration } from '../../s
 import { meshEventRegistry } from '../../src/domain/registry.js';
 import type { ProjectorSchemas } from '../../src/projections/control.js';
 import { testNatsUrl } from './log.js';
+import { testDatabaseUrl } from './database.js';
 import { uniqueName } from './names.js';
 
 /** A whole mesh of a test's own: its log, NODES and CONTROL streams under a fresh prefix, bootstrapped. */
@@ -85,7 +86,7 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
 
   /** Reads this mesh's reports into facts, with node status in a PostgreSQL schema of the test's own. */
   const startIngester = async (controller: Controller, options: { databaseUrl?: string; schema?: string } = {}): Promise<ReportIngester> => {
-    const pool = new pg.Pool({ connectionString: options.databaseUrl ?? process.env.MESH_DATABASE_URL, max: 2 });
+    const pool = new pg.Pool({ connectionString: options.databaseUrl ?? testDatabaseUrl('controller'), max: 2 });
     pool.on('error', () => undefined);
     pools.push(pool);
     const ingester = new ReportIngester(nc, newLog(), {

@@ -8,15 +8,12 @@ import { Projector, type ProjectorOptions } from '../../src/projections/projecto
 import { meta, openTestLog, type TestLog } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
 import { testRegistry } from '../helpers/test-events.js';
+import { testDatabaseUrl } from '../helpers/database.js';
 
 // What the projection tests share: schemas of their own per test, a projector over a test log
 // with short retry and planning intervals, and ways to wait for it and to read what it built.
 
-export const testDatabaseUrl = (): string => {
-  const url = process.env.MESH_DATABASE_URL;
-  if (!url) throw new Error('MESH_DATABASE_URL is not set: the jest global setup starts the test stack and sets it');
-  return url;
-};
+export { testDatabaseUrl };
 
 export const freshSchemas = (): ProjectorSchemas => {
   const name = uniqueName('p');

@@ -1,15 +1,20 @@
 // Loaded by jest outside its module system, so it reaches the TypeScript sources through tsx.
+import { join } from 'node:path';
 import { register } from 'tsx/esm/api';
 
 register();
 
 export default async function globalSetup() {
   const { stackUp } = await import('../../src/dev/stack.ts');
+  const { stackSecretsDir } = await import('../../src/config.ts');
+  const { DATABASE_ROLES, passwordFileName } = await import('../../src/adapters/database-logins.ts');
   const { testStack, harnessKeyFile } = await import('./test-stack.ts');
   const started = Date.now();
   const status = await stackUp({ ...testStack(), say: (line) => process.stderr.write(`[test stack] ${line}\n`) });
   process.env.MESH_NATS_URL = status.addresses.natsUrl;
   process.env.MESH_DATABASE_URL = status.addresses.databaseUrl;
+  // Each role's password file: the tests, and the CLI verbs they run, log in as the mesh's parts do.
+  for (const role of DATABASE_ROLES) process.env[`MESH_PG_PASSWORD_FILE_${role.toUpperCase()}`] = join(stackSecretsDir(testStack().dir), passwordFileName(role));
   // Every connection a test makes speaks as the harness unless it removes this (see test-stack.ts).
   process.env.MESH_BUS_KEY = harnessKeyFile();
   process.stderr.write(`[test stack] up in ${Date.now() - started} ms: ${status.addresses.natsUrl}, ${status.addresses.databaseUrl}\n`);
