@@ -7,6 +7,7 @@ import { loadIdentityFile, moduleBusIdentity } from '../src/adapters/identity.js
 import { loadOperatorKey } from '../src/adapters/operator-keys.js';
 import { devStackDir } from '../src/config.js';
 import { stackPorts } from '../src/dev/stack.js';
+import { probeDatabase } from '../src/dev/database-probe.js';
 import { probeBus, type AttackOutcome, type ProbeTargets } from '../src/dev/security-probe.js';
 
 const dir = devStackDir();
@@ -27,7 +28,7 @@ const targets: ProbeTargets = {
   ...(existsSync(alphaHost) ? { host: { node: 'alpha', key: loadIdentityFile(alphaHost), otherNode: 'beta' } } : {}),
 };
 
-const outcomes: AttackOutcome[] = await probeBus(targets);
+const outcomes: AttackOutcome[] = [...(await probeBus(targets)), ...(await probeDatabase({ dir, port: ports.postgres }))];
 for (const outcome of outcomes) {
   process.stdout.write(`${outcome.refused ? 'refused ' : 'ALLOWED '} ${outcome.attack}\n         ${outcome.detail}\n`);
 }
