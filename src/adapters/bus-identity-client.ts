@@ -23,7 +23,8 @@ export interface BusIdentityAsk {
 
 /** The module's identity, or a Refusal (the controller said no; the answer did not add up) or an UnavailableError (nobody answered). */
 export const askBusIdentity = async (nc: NatsConnection, ask: BusIdentityAsk): Promise<ModuleBusIdentity> => {
-  const subject = `bus identity of ${ask.module} on ${ask.node}`;
+  const handingOut = `handing out the bus identity of ${ask.module} on ${ask.node}`;
+  const opening = `opening the bus identity of ${ask.module} on ${ask.node}`;
   let reply;
   try {
     reply = await nc.request(busIdentityToolSubject(ask.prefix), JSON.stringify({ node: ask.node, module: ask.module }), { timeout: ask.timeoutMs ?? 5_000 });
@@ -31,14 +32,14 @@ export const askBusIdentity = async (nc: NatsConnection, ask: BusIdentityAsk): P
     throw new UnavailableError(`no controller answered: ${(cause as Error).message}`, { node: ask.node, module: ask.module }, { cause });
   }
   const answer = busIdentityAnswerSchema.safeParse(JSON.parse(reply.string()));
-  if (!answer.success) throw new Refusal(subject, [{ what: 'answer', why: `not a bus identity answer: ${answer.error.issues[0]?.message ?? 'invalid'}`, remedy: 'run a controller of the same version as the agent' }]);
-  if (!answer.data.ok) throw new Refusal(subject, answer.data.refused);
+  if (!answer.success) throw new Refusal(opening, [{ what: 'answer', why: `not a bus identity answer: ${answer.error.issues[0]?.message ?? 'invalid'}`, remedy: 'run a controller of the same version as the agent' }]);
+  if (!answer.data.ok) throw new Refusal(handingOut, answer.data.refused);
   const opened = open(answer.data.sealed, ask.sealingSecretKey);
-  if (opened === undefined) throw new Refusal(subject, [{ what: 'answer', why: "it is not sealed to this node's key", remedy: 'check that this agent runs with the state folder it enrolled with' }]);
+  if (opened === undefined) throw new Refusal(opening, [{ what: 'answer', why: "it is not sealed to this node's key", remedy: 'check that this agent runs with the state folder it enrolled with' }]);
   const identity = moduleBusIdentitySchema.safeParse(JSON.parse(opened));
-  if (!identity.success) throw new Refusal(subject, [{ what: 'answer', why: `the sealed identity is not one: ${identity.error.issues[0]?.message ?? 'invalid'}`, remedy: 'run a controller of the same version as the agent' }]);
+  if (!identity.success) throw new Refusal(opening, [{ what: 'answer', why: `the sealed identity is not one: ${identity.error.issues[0]?.message ?? 'invalid'}`, remedy: 'run a controller of the same version as the agent' }]);
   const { node, module, nkey, seed } = identity.data;
-  if (node !== ask.node || module !== ask.module) throw new Refusal(subject, [{ what: 'answer', why: `it is the identity of ${module} on ${node}`, remedy: 'ask again' }]);
-  if (nkeyOf(identityFromSeed(fromBase64(seed)).publicKey) !== nkey) throw new Refusal(subject, [{ what: 'answer', why: 'its seed is not the key it names', remedy: 'ask again' }]);
+  if (node !== ask.node || module !== ask.module) throw new Refusal(opening, [{ what: 'answer', why: `it is the identity of ${module} on ${node}`, remedy: 'ask again' }]);
+  if (nkeyOf(identityFromSeed(fromBase64(seed)).publicKey) !== nkey) throw new Refusal(opening, [{ what: 'answer', why: 'its seed is not the key it names', remedy: 'ask again' }]);
   return identity.data;
 };
