@@ -28,13 +28,17 @@ import type { ProjectorSchemas } from '../../src/projections/control.js';
 import { testNatsUrl } from './log.js';
 import { uniqueName } from './names.js';
 
+/** A test mesh's stream and subject names, all from its one name. */
+export const testMeshNames = (name: string) => ({ logStream: `LOG_${name}`, logPrefix: `${name}.log`, nodesStream: `NODES_${name}`, controlStream: `CONTROL_${name}`, prefix: name });
+
 /**
  * A whole mesh of a test's own: its log, NODES and CONTROL streams under a fresh prefix, bootstrapped.
- * `identity`: who its own connection is (on a server of the test's own that knows no harness).
+ * `identity`: who its own connection is (on a server of the test's own that knows no harness);
+ * `name`: its names, when the test must know them before (to compose a bus user list).
  */
-export const openTestMesh = async (options: { url?: string; identity?: BusIdentity } = {}) => {
-  const name = uniqueName('t');
-  const names = { logStream: `LOG_${name}`, logPrefix: `${name}.log`, nodesStream: `NODES_${name}`, controlStream: `CONTROL_${name}`, prefix: name };
+export const openTestMesh = async (options: { url?: string; identity?: BusIdentity; name?: string } = {}) => {
+  const name = options.name ?? uniqueName('t');
+  const names = testMeshNames(name);
   /** the same names as the build coordinator and the stream assertions take them */
   const streamNames: ControlStreamNames = { nodes: names.nodesStream, control: names.controlStream, prefix: names.prefix };
   const nc = await connectNats(options.url ?? testNatsUrl(), { name: `test-mesh-${name}`, persistent: true, ...(options.identity ? { identity: options.identity } : {}) });
