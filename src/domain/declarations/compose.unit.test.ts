@@ -120,7 +120,7 @@ describe("composing a node's declaration", () => {
     expect(greeter?.resources.find((r) => r.key === 'greeter/prepare')).toMatchObject({ after: [] });
   });
 
-  it('fills `${bus.credential}` in a file and a prepare step too, gates the prepare step on the identity, and gives the identity to the user the processes run as', () => {
+  it('fills `${bus.credential}` in a file, an environment value and a prepare step too, gates the prepare step on the identity, and gives the identity to the user the processes run as', () => {
     const mesh = new MeshFixture().node('alpha');
     mesh.registerFixture('local-bus');
     mesh.register(
@@ -134,7 +134,7 @@ describe("composing a node's declaration", () => {
           directories: [{ requirement: 'data' }],
           files: [{ name: 'conf', in: 'data', as: 'listener.conf', template: 'credentials = ${bus.credential}\n', mode: '0644' }],
           prepare: { command: ['check-key', '${bus.credential}'], gates: ['listen'] },
-          processes: [{ name: 'listen', run: ['listen', '--conf', '${data.path}/listener.conf'], user: 'nobody', restartOn: ['conf'] }],
+          processes: [{ name: 'listen', run: ['listen', '--conf', '${data.path}/listener.conf'], env: { NATS_IDENTITY: '${bus.credential}' }, user: 'nobody', restartOn: ['conf'] }],
         },
       }),
     );
@@ -145,7 +145,7 @@ describe("composing a node's declaration", () => {
     expect(resources.get('listener/conf')).toMatchObject({ content: `credentials = ${path}\n` });
     expect(resources.get('listener/bus-identity')).toMatchObject({ path, owner: 'nobody', inbox: '_INBOX.listener.alpha', consumes: ['greeter.greeted'] });
     expect(resources.get('listener/prepare')).toMatchObject({ command: ['check-key', path], after: ['listener/bus-identity'] });
-    expect(resources.get('listener/listen')).toMatchObject({ after: ['listener/bus-identity', 'listener/prepare'], restartOn: ['listener/conf', 'listener/bus-identity'] });
+    expect(resources.get('listener/listen')).toMatchObject({ env: { NATS_IDENTITY: path }, after: ['listener/bus-identity', 'listener/prepare'], restartOn: ['listener/conf', 'listener/bus-identity'] });
     expect([...resources.keys()]).toEqual(['listener/data', 'listener/conf', 'listener/bus-identity', 'listener/prepare', 'listener/listen']);
   });
 
