@@ -6,6 +6,7 @@ import { fromBase64 } from '../../src/adapters/key-files.js';
 import { newKeyPair } from '../../src/adapters/sealing.js';
 import { busIdentityAnswerSchema, busIdentityToolSubject } from '../../src/domain/bus/module-identity.js';
 import type { Refusal } from '../../src/domain/refusal.js';
+import { toolSubject } from '../../src/controller/tool-server.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { openTestMesh, type TestMesh } from '../helpers/test-mesh.js';
 
@@ -84,6 +85,10 @@ describe("the controller's bus-identity tool", () => {
     expect(bus.problems.map((p) => p.why)).toEqual(['module local-bus does not require mesh-bus, so it has no identity on the bus']);
     const gamma = await refusalOf(askBusIdentity(t.nc, { node: 'gamma', module: 'audit-logger', prefix: t.names.prefix, sealingSecretKey: beta.secretKey }));
     expect(gamma.problems.map((p) => p.why)).toEqual(['it has not enrolled, so there is no key to seal its module identities to']);
+  });
+
+  it('is one of the mesh-controller seat’s tools', () => {
+    expect(busIdentityToolSubject(t.names.prefix)).toBe(toolSubject('bus-identity', t.names.prefix));
   });
 
   it('refuses a request that is not one', async () => {
