@@ -1,6 +1,6 @@
 import type { Resolution } from '../assignments/events.js';
-import { moduleInbox } from '../bus/subjects.js';
 import { resolveRequirements } from '../assignments/resolve.js';
+import { moduleInbox } from '../bus/subjects.js';
 import { sha256Digest } from '../canonical.js';
 import type { Manifest } from '../catalogue/manifest.js';
 import type { AssignmentState, MeshState } from '../mesh/state.js';
