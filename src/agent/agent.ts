@@ -1,14 +1,18 @@
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
-import { hostKey } from '../adapters/enrolment-client.js';
+import { askBusIdentity } from '../adapters/bus-identity-client.js';
+import { hostKey, nodeIdentity } from '../adapters/enrolment-client.js';
 import { connectNats } from '../adapters/nats/connect.js';
+import type { ModuleBusIdentity } from '../domain/bus/module-identity.js';
 import { hostInbox } from '../domain/bus/users.js';
 import { declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
 import { aliveSubject, reportSubject, type Report } from '../domain/reports/report.js';
+import { UnavailableError } from '../errors.js';
 import { judgeDeclaration } from './acceptance.js';
 import { followDeclarations } from './declaration-feed.js';
 import { DockerEngine } from './docker.js';
+import { busIdentityDriver } from './drivers/bus-identity.js';
 import { containerDriver } from './drivers/container.js';
 import { directoryDriver } from './drivers/directory.js';
 import type { DriverContext } from './drivers/driver.js';
@@ -103,7 +107,15 @@ export class Agent {
       this.processes = processDriver(context);
       this.steps = runOnceDriver(context, docker);
       this.reconciler = new Reconciler(
-        { directory: directoryDriver(context), file: fileDriver(context), secret: secretDriver(context), process: this.processes, 'run-once': this.steps, container: containerDriver(context, docker) },
+        {
+          directory: directoryDriver(context),
+          file: fileDriver(context),
+          secret: secretDriver(context),
+          'bus-identity': busIdentityDriver(context, (module) => this.askBusIdentity(module)),
+          process: this.processes,
+          'run-once': this.steps,
+          container: containerDriver(context, docker),
+        },
         this.records,
         this.logger,
       );
@@ -178,6 +190,12 @@ export class Agent {
     this.options.onReport?.(report);
   }
 
+  /** A module's bus identity from the controller, over this node's own connection, opened with the key it enrolled with. */
+  private askBusIdentity(module: string): Promise<ModuleBusIdentity> {
+    if (!this.nc || !this.connected) return Promise.reject(new UnavailableError('the agent is not connected to the bus', { module }));
+    return askBusIdentity(this.nc, { node: this.node, module, prefix: this.wire.prefix, sealingSecretKey: nodeIdentity(this.folder.dir).secretKey });
+  }
+
   private async publishReport(report: Report): Promise<void> {
     if (!this.nc || !this.connected) throw new Error('not connected to NATS');
     const body = JSON.stringify(report);
@@ -229,6 +247,8 @@ export class Agent {
         this.connected = true;
         this.logger.info('reconnected to NATS');
         this.outbox.retryNow();
+        // what waited for the control plane (a module's bus identity) may be had now
+        this.wake('reconnected');
       }
     }
   }

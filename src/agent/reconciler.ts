@@ -19,12 +19,13 @@ export interface Drivers {
   directory: Driver<'directory'>;
   file: Driver<'file'>;
   secret: Driver<'secret'>;
+  'bus-identity': Driver<'bus-identity'>;
   process: ProcessDriver;
   'run-once': RunOnceDriver;
   container: Driver<'container'>;
 }
 
-const STOPS_FIRST: Record<ResourceRecord['kind'], number> = { process: 0, container: 0, 'run-once': 0, file: 1, secret: 1, directory: 2 };
+const STOPS_FIRST: Record<ResourceRecord['kind'], number> = { process: 0, container: 0, 'run-once': 0, file: 1, secret: 1, 'bus-identity': 1, directory: 2 };
 
 export class Reconciler {
   constructor(
@@ -66,6 +67,8 @@ export class Reconciler {
         return this.drivers.file.undeclare(record);
       case 'secret':
         return this.drivers.secret.undeclare(record);
+      case 'bus-identity':
+        return this.drivers['bus-identity'].undeclare(record);
       case 'process':
         return this.drivers.process.undeclare(record);
       case 'run-once':
@@ -106,6 +109,8 @@ export class Reconciler {
         return this.drivers.file.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'file' }> | undefined });
       case 'secret':
         return this.drivers.secret.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'secret' }> | undefined });
+      case 'bus-identity':
+        return this.drivers['bus-identity'].apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'bus-identity' }> | undefined });
       case 'process':
         return this.drivers.process.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'process' }> | undefined });
       case 'run-once':

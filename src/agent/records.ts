@@ -34,6 +34,13 @@ export interface SecretRecord extends RecordBase {
   path: string;
 }
 
+/** `written`: sha256 of the identity file as the agent wrote it from the controller's answer. */
+export interface BusIdentityRecord extends RecordBase {
+  kind: 'bus-identity';
+  path: string;
+  written: string;
+}
+
 /** pid and start time together name one process: a pid alone is reused. */
 export interface RunningProcess {
   pid: number;
@@ -68,6 +75,6 @@ export interface ContainerRecord extends RecordBase {
   name: string;
 }
 
-export type ResourceRecord = DirectoryRecord | FileRecord | SecretRecord | ProcessRecord | RunOnceRecord | ContainerRecord;
+export type ResourceRecord = DirectoryRecord | FileRecord | SecretRecord | BusIdentityRecord | ProcessRecord | RunOnceRecord | ContainerRecord;
 
 export type RecordOf<K extends ResourceKind> = Extract<ResourceRecord, { kind: K }>;

@@ -9,7 +9,7 @@ import type { ResourceRecord } from './records.js';
 // the key is only preferred among equals. So renaming a key stops nothing the new key still
 // runs, and a change of any field that makes it a different thing replaces it.
 //
-// - directory, file, secret: the kind and the path. The same path under a new key (or with a new
+// - directory, file, secret, bus-identity: the kind and the path. The same path under a new key (or with a new
 //   mode or content) is the same thing, converged in place; data is never moved or re-created.
 // - process, container, run-once: the sha256 of the whole declaration except its key, plus the
 //   digests of the resources it restarts on. Any changed field (command, env value, user, image,
@@ -21,13 +21,14 @@ export const sha256 = (text: string | Buffer): string => `sha256:${createHash('s
 /** Every field of the resource but its key: the key is where it is filed, not what it is. */
 export const resourceDigest = (resource: Resource): string => sha256Digest({ ...resource, key: undefined });
 
-const PATH_KINDS: ReadonlySet<Resource['kind']> = new Set(['directory', 'file', 'secret']);
+const PATH_KINDS: ReadonlySet<Resource['kind']> = new Set(['directory', 'file', 'secret', 'bus-identity']);
 
 export const resourceIdentity = (resource: Resource, digests: ReadonlyMap<string, string>): string => {
   switch (resource.kind) {
     case 'directory':
     case 'file':
     case 'secret':
+    case 'bus-identity':
       return `${resource.kind}:${resource.path}`;
     case 'process':
     case 'container':

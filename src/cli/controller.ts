@@ -11,6 +11,7 @@ import { connectNats } from '../adapters/nats/connect.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { bootstrapControlPlane } from '../controller/bootstrap.js';
 import { BuildCoordinator } from '../controller/build-coordinator.js';
+import { BusIdentityService } from '../controller/bus-identity-service.js';
 import { Controller } from '../controller/controller.js';
 import { EnrolmentService } from '../controller/enrolment-service.js';
 import { MeshService } from '../controller/mesh-service.js';
@@ -80,6 +81,9 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     logger: logger.child({ component: 'enrolment' }),
   });
   enrolment.start();
+  // Modules' bus identities, derived from this controller's key and sealed to the node that runs them.
+  const busIdentities = new BusIdentityService(nc, mesh, { prefix: config.subjectPrefix, controller: controllerKey, logger: logger.child({ component: 'bus-identity' }) });
+  busIdentities.start();
   const pool = new pg.Pool({ connectionString: databaseUrlFor('controller', config), max: 4 });
   // PostgreSQL may be away: reports wait in CONTROL until it is back, and the pool reconnects.
   pool.on('error', (error) => logger.warn({ err: error }, 'PostgreSQL connection lost'));
@@ -144,6 +148,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   tools.stop();
   catchUp.stop();
   enrolment.stop();
+  busIdentities.stop();
   await reports.stop();
   await builds.stop();
   await controller.stop();

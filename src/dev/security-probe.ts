@@ -1,6 +1,7 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { busAuthenticator, newIdentity, type Identity } from '../adapters/identity.js';
+import { busIdentityToolSubject } from '../domain/bus/module-identity.js';
 import { moduleInbox } from '../domain/bus/subjects.js';
 import { hostInbox, personInbox, type BusWire } from '../domain/bus/users.js';
 
@@ -77,6 +78,7 @@ export const probeBus = async (targets: ProbeTargets): Promise<AttackOutcome[]> 
     await record(`host ${node} listens to ${otherNode}'s declarations`, me, `${wire.prefix}.node.${otherNode}.declare`, subscribeTo(`${wire.prefix}.node.${otherNode}.declare`));
     await record(`host ${node} listens to everything (live enrolment requests among it)`, me, '">"', subscribeTo('>'));
     await record(`host ${node} listens to the enrol tool`, me, `${wire.prefix}.seat.mesh-controller.tool.enrol`, subscribeTo(`${wire.prefix}.seat.mesh-controller.tool.enrol`));
+    await record(`host ${node} answers for the bus-identity tool`, me, busIdentityToolSubject(wire.prefix), subscribeTo(busIdentityToolSubject(wire.prefix)));
     await record(`host ${node} appends operator.added mallory to the log`, me, `${wire.logPrefix}.operator.mallory`, publishTo(`${wire.logPrefix}.operator.mallory`, forgedCommit));
     await record(`host ${node} states a controller fact`, me, `${wire.prefix}.seat.mesh-controller.event.crash-looping`, publishTo(`${wire.prefix}.seat.mesh-controller.event.crash-looping`));
     await record(`host ${node} reads the log`, me, `$JS.API.CONSUMER.CREATE.${wire.logStream}`, requestTo(`$JS.API.CONSUMER.CREATE.${wire.logStream}`));
@@ -91,6 +93,7 @@ export const probeBus = async (targets: ProbeTargets): Promise<AttackOutcome[]> 
     await record(`module ${module} acks another consumer's delivery`, me, `$JS.ACK.${wire.eventsStream}.someone_else`, publishTo(`$JS.ACK.${wire.eventsStream}.someone_else.1.1.1.1.1`));
     await record(`module ${module} listens on an operator's inbox`, me, `${personInbox('ada')}.>`, subscribeTo(`${personInbox('ada')}.>`));
     await record(`module ${module} listens on every inbox`, me, '_INBOX.>', subscribeTo('_INBOX.>'));
+    await record(`module ${module} asks for a module's bus identity`, me, busIdentityToolSubject(wire.prefix), publishTo(busIdentityToolSubject(wire.prefix), JSON.stringify({ node, module: otherModule })));
     await record(`module ${module} appends to the log`, me, `${wire.logPrefix}.operator.mallory`, publishTo(`${wire.logPrefix}.operator.mallory`, forgedCommit));
   }
 

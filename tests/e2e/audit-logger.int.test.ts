@@ -1,60 +1,181 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { NatsConnection } from '@nats-io/nats-core';
 import { pino } from 'pino';
 import { Agent } from '../../src/agent/agent.js';
 import { stopRecordedProcesses } from '../../src/agent/left-running.js';
+import { askBusIdentity } from '../../src/adapters/bus-identity-client.js';
+import { enrol, hostKey, nodeIdentity, tokenBusIdentity } from '../../src/adapters/enrolment-client.js';
+import { newEnrolmentToken } from '../../src/adapters/enrolment-tokens.js';
+import { identityFromSeed, newIdentity } from '../../src/adapters/identity.js';
+import { fromBase64 } from '../../src/adapters/key-files.js';
+import { renderBusUsers } from '../../src/adapters/nats/bus-users-file.js';
+import { connectNats, type BusIdentity } from '../../src/adapters/nats/connect.js';
+import { eventsStreamName } from '../../src/adapters/nats/control-streams.js';
 import { meshHome } from '../../src/config.js';
+import { BusAuthority } from '../../src/controller/bus-authority.js';
+import { natsPidFile, startNatsServer, stopNatsServer } from '../../src/dev/nats-server.js';
+import { isAlive } from '../../src/dev/processes.js';
+import { freePort } from '../../src/dev/ports.js';
+import { moduleBusIdentitySchema, type ModuleBusIdentity } from '../../src/domain/bus/module-identity.js';
+import { composeBusUsers, CONTROLLER_INBOX, hostInbox, type BusWire } from '../../src/domain/bus/users.js';
+import { emptyMeshState } from '../../src/domain/mesh/state.js';
+import type { Refusal } from '../../src/domain/refusal.js';
 import { FAST } from '../agent/harness.js';
 import { fixtureManifest } from '../helpers/given.js';
-import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
-import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
+import { openTestMesh, testMeshNames, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 
-// The audit logger from the fixture catalogue, run by a real agent as a real process: it consumes
-// every event (`**`) and writes each to its log directory — the facts the controller states
-// included.
+// The audit logger from the fixture catalogue, run by a real agent as a real process, on a
+// nats-server of its own whose only users are the ones the control plane composed: the test's mesh
+// speaks as its controller, the agent as its node's host, and the audit logger as its own identity,
+// handed to its node sealed and placed where `${bus.credential}` points. It consumes every event
+// (`**`) and writes each to its log directory — the facts the controller states included.
 
-describe('an audit logger consuming every event', () => {
+describe('an audit logger consuming every event, as its own identity on an enforcing bus', () => {
+  const dir = join(meshHome(), 'tmp', uniqueName('audit-logger-'));
+  const usersFile = join(dir, 'bus-users.conf');
+  const nodeRoot = join(dir, 'nodes', 'alpha');
+  const stateDir = join(dir, 'agent');
+  const file = join(nodeRoot, 'audit-logger', 'logs', 'events.jsonl');
+  const identityFile = join(nodeRoot, '.mesh', 'audit-logger', 'bus-identity.json');
+  const name = uniqueName('t');
+  const names = testMeshNames(name);
+  const wire: BusWire = {
+    prefix: names.prefix,
+    logStream: names.logStream,
+    logPrefix: names.logPrefix,
+    nodesStream: names.nodesStream,
+    controlStream: names.controlStream,
+    eventsStream: eventsStreamName({ nodes: names.nodesStream, control: names.controlStream, prefix: names.prefix }),
+  };
+  const controllerKey = newIdentity();
+  const harnessKey = process.env.MESH_BUS_KEY;
+  let server: { dir: string; port: number; monitorPort: number; usersFile: string } | undefined;
+  let url: string;
   let t: TestMesh;
   let agent: Agent;
-  const root = join(meshHome(), 'tmp', uniqueName('audit-logger-'));
-  const file = join(root, 'nodes', 'alpha', 'audit-logger', 'logs', 'events.jsonl');
+  const opened: NatsConnection[] = [];
 
-  beforeAll(async () => {
-    mkdirSync(root, { recursive: true });
-    t = await openTestMesh();
-    const controller = await t.startController();
-    await t.startIngester(controller);
-    for (const name of ['local-bus', 'audit-logger', 'greeter']) await t.run({ type: 'register-module', manifest: fixtureManifest(name) });
-    await t.run({ type: 'add-node', node: 'alpha', root: join(root, 'nodes', 'alpha'), address: '127.0.0.1' });
-    agent = new Agent({ node: 'alpha', natsUrl: testNatsUrl(), stateDir: join(root, 'agent'), wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: FAST, logger: pino({ level: 'silent' }) });
-    await agent.start();
-  });
-  afterAll(async () => {
-    await agent.stop();
-    stopRecordedProcesses(join(root, 'agent'), 'SIGKILL');
-    await t.close();
-    rmSync(root, { recursive: true, force: true });
-  });
-
-  it('writes the facts stated after it started, one JSON line each', async () => {
-    await t.run({ type: 'assign', module: 'local-bus', node: 'alpha', hold: ['mesh-broker'], pins: {}, values: { 'nats-port': new URL(testNatsUrl()).port }, placements: {} });
-    await t.run({ type: 'assign', module: 'audit-logger', node: 'alpha', hold: [], pins: {}, values: {}, placements: {} });
-    await waitFor('the audit logger running', async () => (await facts()).some((f) => f.type === 'fact.applied' && (f.data as { module: string }).module === 'audit-logger'), 60_000);
-
-    await t.run({ type: 'assign', module: 'greeter', node: 'alpha', hold: [], pins: {}, values: { port: String(30_000 + Math.floor(Math.random() * 20_000)) }, placements: {} });
-    const written = await waitFor('the greeter’s applied fact in the audit log', async () => {
-      if (!existsSync(file)) return undefined;
-      const lines = readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as { subject: string; event: { type: string; data: { module: string } } });
-      return lines.find((l) => l.event.type === 'fact.applied' && l.event.data.module === 'greeter');
-    }, 60_000);
-    expect(written.subject).toBe(`${t.names.prefix}.seat.mesh-controller.event.applied`);
-  });
-
+  /** The list is written before the server has reloaded it: a new identity is in once it can connect. */
+  const connectWhenKnown = async (label: string, identity: BusIdentity): Promise<NatsConnection> => {
+    const nc = await waitFor(`${label} let in`, () => connectNats(url, { name: label, identity }).catch(() => undefined), 20_000);
+    opened.push(nc);
+    return nc;
+  };
+  /** A node joining with a token, as the token's own bus identity. */
+  const enrolNode = async (node: string, nodeStateDir: string, token: string): Promise<void> => {
+    const asToken = await connectWhenKnown(`joining-${node}`, tokenBusIdentity(token));
+    await enrol(asToken, { node, token, stateDir: nodeStateDir, prefix: names.prefix });
+    await asToken.close();
+  };
+  const issueToken = async (node: string): Promise<string> => {
+    const token = newEnrolmentToken();
+    await t.run({ type: 'issue-enrolment-token', tokenId: token.tokenId, verifier: token.verifier, publicKey: token.publicKey, node, expiresAt: new Date(Date.now() + 600_000).toISOString() });
+    return token.token;
+  };
   const facts = async () => {
     const found = [];
     for await (const event of t.log.read({ aggregate: 'fact' })) found.push(event);
     return found;
   };
+  const assign = (module: string, node: string, extra: { hold?: string[]; values?: Record<string, string> } = {}) =>
+    t.run({ type: 'assign', module, node, hold: extra.hold ?? [], pins: {}, values: extra.values ?? {}, placements: {} });
+
+  beforeAll(async () => {
+    // Nobody speaks as the harness here: every connection is an identity this mesh composed.
+    delete process.env.MESH_BUS_KEY;
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(usersFile, renderBusUsers(composeBusUsers(emptyMeshState(), { wire, controllerKey: controllerKey.publicKey, moduleKey: () => '', now: new Date() })));
+    server = { dir, port: await freePort(), monitorPort: await freePort(), usersFile };
+    url = (await startNatsServer(server)).url;
+    t = await openTestMesh({ url, name, identity: { key: controllerKey, inbox: CONTROLLER_INBOX } });
+    const authority = new BusAuthority({ file: { file: usersFile, serverPidFile: natsPidFile(dir), monitorUrl: `http://127.0.0.1:${server.monitorPort}` }, wire, controller: controllerKey, logger: pino({ level: 'silent' }) });
+    const controller = await t.startController({ busAuthority: authority });
+    await t.startIngester(controller);
+    t.startEnrolment();
+    t.startBusIdentities(controllerKey);
+    for (const module of ['local-bus', 'audit-logger', 'greeter']) await t.run({ type: 'register-module', manifest: fixtureManifest(module) });
+    for (const node of ['alpha', 'beta']) await t.run({ type: 'add-node', node, root: join(dir, 'nodes', node), address: '127.0.0.1' });
+    const token = await issueToken('alpha');
+    agent = new Agent({
+      node: 'alpha',
+      natsUrl: url,
+      stateDir,
+      token,
+      enrol: (request) => enrolNode(request.node, request.stateDir, request.token ?? ''),
+      wire: { prefix: names.prefix, nodesStream: names.nodesStream },
+      timings: FAST,
+      logger: pino({ level: 'silent' }),
+    });
+    await agent.start();
+  });
+  afterAll(async () => {
+    await agent?.stop();
+    stopRecordedProcesses(stateDir, 'SIGKILL');
+    for (const nc of opened) await nc.close().catch(() => undefined);
+    await t?.close();
+    if (server) await stopNatsServer(server, 'SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    if (harnessKey) process.env.MESH_BUS_KEY = harnessKey;
+  });
+
+  it('writes the facts stated after it started, one JSON line each', async () => {
+    await assign('local-bus', 'alpha', { hold: ['mesh-broker'], values: { 'nats-port': String(server?.port) } });
+    await assign('audit-logger', 'alpha');
+    await waitFor('the audit logger running', async () => (await facts()).some((f) => f.type === 'fact.applied' && (f.data as { module: string }).module === 'audit-logger'), 60_000);
+    expect(statSync(identityFile).mode & 0o777).toBe(0o600);
+    expect(moduleBusIdentitySchema.parse(JSON.parse(readFileSync(identityFile, 'utf8')))).toMatchObject({
+      node: 'alpha',
+      module: 'audit-logger',
+      inbox: '_INBOX.audit-logger.alpha',
+      subjects: [`${names.prefix}.mod.*.event.>`, `${names.prefix}.seat.*.event.>`],
+    });
+
+    await assign('greeter', 'alpha', { values: { port: String(30_000 + Math.floor(Math.random() * 20_000)) } });
+    const written = await waitFor('the greeter’s applied fact in the audit log', async () => {
+      if (!existsSync(file)) return undefined;
+      const lines = readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as { subject: string; event: { type: string; data: { module: string } } });
+      return lines.find((l) => l.event.type === 'fact.applied' && l.event.data.module === 'greeter');
+    }, 60_000);
+    expect(written.subject).toBe(`${names.prefix}.seat.mesh-controller.event.applied`);
+  });
+
+  it('hands the identity to its node alone: another node cannot open it, and is refused one for a module it does not run', async () => {
+    const betaState = join(dir, 'agent-beta');
+    await enrolNode('beta', betaState, await issueToken('beta'));
+    const beta = await connectWhenKnown('host-beta', { key: hostKey(betaState), inbox: hostInbox('beta') });
+    const refusal = async (promise: Promise<unknown>): Promise<Refusal> => promise.then(() => Promise.reject(new Error('handed out')), (error: Refusal) => error);
+    // beta asks for alpha's audit logger: the answer comes, sealed to alpha
+    const sealedToAlpha = await refusal(askBusIdentity(beta, { node: 'alpha', module: 'audit-logger', prefix: names.prefix, sealingSecretKey: nodeIdentity(betaState).secretKey }));
+    expect(sealedToAlpha.problems.map((p) => p.why)).toEqual(["it is not sealed to this node's key"]);
+    // beta asks for the audit logger as if it ran it
+    const notAssigned = await refusal(askBusIdentity(beta, { node: 'beta', module: 'audit-logger', prefix: names.prefix, sealingSecretKey: nodeIdentity(betaState).secretKey }));
+    expect(notAssigned.problems).toEqual([{ what: 'beta/audit-logger', why: 'module audit-logger is not assigned to node beta', remedy: 'assign it first: mesh assign audit-logger beta' }]);
+  });
+
+  it('takes the identity away when the audit logger is unassigned: its file goes, and the server refuses its key', async () => {
+    const identity: ModuleBusIdentity = moduleBusIdentitySchema.parse(JSON.parse(readFileSync(identityFile, 'utf8')));
+    const asLogger: BusIdentity = { key: identityFromSeed(fromBase64(identity.seed)), inbox: identity.inbox };
+    // while assigned, the key is let in
+    await (await connectWhenKnown('audit-logger-by-hand', asLogger)).close();
+    const pid = (() => {
+      const records = JSON.parse(readFileSync(join(stateDir, 'records.json'), 'utf8')) as { key: string; running?: { pid: number } | null }[];
+      return records.find((r) => r.key === 'audit-logger/audit-logger')?.running?.pid;
+    })();
+
+    await t.run({ type: 'unassign', module: 'audit-logger', node: 'alpha' });
+    await waitFor('the identity file removed', async () => !existsSync(identityFile), 30_000);
+    if (pid !== undefined) await waitFor('the audit logger stopped', async () => !isAlive(pid), 30_000);
+    await waitFor('the audit logger’s key refused', async () => {
+      try {
+        const nc = await connectNats(url, { name: 'audit-logger-after', identity: asLogger });
+        await nc.close();
+        return false;
+      } catch (error) {
+        return /refused|authorization/i.test((error as Error).message);
+      }
+    }, 20_000);
+  });
 });

@@ -4,6 +4,10 @@ import { connectNats } from '../../src/adapters/nats/connect.js';
 import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
 import { bootstrapControlPlane } from '../../src/controller/bootstrap.js';
 import { BuildCoordinator } from '../../src/controller/build-coordinator.js';
+import { BusIdentityService } from '../../src/controller/bus-identity-service.js';
+import type { BusAuthority } from '../../src/controller/bus-authority.js';
+import type { Identity } from '../../src/adapters/identity.js';
+import type { BusIdentity } from '../../src/adapters/nats/connect.js';
 import { artifactBucketName, jobsStreamName } from '../../src/adapters/nats/build-streams.js';
 import { eventsStreamName, type ControlStreamNames } from '../../src/adapters/nats/control-streams.js';
 import { Controller, type DeclarationPass } from '../../src/controller/controller.js';
@@ -25,20 +29,27 @@ import { testNatsUrl } from './log.js';
 import { testDatabaseUrl } from './database.js';
 import { uniqueName } from './names.js';
 
-/** A whole mesh of a test's own: its log, NODES and CONTROL streams under a fresh prefix, bootstrapped. */
-export const openTestMesh = async (options: { url?: string } = {}) => {
-  const name = uniqueName('t');
-  const names = { logStream: `LOG_${name}`, logPrefix: `${name}.log`, nodesStream: `NODES_${name}`, controlStream: `CONTROL_${name}`, prefix: name };
+/** A test mesh's stream and subject names, all from its one name. */
+export const testMeshNames = (name: string) => ({ logStream: `LOG_${name}`, logPrefix: `${name}.log`, nodesStream: `NODES_${name}`, controlStream: `CONTROL_${name}`, prefix: name });
+
+/**
+ * A whole mesh of a test's own: its log, NODES and CONTROL streams under a fresh prefix, bootstrapped.
+ * `identity`: who its own connection is (on a server of the test's own that knows no harness);
+ * `name`: its names, when the test must know them before (to compose a bus user list).
+ */
+export const openTestMesh = async (options: { url?: string; identity?: BusIdentity; name?: string } = {}) => {
+  const name = options.name ?? uniqueName('t');
+  const names = testMeshNames(name);
   /** the same names as the build coordinator and the stream assertions take them */
   const streamNames: ControlStreamNames = { nodes: names.nodesStream, control: names.controlStream, prefix: names.prefix };
-  const nc = await connectNats(options.url ?? testNatsUrl(), { name: `test-mesh-${name}`, persistent: true });
+  const nc = await connectNats(options.url ?? testNatsUrl(), { name: `test-mesh-${name}`, persistent: true, ...(options.identity ? { identity: options.identity } : {}) });
   const jsm: JetStreamManager = await jetstreamManager(nc);
   const newLog = () => new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry() });
   const log = newLog();
   await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: name, actor: 'test' });
   const mesh = new MeshService(newLog());
   const controllers: Controller[] = [];
-  const services: EnrolmentService[] = [];
+  const services: { stop(): void }[] = [];
   const ingesters: ReportIngester[] = [];
   const toolServers: ToolServer[] = [];
   const keyDirs: string[] = [];
@@ -46,8 +57,11 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
   const passes: DeclarationPass[] = [];
   let commands = 0;
 
-  /** With `projector`, the controller also folds this mesh's log into PostgreSQL under those schemas. */
-  const startController = async (options: { projector?: { databaseUrl: string; schemas: ProjectorSchemas } } = {}): Promise<Controller> => {
+  /**
+   * With `projector`, the controller also folds this mesh's log into PostgreSQL under those schemas;
+   * with `busAuthority`, it composes the bus's user list before each pass.
+   */
+  const startController = async (options: { projector?: { databaseUrl: string; schemas: ProjectorSchemas }; busAuthority?: BusAuthority } = {}): Promise<Controller> => {
     const controller = new Controller(nc, newLog(), {
       names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
       ...(options.projector
@@ -56,6 +70,7 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
       actor: 'controller',
       logger: pino({ level: 'silent' }),
       onPass: (pass) => passes.push(pass),
+      ...(options.busAuthority ? { busAuthority: options.busAuthority } : {}),
     });
     await controller.start();
     controllers.push(controller);
@@ -65,6 +80,14 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
   /** The mesh-controller seat's enrol tool, answering on this mesh's prefix. */
   const startEnrolment = (now?: () => Date): EnrolmentService => {
     const service = new EnrolmentService(nc, new MeshService(newLog()), { prefix: names.prefix, natsUrl: options.url ?? testNatsUrl(), logger: pino({ level: 'silent' }), ...(now ? { now } : {}) });
+    service.start();
+    services.push(service);
+    return service;
+  };
+
+  /** The mesh-controller seat's bus-identity tool on this mesh's prefix, deriving from `controller`'s key. */
+  const startBusIdentities = (controller: Identity): BusIdentityService => {
+    const service = new BusIdentityService(nc, new MeshService(newLog()), { prefix: names.prefix, controller, logger: pino({ level: 'silent' }) });
     service.start();
     services.push(service);
     return service;
@@ -129,6 +152,7 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
     startTools,
     operatorCommands,
     startEnrolment,
+    startBusIdentities,
     startIngester,
     startBuilds,
     log,

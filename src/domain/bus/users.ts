@@ -1,5 +1,6 @@
 import type { MeshState } from '../mesh/state.js';
 import { seatNamed } from '../mesh/state.js';
+import { busIdentityToolSubject, requiresMeshBus } from './module-identity.js';
 import { consumedSubjects, eventSubject, moduleConsumerName, moduleInbox, SEAT_HOLDERS_CONSUMER, seatStreamName } from './subjects.js';
 
 // The bus's user list, composed from the log (design 25 §4, design 28, design 32 §2): one account,
@@ -147,6 +148,9 @@ const hostUser = (wire: BusWire, node: string, publicKey: string): BusUser => ({
         `${wire.prefix}.control.${node}.>`,
         // the newest declaration for itself alone, by subject (direct get, last by subject)
         `$JS.API.DIRECT.GET.${wire.nodesStream}.${wire.prefix}.node.${node}.declare`,
+        // its modules' bus identities: the answer is sealed to the node that asked about, so asking
+        // is no privilege (module-identity.ts)
+        busIdentityToolSubject(wire.prefix),
       ],
     },
     subscribe: { allow: [`${wire.prefix}.node.${node}.declare`, `${hostInbox(node)}.>`] },
@@ -216,9 +220,6 @@ const moduleUser = (state: MeshState, wire: BusWire, node: string, module: strin
   };
 };
 
-const requiresBus = (state: MeshState, module: string): boolean =>
-  state.modules.get(module)?.manifest.requires.some((requirement) => requirement.contract === 'mesh-bus') ?? false;
-
 /** Every user the server should know now, in a stable order: the same log gives the same list. */
 export const composeBusUsers = (state: MeshState, composition: BusComposition): BusUser[] => {
   const { wire } = composition;
@@ -238,7 +239,7 @@ export const composeBusUsers = (state: MeshState, composition: BusComposition): 
   }
   for (const key of [...state.assignments.keys()].sort()) {
     const assignment = state.assignments.get(key);
-    if (!assignment || !requiresBus(state, assignment.module)) continue;
+    if (!assignment || !requiresMeshBus(state, assignment.module)) continue;
     const user = moduleUser(state, wire, assignment.node, assignment.module, composition.moduleKey(assignment.node, assignment.module));
     if (user) users.push(user);
   }

@@ -76,7 +76,8 @@ describe('the bus user list, composed from the log', () => {
     expect(showcase?.permissions.publish.allow).toContain('$JS.ACK.EVENTS.beta_showcase.>');
     expect(showcase?.permissions.allowResponses).toBe(false);
     const host = users.find((u) => u.name === 'host alpha');
-    expect(host?.permissions.publish.allow).toEqual(['mesh.control.alpha.>', '$JS.API.DIRECT.GET.NODES.mesh.node.alpha.declare']);
+    // its reports, its own declaration, and asking for its modules' identities (sealed to whoever they belong to)
+    expect(host?.permissions.publish.allow).toEqual(['mesh.control.alpha.>', '$JS.API.DIRECT.GET.NODES.mesh.node.alpha.declare', 'mesh.seat.mesh-controller.tool.bus-identity']);
     const controllerUser = users[0];
     expect(controllerUser?.permissions.publish.deny).toEqual(['$JS.API.STREAM.DELETE.>', '$JS.API.STREAM.PURGE.>', '$JS.API.STREAM.MSG.DELETE.>']);
   });

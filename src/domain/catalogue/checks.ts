@@ -213,6 +213,8 @@ const secretEnvProblems = (raw: Raw, state: MeshState): Problem[] => {
     const requirement = requirements.get(requirementName);
     if (!requirement) return false;
     if (requirement.secret === true || text(requirement.contract) === 'secret') return true;
+    // The bus's credential is filled with the path of the module's identity file, never the key itself.
+    if (text(requirement.contract) === 'mesh-bus' && field === 'credential') return false;
     return field !== undefined && knownContractField(state, text(requirement.contract) ?? '', field)?.secret === true;
   };
   const problems: Problem[] = [];

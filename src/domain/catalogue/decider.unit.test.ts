@@ -140,6 +140,11 @@ describe('registering a module', () => {
       expect(problems[0]?.remedy).toContain('as a file');
     });
 
+    it("but not the bus's credential as an environment value: it is the path of the module's identity file", () => {
+      const manifest = minimalModule('m', { resources: { processes: [{ name: 'app', run: ['app'], env: { NATS_IDENTITY: '${bus.credential}' } }] } });
+      expect(new MeshFixture().register(manifest).map((e) => e.type)).toEqual(['module.registered']);
+    });
+
     it('a claim on a seat nothing declares, answered with the seats that exist', () => {
       const [problem] = refused(minimalModule('m', { canHold: ['mesh-forge'] }));
       expect(problem).toMatchObject({ what: 'canHold.0', why: 'no seat "mesh-forge" exists' });

@@ -1,5 +1,6 @@
 import type { Resolution } from '../assignments/events.js';
 import { resolveRequirements } from '../assignments/resolve.js';
+import { moduleInbox } from '../bus/subjects.js';
 import { sha256Digest } from '../canonical.js';
 import type { Manifest } from '../catalogue/manifest.js';
 import type { AssignmentState, MeshState } from '../mesh/state.js';
@@ -22,6 +23,9 @@ export type Composition = { ok: true; declaration: ComposedDeclaration } | { ok:
 
 /** Where the mesh keeps a module's secrets on a node: plumbing, not a module-visible choice. */
 const secretPath = (root: string, module: string, requirement: string): string => `${root}/.mesh/${module}/secrets/${requirement}`;
+
+/** Where a module's identity on the bus lands on its node; `${bus.credential}` is this path. */
+export const busIdentityPath = (root: string, module: string): string => `${root}/.mesh/${module}/bus-identity.json`;
 
 interface Answers {
   /** `${name}` and `${name.field}` that the controller can fill in */
@@ -84,6 +88,8 @@ const answersOf = (state: MeshState, root: string, module: string, resolutions: 
       }
     }
   }
+  // The bus's credential is the module's own identity, which the mesh places, whatever the broker answers.
+  for (const { requirement, contract } of resolutions) if (contract === 'mesh-bus') values.set(`${requirement}.credential`, busIdentityPath(root, module));
   // A provider's per-consumer secret is named `<requirement>-secret`: `${db.password}` reads it.
   return { values, paths, secrets };
 };
@@ -130,6 +136,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
     'upstream' in spec ? spec.upstream : `artifact-store://${module}@${artifact ?? `unbuilt-definition-${assignment.definitionVersion}`}`;
 
   const resources: Resource[] = [];
+  const busIdentity = busIdentityOf(manifest, root, assignment);
   for (const directory of manifest.resources.directories) {
     const requirement = manifest.requires.find((r) => r.name === directory.requirement);
     resources.push({ key: key(directory.requirement), module, kind: 'directory', path: answers.paths.get(directory.requirement) ?? `${root}/${module}/${directory.requirement}`, owner: requirement?.owner ?? null, mode: requirement?.mode ?? '0750' });
@@ -140,8 +147,12 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
   for (const secret of answers.secrets.values()) {
     resources.push({ key: key(`secret-${secret.requirement}`), module, kind: 'secret', secret: secret.name, path: answers.paths.get(secret.requirement) ?? '', vault: secret.holder });
   }
+  if (busIdentity) resources.push(busIdentity);
 
-  const gates: string[] = [];
+  // Nothing of a module that reads its bus identity starts before it is there, and a change of it
+  // (its consumes) starts what reads it again.
+  const gates: string[] = busIdentity ? [busIdentity.key] : [];
+  const withIdentity = (keys: string[]): string[] => (busIdentity ? [...keys, busIdentity.key] : keys);
   const gated = manifest.resources.prepare ? new Set(manifest.resources.prepare.gates) : new Set<string>();
   const firstGated = manifest.resources.containers.find((c) => gated.has(c.name)) ?? manifest.resources.processes.find((p) => gated.has(p.name));
   if (manifest.resources.prepare) {
@@ -159,7 +170,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
       envFiles: envFiles(firstGated?.envFiles ?? []),
       mounts: (container?.mounts ?? []).map((m) => ({ source: mountSource(m.from), target: m.to, readOnly: m.readOnly })),
       reads: [],
-      after: [],
+      after: [...gates],
     });
     gates.push(key('prepare'));
   }
@@ -181,7 +192,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
     gates.push(key(step.name));
   }
   for (const process of manifest.resources.processes) {
-    resources.push({ key: key(process.name), module, kind: 'process', run: process.run.map(filler), user: process.user ?? null, env: fillAll(process.env, filler), envFiles: envFiles(process.envFiles), restartOn: restartKeys(process.restartOn), after: [...gates] });
+    resources.push({ key: key(process.name), module, kind: 'process', run: process.run.map(filler), user: process.user ?? null, env: fillAll(process.env, filler), envFiles: envFiles(process.envFiles), restartOn: withIdentity(restartKeys(process.restartOn)), after: [...gates] });
   }
   for (const container of manifest.resources.containers) {
     resources.push({
@@ -195,7 +206,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
       envFiles: envFiles(container.envFiles),
       mounts: container.mounts.map((m) => ({ source: mountSource(m.from), target: m.to, readOnly: m.readOnly })),
       ports: container.ports.map((p) => ({ port: Number(answers.values.get(p.requirement) ?? 0), protocol: p.protocol })),
-      restartOn: restartKeys(container.restartOn),
+      restartOn: withIdentity(restartKeys(container.restartOn)),
       after: [...gates],
     });
   }
@@ -205,6 +216,22 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
     .map(([holding]) => state.seats.get(holding.split('@')[0] ?? '')?.name ?? holding.split('@')[0] ?? '')
     .sort();
   return { module, definitionVersion: state.modules.get(module)?.definitionVersion ?? assignment.definitionVersion, artifact, seats, resources };
+};
+
+/**
+ * A module's identity on the bus is placed on its node when its manifest reads it (`${bus.credential}`
+ * of a mesh-bus requirement): a module that never names its credential could not find the file,
+ * and a key nobody reads is one more secret on a disk. Its user on the server exists either way.
+ */
+const busIdentityOf = (manifest: Manifest, root: string, assignment: AssignmentState): Extract<Resource, { kind: 'bus-identity' }> | undefined => {
+  const declared = JSON.stringify(manifest.resources);
+  const reads = manifest.requires.some((r) => r.contract === 'mesh-bus' && declared.includes(`\${${r.name}.credential}`));
+  if (!reads) return undefined;
+  // Readable by the user its processes run as, when they agree on one; else the agent's own.
+  const users = new Set(manifest.resources.processes.map((p) => p.user ?? null));
+  const [owner = null] = users.size === 1 ? users : [];
+  const { module, node } = assignment;
+  return { key: `${module}/bus-identity`, module, kind: 'bus-identity', path: busIdentityPath(root, module), owner, inbox: moduleInbox(module, node), consumes: [...manifest.consumes] };
 };
 
 const isSecretField = (state: MeshState, contract: string, field: string): boolean => {

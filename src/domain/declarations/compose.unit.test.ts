@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { MeshFixture } from '../../../tests/helpers/given.js';
+import { MeshFixture, minimalModule } from '../../../tests/helpers/given.js';
 import { composeDeclaration, declarationDigest } from './compose.js';
 import { resourceSchema, type Resource } from './declaration.js';
 
@@ -85,11 +85,76 @@ describe("composing a node's declaration", () => {
     expect(composed(mesh, 'gamma').assignments[0]?.seats).toEqual(['front-desk']);
   });
 
+  it("places a module's bus identity where `${bus.credential}` points, before anything of the module starts", () => {
+    const mesh = new MeshFixture().node('alpha', '/srv/mesh');
+    for (const name of ['local-bus', 'audit-logger']) mesh.registerFixture(name);
+    mesh.assign('local-bus', 'alpha', { hold: ['mesh-broker'], values: { 'nats-port': '4222' } });
+    mesh.assign('audit-logger', 'alpha');
+    const logger = composed(mesh, 'alpha').assignments.find((a) => a.module === 'audit-logger');
+    expect(logger?.resources.map((r) => r.key)).toEqual(['audit-logger/logs', 'audit-logger/bus-identity', 'audit-logger/audit-logger']);
+    // what is public, and nothing of the key
+    expect(logger?.resources[1]).toEqual({
+      key: 'audit-logger/bus-identity',
+      module: 'audit-logger',
+      kind: 'bus-identity',
+      path: '/srv/mesh/.mesh/audit-logger/bus-identity.json',
+      owner: 'root',
+      inbox: '_INBOX.audit-logger.alpha',
+      consumes: ['**'],
+    });
+    const process = logger?.resources[2] as Extract<Resource, { kind: 'process' }>;
+    expect(process.run.slice(3, 6)).toEqual(['nats://127.0.0.1:4222', '/srv/mesh/.mesh/audit-logger/bus-identity.json', '/srv/mesh/audit-logger/logs/events.jsonl']);
+    // held until the identity is there, and started again when it changes
+    expect(process.after).toEqual(['audit-logger/bus-identity']);
+    expect(process.restartOn).toEqual(['audit-logger/bus-identity']);
+  });
+
+  it('places no identity for a module on the bus that never reads its credential, and changes nothing of its resources', () => {
+    const mesh = new MeshFixture().node('alpha');
+    for (const name of ['local-bus', 'greeter']) mesh.registerFixture(name);
+    mesh.assign('local-bus', 'alpha', { hold: ['mesh-broker'] });
+    mesh.assign('greeter', 'alpha', { hold: ['front-desk'] });
+    const greeter = composed(mesh, 'alpha').assignments.find((a) => a.module === 'greeter');
+    expect(greeter?.resources.some((r) => r.kind === 'bus-identity')).toBe(false);
+    expect(greeter?.resources.find((r) => r.key === 'greeter/server')).toMatchObject({ after: ['greeter/prepare'], restartOn: ['greeter/greeting-text'] });
+    expect(greeter?.resources.find((r) => r.key === 'greeter/prepare')).toMatchObject({ after: [] });
+  });
+
+  it('fills `${bus.credential}` in a file, an environment value and a prepare step too, gates the prepare step on the identity, and gives the identity to the user the processes run as', () => {
+    const mesh = new MeshFixture().node('alpha');
+    mesh.registerFixture('local-bus');
+    mesh.register(
+      minimalModule('listener', {
+        requires: [
+          { name: 'bus', contract: 'mesh-bus', provider: 'module', seat: 'mesh-broker' },
+          { name: 'data', contract: 'directory', provider: 'host' },
+        ],
+        consumes: ['greeter.greeted'],
+        resources: {
+          directories: [{ requirement: 'data' }],
+          files: [{ name: 'conf', in: 'data', as: 'listener.conf', template: 'credentials = ${bus.credential}\n', mode: '0644' }],
+          prepare: { command: ['check-key', '${bus.credential}'], gates: ['listen'] },
+          processes: [{ name: 'listen', run: ['listen', '--conf', '${data.path}/listener.conf'], env: { NATS_IDENTITY: '${bus.credential}' }, user: 'nobody', restartOn: ['conf'] }],
+        },
+      }),
+    );
+    mesh.assign('local-bus', 'alpha', { hold: ['mesh-broker'] });
+    mesh.assign('listener', 'alpha');
+    const resources = new Map(composed(mesh, 'alpha').assignments.find((a) => a.module === 'listener')?.resources.map((r) => [r.key, r]));
+    const path = '/var/lib/mesh/.mesh/listener/bus-identity.json';
+    expect(resources.get('listener/conf')).toMatchObject({ content: `credentials = ${path}\n` });
+    expect(resources.get('listener/bus-identity')).toMatchObject({ path, owner: 'nobody', inbox: '_INBOX.listener.alpha', consumes: ['greeter.greeted'] });
+    expect(resources.get('listener/prepare')).toMatchObject({ command: ['check-key', path], after: ['listener/bus-identity'] });
+    expect(resources.get('listener/listen')).toMatchObject({ env: { NATS_IDENTITY: path }, after: ['listener/bus-identity', 'listener/prepare'], restartOn: ['listener/conf', 'listener/bus-identity'] });
+    expect([...resources.keys()]).toEqual(['listener/data', 'listener/conf', 'listener/bus-identity', 'listener/prepare', 'listener/listen']);
+  });
+
   it('changes the digest when any field of any resource changes — every field in the schema is covered', () => {
     const declaration = composed(foundation(), 'lab1');
     const samples = new Map<string, Resource>();
     for (const resource of declaration.assignments.flatMap((a) => a.resources)) if (!samples.has(resource.kind)) samples.set(resource.kind, resource);
     samples.set('process', { key: 'x/p', module: 'x', kind: 'process', run: ['sleep', '1'], user: null, env: { A: '1' }, envFiles: [{ path: '/e', reason: 'r' }], restartOn: ['x/f'], after: ['x/prepare'] });
+    samples.set('bus-identity', { key: 'x/bus-identity', module: 'x', kind: 'bus-identity', path: '/m/.mesh/x/bus-identity.json', owner: null, inbox: '_INBOX.x.n', consumes: ['**'] });
     const uncovered: string[] = [];
     for (const option of resourceSchema.options) {
       const kind = option.shape.kind.value;

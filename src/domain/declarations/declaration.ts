@@ -40,6 +40,23 @@ export const secretResource = z.strictObject({
   vault: z.strictObject({ node: name, module: name }),
 });
 
+/**
+ * A module's identity on the bus, in a file of its own for its processes to read (`${bus.credential}`
+ * is its path). The agent asks the controller for it, sealed to this node, and writes it (0600)
+ * before anything of the module starts; only what is public is declared, never the key.
+ */
+export const busIdentityResource = z.strictObject({
+  ...base,
+  kind: z.literal('bus-identity'),
+  path: z.string().regex(/^\//),
+  /** the user the module's processes run as, who must be able to read it; null is the agent's own */
+  owner: z.string().nullable(),
+  /** the inbox prefix its connections use */
+  inbox: z.string().min(1),
+  /** its manifest's consumes: the file carries the subjects they derive, so a change fetches it again */
+  consumes: z.array(z.string()),
+});
+
 const envFile = z.strictObject({ path: z.string(), reason: z.string() });
 
 export const processResource = z.strictObject({
@@ -51,7 +68,7 @@ export const processResource = z.strictObject({
   envFiles: z.array(envFile),
   /** resource keys whose change restarts it */
   restartOn: z.array(z.string()),
-  /** run-once steps (its module's prepare first) that must have succeeded before it starts */
+  /** what must have applied before it starts: its module's bus identity, then its run-once steps (prepare first) */
   after: z.array(z.string()),
 });
 
@@ -90,7 +107,7 @@ export const runOnceResource = z.strictObject({
   after: z.array(z.string()),
 });
 
-export const resourceSchema = z.discriminatedUnion('kind', [directoryResource, fileResource, secretResource, processResource, containerResource, runOnceResource]);
+export const resourceSchema = z.discriminatedUnion('kind', [directoryResource, fileResource, secretResource, busIdentityResource, processResource, containerResource, runOnceResource]);
 
 export const declaredAssignment = z.strictObject({
   module: name,
@@ -98,7 +115,7 @@ export const declaredAssignment = z.strictObject({
   /** the artifact the module runs (its version), when it has been built; null for upstream-only modules */
   artifact: z.string().nullable(),
   seats: z.array(name),
-  /** in the order they are applied: directories and files, then secrets, run-once steps, then what they gate */
+  /** in the order they are applied: directories and files, then secrets and the bus identity, run-once steps, then what they gate */
   resources: z.array(resourceSchema),
 });
 
