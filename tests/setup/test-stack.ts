@@ -20,7 +20,7 @@ export const harnessUser = (): BusUser => ({
   name: 'test harness',
   publicKey: ensureIdentityFile(harnessKeyFile()).identity.publicKey,
   inbox: '_INBOX.admin',
-  permissions: { publish: { allow: ['>'] }, subscribe: { allow: ['>'] }, allowResponses: true },
+  permissions: { publish: { allow: ['>'] }, subscribe: { allow: ['>'] }, allowResponses: false },
 });
 
 export const testStack = (): StackOptions => ({

@@ -73,9 +73,11 @@ export const controllerUser = (wire: BusWire, publicKey: string): BusUser => ({
         `${wire.logPrefix}.>`,
         `${wire.prefix}.node.*.declare`,
         `${controllerSeat(wire.prefix)}.event.>`,
-        // answers to whoever asked it: a reload of the user list resets the server's record of
-        // the replies it allows (allow_responses), so an answer in flight across a reload would be
-        // refused. The controller may publish into any inbox; nobody may read another's.
+        // answers to whoever asked it. Not through allow_responses: a reload of the user list resets
+        // the server's record of the replies it allows, so an answer in flight across a reload
+        // would be refused; and the server keeps that record for every message delivered with a
+        // reply subject — each JetStream delivery — which made the controller's reads of the log
+        // several times slower. The controller may publish into any inbox; nobody may read another's.
         '_INBOX.>',
         // work the mesh's own flows submit to a seat (a build); the control plane may ask any tool
         `${wire.prefix}.seat.*.accept.>`,
@@ -97,7 +99,7 @@ export const controllerUser = (wire: BusWire, publicKey: string): BusUser => ({
         `${CONTROLLER_INBOX}.>`,
       ],
     },
-    allowResponses: true,
+    allowResponses: false,
   },
 });
 
