@@ -4,6 +4,8 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { DEFAULT_PORTS, stackFile, type StackAddresses } from '../config.js';
 import { connectNats } from '../adapters/nats/connect.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
+import { LogWriter } from '../adapters/eventlog/log-writer.js';
+import { ensureIdentityFile } from '../adapters/identity.js';
 import { bootstrapControlPlane, type BootstrapResult } from '../controller/bootstrap.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { controllerStatus, startController, stopController } from './controller-process.js';
@@ -109,13 +111,20 @@ export const stackUp = async (
 
   const nc = await connectNats(nats.url, { name: 'mesh-dev' });
   try {
-    const log = new JetStreamEventLog(nc, { stream: options.logStream, subjectPrefix: options.logSubjectPrefix, registry: meshEventRegistry() });
+    // Genesis is written here, before the controller runs, with the controller's own key: the
+    // controller started below is given the same key file and is the log's writer from then on.
+    const controllerKeyFile = join(options.dir, 'controller.key');
+    const { identity: key } = ensureIdentityFile(controllerKeyFile);
+    const writer = new LogWriter(nc, { stream: options.logStream, key, keySource: controllerKeyFile });
+    const log = new JetStreamEventLog(nc, { stream: options.logStream, subjectPrefix: options.logSubjectPrefix, registry: meshEventRegistry(), writer });
     const bootstrap = await bootstrapControlPlane(nc, log, {
       stream: options.logStream,
       subjectPrefix: options.logSubjectPrefix,
       meshName: options.meshName,
       actor: options.actor,
+      controllerKey: key.publicKey,
     });
+    if (bootstrap.held) say(`the log holds readers at seq ${bootstrap.held.seq} (${bootstrap.held.aggregate}): ${bootstrap.held.problem}; see \`npx mesh status\`, and \`npx mesh log void ${bootstrap.held.seq} --reason "…"\` once you have looked`);
     if (bootstrap.stream.created) say(`created the mesh log (stream ${options.logStream}, subjects ${options.logSubjectPrefix}.>)`);
     if (bootstrap.stream.updated.length > 0) say(`brought stream ${options.logStream} back to the mesh log's settings: ${bootstrap.stream.updated.join(', ')}`);
     if (bootstrap.genesis.appended) say(`the log opens with mesh.initialised for mesh "${options.meshName}" at seq ${bootstrap.genesis.seq}`);
@@ -128,7 +137,7 @@ export const stackUp = async (
       MESH_LOG_STREAM: options.logStream,
       MESH_LOG_SUBJECT_PREFIX: options.logSubjectPrefix,
     };
-    const controller = await startController({ dir: options.dir, env: { ...env, MESH_NAME: options.meshName, MESH_HTTP_PORT: String(options.ports.http) }, say });
+    const controller = await startController({ dir: options.dir, env: { ...env, MESH_NAME: options.meshName, MESH_HTTP_PORT: String(options.ports.http), MESH_CONTROLLER_KEY: controllerKeyFile }, say });
     if (!controller.started) say(`controller already running (pid ${controller.pid})`);
     if (options.demo) {
       const demo = await raiseDemo({

@@ -8,6 +8,8 @@ import pg from 'pg';
 import { projectRoot } from '../../src/config.js';
 import { connectNats } from '../../src/adapters/nats/connect.js';
 import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
+import { LogWriter } from '../../src/adapters/eventlog/log-writer.js';
+import { newIdentity } from '../../src/adapters/identity.js';
 import { bootstrapControlPlane } from '../../src/controller/bootstrap.js';
 import { Controller } from '../../src/controller/controller.js';
 import { MeshService } from '../../src/controller/mesh-service.js';
@@ -66,9 +68,12 @@ describe("the controller's bus permissions", () => {
 
     it('publishes declarations and facts with no permission refused', async () => {
       const registry = meshEventRegistry();
-      const controllerLog = new JetStreamEventLog(controllerConnection, { stream: streams.logStream, subjectPrefix: streams.logPrefix, registry });
-      await bootstrapControlPlane(controllerConnection, controllerLog, { stream: streams.logStream, subjectPrefix: streams.logPrefix, meshName: name, actor: 'controller' });
-      const operator = new MeshService(new JetStreamEventLog(admin, { stream: streams.logStream, subjectPrefix: streams.logPrefix, registry }));
+      const key = newIdentity();
+      const writer = new LogWriter(controllerConnection, { stream: streams.logStream, key });
+      const controllerLog = new JetStreamEventLog(controllerConnection, { stream: streams.logStream, subjectPrefix: streams.logPrefix, registry, writer });
+      await bootstrapControlPlane(controllerConnection, controllerLog, { stream: streams.logStream, subjectPrefix: streams.logPrefix, meshName: name, actor: 'controller', controllerKey: key.publicKey });
+      // The commands below are decided as a second controller process would: its own writer, the same key.
+      const operator = new MeshService(new JetStreamEventLog(admin, { stream: streams.logStream, subjectPrefix: streams.logPrefix, registry, writer: new LogWriter(admin, { stream: streams.logStream, key }) }));
       let n = 0;
       const run = (command: Parameters<MeshService['execute']>[0]) => operator.execute(command, { commandId: `${name}-${++n}`, actor: 'operator:test' });
       await run({ type: 'register-module', manifest: fixtureManifest('distribution') });
@@ -82,7 +87,7 @@ describe("the controller's bus permissions", () => {
       });
       await controller.start();
       const pool = new pg.Pool({ connectionString: process.env.MESH_DATABASE_URL, max: 2 });
-      const ingester = new ReportIngester(controllerConnection, new JetStreamEventLog(controllerConnection, { stream: streams.logStream, subjectPrefix: streams.logPrefix, registry }), {
+      const ingester = new ReportIngester(controllerConnection, new JetStreamEventLog(controllerConnection, { stream: streams.logStream, subjectPrefix: streams.logPrefix, registry, writer }), {
         names: { nodesStream: streams.nodesStream, controlStream: streams.controlStream, prefix: streams.prefix },
         pool,
         statusSchema: `status_${name}`,

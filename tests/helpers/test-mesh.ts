@@ -2,6 +2,8 @@ import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { pino } from 'pino';
 import { connectNats } from '../../src/adapters/nats/connect.js';
 import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
+import { LogWriter } from '../../src/adapters/eventlog/log-writer.js';
+import { newIdentity } from '../../src/adapters/identity.js';
 import { bootstrapControlPlane } from '../../src/controller/bootstrap.js';
 import { BuildCoordinator } from '../../src/controller/build-coordinator.js';
 import { artifactBucketName, jobsStreamName } from '../../src/adapters/nats/build-streams.js';
@@ -32,9 +34,12 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
   const streamNames: ControlStreamNames = { nodes: names.nodesStream, control: names.controlStream, prefix: names.prefix };
   const nc = await connectNats(options.url ?? testNatsUrl(), { name: `test-mesh-${name}`, persistent: true });
   const jsm: JetStreamManager = await jetstreamManager(nc);
-  const newLog = () => new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry() });
+  // The mesh's controller key, and the one writer every log of this test process appends through.
+  const key = newIdentity();
+  const writer = new LogWriter(nc, { stream: names.logStream, key, keySource: 'the test mesh' });
+  const newLog = () => new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry(), writer });
   const log = newLog();
-  await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: name, actor: 'test' });
+  await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: name, actor: 'test', controllerKey: key.publicKey });
   const mesh = new MeshService(newLog());
   const controllers: Controller[] = [];
   const services: EnrolmentService[] = [];
@@ -125,6 +130,10 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
   return {
     nc,
     jsm,
+    /** the controller key this mesh's log was begun with; every commit is signed with it */
+    key,
+    writer,
+    newLog,
     startTools,
     operatorCommands,
     startEnrolment,
