@@ -4,6 +4,7 @@ import { connectNats } from '../../src/adapters/nats/connect.js';
 import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
 import { LogWriter } from '../../src/adapters/eventlog/log-writer.js';
 import { newIdentity } from '../../src/adapters/identity.js';
+import { writePrivateJson } from '../../src/adapters/key-files.js';
 import { bootstrapControlPlane } from '../../src/controller/bootstrap.js';
 import { BuildCoordinator } from '../../src/controller/build-coordinator.js';
 import { artifactBucketName, jobsStreamName } from '../../src/adapters/nats/build-streams.js';
@@ -35,11 +36,11 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
   const nc = await connectNats(options.url ?? testNatsUrl(), { name: `test-mesh-${name}`, persistent: true });
   const jsm: JetStreamManager = await jetstreamManager(nc);
   // The mesh's controller key, and the one writer every log of this test process appends through.
-  const key = newIdentity();
-  const writer = new LogWriter(nc, { stream: names.logStream, key, keySource: 'the test mesh' });
+  const controllerKey = newIdentity();
+  const writer = new LogWriter(nc, { stream: names.logStream, key: controllerKey, keySource: 'the test mesh' });
   const newLog = () => new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry(), writer });
   const log = newLog();
-  await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: name, actor: 'test', controllerKey: key.publicKey });
+  await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: name, actor: 'test', controllerKey: controllerKey.publicKey });
   const mesh = new MeshService(newLog());
   const controllers: Controller[] = [];
   const services: EnrolmentService[] = [];
@@ -124,14 +125,17 @@ export const openTestMesh = async (options: { url?: string } = {}) => {
     keyDirs.push(dirname(keyFile));
     await mesh.execute({ type: 'add-operator', operator: 'ada', publicKey: key.publicKey }, { commandId: `${name}-operator`, actor: 'genesis' });
     startTools();
-    return { MESH_OPERATOR_KEY: keyFile, MESH_SUBJECT_PREFIX: names.prefix, MESH_LOG_STREAM: names.logStream, MESH_LOG_SUBJECT_PREFIX: names.logPrefix };
+    // The controller's key file, as a controller's machine has it (mesh audit verify holds the genesis to it).
+    const controllerKeyFile = join(dirname(keyFile), 'controller.key');
+    writePrivateJson(controllerKeyFile, controllerKey);
+    return { MESH_OPERATOR_KEY: keyFile, MESH_CONTROLLER_KEY: controllerKeyFile, MESH_SUBJECT_PREFIX: names.prefix, MESH_LOG_STREAM: names.logStream, MESH_LOG_SUBJECT_PREFIX: names.logPrefix };
   };
 
   return {
     nc,
     jsm,
     /** the controller key this mesh's log was begun with; every commit is signed with it */
-    key,
+    controllerKey,
     writer,
     newLog,
     startTools,
