@@ -142,7 +142,7 @@ describe('a commit that does not verify holds every reader, visibly, until an op
   });
 
   it('twenty bytes that are not JSON on a fact subject: every reader held, then passed once voided', async () => {
-    const garbage = new TextEncoder().encode('{"not": json at all');
+    const garbage = new TextEncoder().encode('{"not": json at all!');
     expect(garbage.length).toBe(20);
     const seq = (await jetstream(t.nc).publish(`${t.names.logPrefix}.fact.lab1`, garbage)).seq;
 
