@@ -22,7 +22,9 @@ export class ChainedPublisher {
       for (let i = from; i < Math.min(count, from + window); i++) {
         const { subject, payload } = commit(i);
         const seq = ++this.seq;
-        const { hash, headers } = sealHeaders(this.key, this.prev, subject, seq, payload);
+        // One writer wrote it all: each signature answers for everything before it, as the
+        // controller's writer does for what it appended since it started.
+        const { hash, headers } = sealHeaders(this.key, this.prev, subject, seq, payload, 1);
         this.prev = hash;
         batch.push(this.js.publish(subject, payload, { headers, expect: { lastSequence: seq - 1 } }));
       }

@@ -1,6 +1,6 @@
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { ChainReader, heldError, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
+import { ChainReader, heldError, StretchCheck, type CheckedCommit, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
 import type { StoredEvent } from '../domain/events/envelope.js';
 import type { EventRegistry } from '../domain/events/registry.js';
 import type { MeshError } from '../errors.js';
@@ -40,6 +40,15 @@ export interface LogSource {
   registry: EventRegistry;
 }
 
+/** A commit as checked and decoded once, for every build. */
+interface Decoded {
+  seq: number;
+  events: StoredEvent[];
+  hash: Uint8Array;
+  /** an operator voided it: it has no events */
+  passed?: PassedCommit;
+}
+
 /** How many decoded commits a reader keeps for the other builds reading the same stretch of log. */
 const SHARED_COMMITS = 8_192;
 
@@ -51,7 +60,7 @@ export class CommitReader {
   // decoded once and handed to each build: read-only events, shared. A ring indexed by sequence:
   // a Map trimmed from its oldest end costs more per commit, as deleted entries pile up in front.
   // The entry keeps the commit's hash, so a build starting right after it links without a lookup.
-  private readonly decoded: ({ seq: number; events: StoredEvent[]; hash: Uint8Array; passed?: PassedCommit } | undefined)[] = new Array(SHARED_COMMITS);
+  private readonly decoded: (Decoded | undefined)[] = new Array(SHARED_COMMITS);
   private readonly chain: ChainReader;
 
   constructor(
@@ -82,28 +91,40 @@ export class CommitReader {
     signal.addEventListener('abort', stop, { once: true });
     let next = start;
     let key = await this.chain.rootKey();
-    let before = this.decoded[(start - 1) % SHARED_COMMITS]?.seq === start - 1 ? (this.decoded[(start - 1) % SHARED_COMMITS]?.hash as Uint8Array) : await this.chain.hashAt(start - 1);
+    const before = this.decoded[(start - 1) % SHARED_COMMITS]?.seq === start - 1 ? (this.decoded[(start - 1) % SHARED_COMMITS]?.hash as Uint8Array) : await this.chain.hashAt(start - 1);
+    const stretch = new StretchCheck(this.source, before);
+    // What the server said was stored after each commit held back in the stretch, for when it is decided.
+    const pendingOf = new Map<number, number>();
+    const entryOf = async (checked: CheckedCommit): Promise<Decoded> => {
+      if (checked.problem) {
+        const voided = await this.chain.voidOf(checked.seq);
+        if (!voided) throw new UnreadableCommit(checked.seq, heldError(checked.seq, checked.aggregate, checked.problem, checked.cause));
+        return { seq: checked.seq, events: [], hash: checked.link.hash, passed: voided };
+      }
+      return { seq: checked.seq, events: checked.events ?? [], hash: checked.link.hash };
+    };
+    const commitOf = (entry: Decoded, pending: number): LogCommit => ({ seq: entry.seq, events: entry.events, pending, ...(entry.passed ? { passed: entry.passed } : {}) });
     try {
       for await (const message of messages) {
         // After a reconnect the ordered consumer restarts from the last sequence it delivered.
         if (message.seq < next) continue;
         next = message.seq + 1;
         const slot = message.seq % SHARED_COMMITS;
-        let entry = this.decoded[slot]?.seq === message.seq ? this.decoded[slot] : undefined;
-        if (!entry) {
-          key ??= await this.chain.rootKey();
-          const checked = this.chain.check({ seq: message.seq, subject: message.subject, data: message.data, headers: message.headers }, key, before);
-          if (checked.problem) {
-            const voided = await this.chain.voidOf(message.seq);
-            if (!voided) throw new UnreadableCommit(message.seq, heldError(message.seq, checked.aggregate, checked.problem, checked.cause));
-            entry = { seq: message.seq, events: [], hash: checked.link.hash, passed: voided };
-          } else {
-            entry = { seq: message.seq, events: checked.events ?? [], hash: checked.link.hash };
-          }
-          this.decoded[slot] = entry;
+        const cached = this.decoded[slot]?.seq === message.seq ? this.decoded[slot] : undefined;
+        key ??= await this.chain.rootKey();
+        // Another build checked it already: what this one holds back is decided first, in order.
+        const decided = cached ? stretch.flush(key) : stretch.push({ seq: message.seq, subject: message.subject, data: message.data, headers: message.headers }, key, message.info.pending === 0);
+        if (!cached) pendingOf.set(message.seq, message.info.pending);
+        for (const checked of decided) {
+          const entry = await entryOf(checked);
+          this.decoded[entry.seq % SHARED_COMMITS] = entry;
+          yield commitOf(entry, pendingOf.get(entry.seq) ?? 0);
+          pendingOf.delete(entry.seq);
         }
-        before = entry.hash;
-        yield { seq: message.seq, events: entry.events, pending: message.info.pending, ...(entry.passed ? { passed: entry.passed } : {}) };
+        if (cached) {
+          stretch.after(cached.hash);
+          yield commitOf(cached, message.info.pending);
+        }
         if (signal.aborted) break;
       }
     } finally {

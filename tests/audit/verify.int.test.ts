@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { jetstream } from '@nats-io/jetstream';
 import nacl from 'tweetnacl';
 import { headers as natsHeaders } from '@nats-io/nats-core';
-import { commitHash, PREV_HEADER, SIG_HEADER } from '../../src/adapters/eventlog/chain.js';
+import { linkOf, PREV_HEADER, SIG_HEADER } from '../../src/adapters/eventlog/chain.js';
+import { rawOf } from '../../src/adapters/eventlog/chain-reader.js';
 import { newIdentity } from '../../src/adapters/identity.js';
-import { fromBase64, toBase64 } from '../../src/adapters/key-files.js';
+import { toBase64 } from '../../src/adapters/key-files.js';
 import { loadOperatorKey, signCommand, type OperatorKey } from '../../src/adapters/operator-keys.js';
 import { CommandDispatcher } from '../../src/controller/command-dispatcher.js';
 import type { Commit } from '../../src/domain/events/envelope.js';
@@ -93,7 +94,7 @@ describe('mesh audit verify', () => {
     const head = await t.jsm.streams.getMessage(t.names.logStream, { seq: mallorySeq });
     const headers = natsHeaders();
     headers.set(SIG_HEADER, honestMessage.header.get(SIG_HEADER));
-    headers.set(PREV_HEADER, toBase64(commitHash(fromBase64(head?.header.get(PREV_HEADER) ?? ''), head?.subject ?? '', mallorySeq, head?.data ?? new Uint8Array())));
+    headers.set(PREV_HEADER, toBase64(head ? linkOf(rawOf(head)).hash : new Uint8Array()));
     const alteredSeq = await publishRaw('node.lab2', altered, { headers });
     // 4. Bob, revoked, signing anyway.
     const late = signCommand(bob, 'late-1', { type: 'add-node', node: 'lab5' }, new Date());

@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { jetstream } from '@nats-io/jetstream';
 import pg from 'pg';
-import { commitHash, PREV_HEADER, sealHeaders } from '../../src/adapters/eventlog/chain.js';
+import { linkOf, sealHeaders } from '../../src/adapters/eventlog/chain.js';
+import { rawOf } from '../../src/adapters/eventlog/chain-reader.js';
 import { encodeCommit } from '../../src/adapters/eventlog/codec.js';
 import { newIdentity } from '../../src/adapters/identity.js';
-import { fromBase64 } from '../../src/adapters/key-files.js';
 import { projectRoot } from '../../src/config.js';
 import { freePort } from '../../src/dev/ports.js';
 import type { Commit } from '../../src/domain/events/envelope.js';
@@ -95,7 +95,14 @@ describe('a commit that does not verify holds every reader, visibly, until an op
       const said = saidOf(seq, /^passing seq/).map((l) => l.component);
       return ['controller', 'builds', 'commands', 'projector'].every((c) => said.includes(c)) ? true : undefined;
     }, 90_000);
-    await waitFor(`the projections past seq ${seq}`, async () => ((await runMesh(['log'], env)).code === 0 ? true : undefined), 90_000);
+    let last: unknown;
+    await waitFor(`the projections past seq ${seq}`, async () => {
+      const result = await runMesh(['log'], env);
+      last = { code: result.code, stderr: result.stderr };
+      return result.code === 0 ? true : undefined;
+    }, 90_000).catch((error: Error) => {
+      throw new Error(`${error.message}; mesh log last said ${JSON.stringify(last)}`);
+    });
     const log = await runMesh(['log'], env);
     expect(log.stdout).toMatch(new RegExp(`^${seq}\\s+VOIDED .* voided at seq \\d+ .*operator:ada .*passed by`, 'm'));
     expect((await runMesh(['node', 'add', uniqueName('lab')], env)).code).toBe(0);
@@ -175,7 +182,8 @@ describe('a commit that does not verify holds every reader, visibly, until an op
   it('a well-formed commit signed with another key: held, named by `mesh status`, then passed once voided', async () => {
     const last = await head();
     const stored = await t.jsm.streams.getMessage(t.names.logStream, { seq: last });
-    const before = commitHash(fromBase64(stored?.header.get(PREV_HEADER) ?? ''), stored?.subject ?? '', last, stored?.data ?? new Uint8Array());
+    if (!stored) throw new Error('no head');
+    const before = linkOf(rawOf(stored)).hash;
     const body = encodeCommit({
       firstVersion: 1,
       events: [{ id: 'forged', type: 'node.added', schemaVersion: 2, aggregate: 'node.lab3', time: new Date().toISOString(), actor: 'controller', commandId: 'forged', causationId: 'forged', correlationId: 'forged', data: { node: 'lab3', root: '/var/lib/mesh', address: null } }],

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { jetstream } from '@nats-io/jetstream';
-import { commitHash, GENESIS_PREV, KEY_HEADER, PREV_HEADER, sealHeaders, SIG_HEADER } from '../../src/adapters/eventlog/chain.js';
+import { commitHash, GENESIS_PREV, KEY_HEADER, linkOf, PREV_HEADER, sealHeaders, SIG_HEADER, SINCE_HEADER } from '../../src/adapters/eventlog/chain.js';
+import { rawOf } from '../../src/adapters/eventlog/chain-reader.js';
 import { encodeCommit } from '../../src/adapters/eventlog/codec.js';
 import type { FollowItem } from '../../src/adapters/eventlog/event-log.js';
 import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
@@ -28,7 +29,7 @@ const stored = async (t: TestLog) => {
   for (let seq = 1; seq <= head; seq++) {
     const message = await t.jsm.streams.getMessage(t.settings.stream, { seq });
     if (!message) throw new Error(`no message at seq ${seq}`);
-    messages.push({ seq, subject: message.subject, data: message.data, prev: message.header.get(PREV_HEADER), sig: message.header.get(SIG_HEADER), key: message.header.get(KEY_HEADER) });
+    messages.push({ seq, subject: message.subject, data: message.data, prev: message.header.get(PREV_HEADER), sig: message.header.get(SIG_HEADER), key: message.header.get(KEY_HEADER), since: message.header.get(SINCE_HEADER), link: linkOf(rawOf(message)) });
   }
   return messages;
 };
@@ -56,13 +57,17 @@ describe('the chain: every commit signed by the writer and linked to the one bef
 
     const messages = await stored(t);
     expect(messages.map((m) => m.key)).toEqual([t.key.publicKey, '', '']);
+    // Each signature also answers for the commits the writer wrote before it in this process.
+    expect(messages.map((m) => m.since)).toEqual(['', '1', '1']);
     let before = GENESIS_PREV;
     for (const message of messages) {
       expect(fromBase64(message.prev)).toEqual(before);
-      const hash = commitHash(before, message.subject, message.seq, message.data);
+      const hash = commitHash(before, message.subject, message.seq, message.data, message.link.since);
+      expect(hash).toEqual(message.link.hash);
       expect(verifyBytes(t.key.publicKey, hash, message.sig)).toBe(true);
       // Moved to another sequence or another subject, the same signature no longer holds.
-      expect(verifyBytes(t.key.publicKey, commitHash(before, message.subject, message.seq + 1, message.data), message.sig)).toBe(false);
+      expect(verifyBytes(t.key.publicKey, commitHash(before, message.subject, message.seq + 1, message.data, message.link.since), message.sig)).toBe(false);
+      expect(verifyBytes(t.key.publicKey, commitHash(before, `${message.subject}x`, message.seq, message.data, message.link.since), message.sig)).toBe(false);
       before = hash;
     }
     expect((await collect(t.another().read())).map((e) => e.data)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }]);
@@ -82,8 +87,11 @@ describe('the chain: every commit signed by the writer and linked to the one bef
     let before = GENESIS_PREV;
     for (const message of messages) {
       expect(fromBase64(message.prev)).toEqual(before);
-      before = commitHash(before, message.subject, message.seq, message.data);
+      before = message.link.hash;
     }
+    // Each writer checked what the other appended before signing after it: its stretch goes on
+    // through the other's commits instead of starting again after them.
+    expect(Number(messages.at(-1)?.since)).toBeLessThan(10);
     expect(await collect(t.another().read())).toHaveLength(30);
   });
 
@@ -124,6 +132,8 @@ describe('the chain: every commit signed by the writer and linked to the one bef
     const after = await t.log.append(`counter.${uniqueName('d')}`, [counted(3)], 0, meta('after'));
     const next = await t.jsm.streams.getMessage(t.settings.stream, { seq: after.seq });
     expect(fromBase64(next?.header.get(PREV_HEADER) ?? '')).toEqual(commitHash(new Uint8Array(0), subject, garbageSeq, garbage));
+    // … and answers for nothing before it: the writer could not check those bytes.
+    expect(next?.header.get(SINCE_HEADER)).toBe('');
 
     const whole = await collect(t.another().read()).catch((error: MeshError) => error);
     expect(whole).toMatchObject({ code: 'corrupt_event', details: { seq: garbageSeq, field: 'payload' } });
@@ -167,8 +177,9 @@ describe('the chain: every commit signed by the writer and linked to the one bef
     const first = await t.log.append(aggregate, [counted(1)], 0, meta('one'));
     const js = jetstream(t.nc);
     const subject = `${t.settings.subjectPrefix}.${uniqueName('counter.f')}`;
-    const head = (await t.jsm.streams.getMessage(t.settings.stream, { seq: first.seq })) ?? undefined;
-    const hashOfHead = commitHash(fromBase64(head?.header.get(PREV_HEADER) ?? ''), head?.subject ?? '', first.seq, head?.data ?? new Uint8Array());
+    const head = await t.jsm.streams.getMessage(t.settings.stream, { seq: first.seq });
+    if (!head) throw new Error('no head');
+    const hashOfHead = linkOf(rawOf(head)).hash;
     // Correctly linked, signed by a key that is not the writer's.
     const forged = lookalike(subject.slice(t.settings.subjectPrefix.length + 1), 7);
     const { headers } = sealHeaders(newIdentity(), hashOfHead, subject, first.seq + 1, forged);

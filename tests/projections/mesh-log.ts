@@ -37,6 +37,8 @@ export const writeMeshLog = async (
   const jsm = await jetstreamManager(nc);
   const key = log.key ?? newIdentity();
   let prev = GENESIS_PREV;
+  // One writer wrote it all: each signature answers for everything since the start (or since the intruder's bytes).
+  let since = 1;
   const state = emptyMeshState();
   const types = new Set<string>();
   let unflushed = 0;
@@ -54,7 +56,7 @@ export const writeMeshLog = async (
     };
     const subject = `${log.subjectPrefix}.${aggregate}`;
     const payload = encodeCommit(commit);
-    const { hash, headers } = sealHeaders(key, prev, subject, seq, payload);
+    const { hash, headers } = sealHeaders(key, prev, subject, seq, payload, since);
     prev = hash;
     nc.publish(subject, payload, { headers });
     unflushed++;
@@ -118,6 +120,7 @@ export const writeMeshLog = async (
     const at = ++seq;
     nc.publish(subject, garbage);
     prev = commitHash(new Uint8Array(0), subject, at, garbage);
+    since = at + 1;
     record(voidAggregate(at), [{ type: 'log.voided', data: { seq: at, aggregate: 'node.intruded', reason: 'an intruder published it', problem: 'it carries no writer signature' } }], 'void-intruded', 'operator:ada');
   }
 

@@ -5,7 +5,7 @@ import type { EventRegistry } from '../../domain/events/registry.js';
 import { LogVoided, VOIDS_KIND } from '../../domain/log/events.js';
 import type { CommitFinding, PassedCommit } from '../../domain/log/void.js';
 import { CorruptEventError, MeshError } from '../../errors.js';
-import { chainProblem, GENESIS_PREV, linkOf, type ChainLink } from './chain.js';
+import { chainProblem, GENESIS_PREV, LINK_PROBLEM, linkOf, sameBytes, signatureProblem, type ChainLink } from './chain.js';
 import { decodeCommit } from './codec.js';
 import { aggregateOf } from './subjects.js';
 
@@ -68,6 +68,88 @@ export const warnPassed = (passed: PassedCommit): void => process.emitWarning(pa
 
 export const passedLine = (passed: PassedCommit): string =>
   `passing seq ${passed.seq} (${passed.aggregate}) by: voided at seq ${passed.voidSeq} by ${passed.actor} ("${passed.reason}"); it ${passed.problem.startsWith('log message') ? `was unreadable: ${passed.problem}` : `did not verify: ${passed.problem}`}`;
+
+/** How many commits a reader of the whole log holds back, at most, for one signature to answer for them. */
+const STRETCH = 512;
+
+interface Held {
+  message: RawMessage;
+  link: ChainLink;
+  aggregate: string;
+  linked: boolean;
+  events?: StoredEvent[];
+  unread?: { why: string; cause: unknown };
+}
+
+/**
+ * A reader of the whole log, checking commits in log order. Each link is checked as it comes; the
+ * signatures when a stretch is decided — at the end of what is stored now, or every STRETCH
+ * commits: from the last commit back, one signature that holds answers for every commit from its
+ * `since` up to it, as long as their links are unbroken, and the others are checked one by one.
+ * So catching up costs about one signature per stretch the writer wrote, and at the head one per
+ * commit, as before.
+ */
+export class StretchCheck {
+  private held: Held[] = [];
+
+  constructor(
+    private readonly source: Pick<LogSourceSettings, 'subjectPrefix' | 'registry'>,
+    /** h of the commit before the first one pushed */
+    private before: Uint8Array,
+  ) {}
+
+  /** The next message in log order. Returns the commits decided now, in order: none while it waits for a later signature, all with `decide`. */
+  push(message: RawMessage, key: string | undefined, decide: boolean): CheckedCommit[] {
+    const link = linkOf(message);
+    const aggregate = aggregateOf(this.source.subjectPrefix, message.subject);
+    const item: Held = { message, link, aggregate, linked: sameBytes(link.prev, this.before) };
+    this.before = link.hash;
+    try {
+      item.events = decodeCommit(this.source.registry, message.seq, aggregate, message.data);
+    } catch (error) {
+      item.unread = { why: error instanceof Error ? error.message : String(error), cause: error };
+    }
+    this.held.push(item);
+    return decide || this.held.length >= STRETCH ? this.decide(key) : [];
+  }
+
+  /** Decides every commit held back now. */
+  flush(key: string | undefined): CheckedCommit[] {
+    return this.held.length > 0 ? this.decide(key) : [];
+  }
+
+  /** Goes on after a commit checked elsewhere (nothing may be held back): its hash is what the next one links to. */
+  after(hash: Uint8Array): void {
+    if (this.held.length > 0) throw new Error('a stretch cannot go on after a commit it did not decide while it holds others back');
+    this.before = hash;
+  }
+
+  private decide(key: string | undefined): CheckedCommit[] {
+    const items = this.held;
+    this.held = [];
+    const signature = new Map<number, string | undefined>();
+    // From the last back: a signature that holds answers for the commits down to its `since`; a
+    // broken link ends what any later signature binds.
+    let answeredFrom = Number.POSITIVE_INFINITY;
+    for (let i = items.length - 1; i >= 0; i--) {
+      const item = items[i] as Held;
+      if (!item.linked) {
+        answeredFrom = Number.POSITIVE_INFINITY;
+        continue;
+      }
+      if (item.link.seq >= answeredFrom) continue;
+      const problem = signatureProblem(item.link, key);
+      signature.set(i, problem);
+      if (!problem) answeredFrom = Math.min(answeredFrom, item.link.since);
+    }
+    return items.map((item, i) => {
+      const chained = [item.linked ? undefined : LINK_PROBLEM, signature.get(i) ?? (item.linked ? undefined : signatureProblem(item.link, key))].filter((p): p is string => p !== undefined).join('; ');
+      const base = { seq: item.message.seq, aggregate: item.aggregate, link: item.link };
+      if (item.unread) return { ...base, problem: chained ? `${chained}; and ${item.unread.why}` : item.unread.why, cause: item.unread.cause };
+      return chained ? { ...base, problem: chained } : { ...base, events: item.events ?? [] };
+    });
+  }
+}
 
 export class ChainReader {
   private root: string | undefined;

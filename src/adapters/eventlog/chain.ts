@@ -8,16 +8,24 @@ import { fromBase64, toBase64 } from '../key-files.js';
 // hash (Mesh-Sig); the first commit also names the writer's public key (Mesh-Key), which is the
 // key every later commit must verify under. A commit's hash is computed from that message alone:
 //
-//   h_n = sha256("mesh.log.chain/1" ‖ u32 len ‖ prev_n ‖ u32 len ‖ subject ‖ u64 seq ‖ sha256(payload))
+//   h_n = sha256("mesh.log.chain/1" ‖ u32 len ‖ prev_n ‖ u32 len ‖ subject ‖ u64 seq ‖ u64 since_n ‖ sha256(payload))
 //
 // so a reader of one aggregate (who never sees the commit before) can still check a signature,
 // and a reader of the whole log also checks the link: prev_n == h_{n-1}. The sequence is inside
 // the hash, so a commit cannot be replayed elsewhere in the log; the subject is, so it cannot be
 // moved to another aggregate.
-
+//
+// `since_n` (Mesh-Since) is what the writer's signature also answers for: every commit from
+// since_n to n − 1 was written by this writer or checked by it (signature and link) before it
+// signed n. The writer only ever says so of commits it knows; a commit it could not check ends the
+// stretch. A reader of the whole log catching up can then check one signature for a stretch of
+// linked commits instead of one per commit: the hash of n binds every commit back to since_n
+// through the links, and the signature says each of them is the writer's. Absent, since_n is n:
+// the signature answers for its own commit alone.
 export const PREV_HEADER = 'Mesh-Prev';
 export const SIG_HEADER = 'Mesh-Sig';
 export const KEY_HEADER = 'Mesh-Key';
+export const SINCE_HEADER = 'Mesh-Since';
 
 /** What the first commit links to. */
 export const GENESIS_PREV: Uint8Array = new Uint8Array(32);
@@ -31,12 +39,17 @@ const u32 = (n: number): Buffer => {
   return b;
 };
 
-export const commitHash = (prev: Uint8Array, subject: string, seq: number, payload: Uint8Array): Uint8Array => {
-  const seqBytes = Buffer.alloc(8);
-  seqBytes.writeBigUInt64BE(BigInt(seq));
+const u64 = (n: number): Buffer => {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64BE(BigInt(n));
+  return b;
+};
+
+/** h_seq. `since` defaults to `seq`: the commit answers for itself alone. */
+export const commitHash = (prev: Uint8Array, subject: string, seq: number, payload: Uint8Array, since = seq): Uint8Array => {
   const subjectBytes = encoder.encode(subject);
   const body = createHash('sha256').update(payload).digest();
-  return createHash('sha256').update(DOMAIN).update(u32(prev.length)).update(prev).update(u32(subjectBytes.length)).update(subjectBytes).update(seqBytes).update(body).digest();
+  return createHash('sha256').update(DOMAIN).update(u32(prev.length)).update(prev).update(u32(subjectBytes.length)).update(subjectBytes).update(u64(seq)).update(u64(since)).update(body).digest();
 };
 
 /** One stored message as the chain sees it. */
@@ -49,6 +62,8 @@ export interface ChainLink {
   sig: string | undefined;
   /** Mesh-Key, base64: only the first commit carries it */
   key: string | undefined;
+  /** Mesh-Since: the first commit this one's signature answers for (its own seq when absent or not a sequence before it) */
+  since: number;
   /** h_seq, from this message's own bytes */
   hash: Uint8Array;
 }
@@ -58,25 +73,36 @@ const headerOf = (hdrs: MsgHdrs | undefined, name: string): string | undefined =
   return value ? value : undefined;
 };
 
+const sinceOf = (text: string | undefined, seq: number): number => {
+  const since = text !== undefined && /^\d{1,15}$/.test(text) ? Number(text) : seq;
+  return since >= 1 && since <= seq ? since : seq;
+};
+
 export const linkOf = (message: { seq: number; subject: string; data: Uint8Array; headers: MsgHdrs | undefined }): ChainLink => {
   const prevText = headerOf(message.headers, PREV_HEADER);
   const prev = prevText === undefined ? new Uint8Array(0) : fromBase64(prevText);
+  const since = sinceOf(headerOf(message.headers, SINCE_HEADER), message.seq);
   return {
     seq: message.seq,
     subject: message.subject,
     prev,
     sig: headerOf(message.headers, SIG_HEADER),
     key: headerOf(message.headers, KEY_HEADER),
-    hash: commitHash(prev, message.subject, message.seq, message.data),
+    since,
+    hash: commitHash(prev, message.subject, message.seq, message.data, since),
   };
 };
 
-/** The headers a commit is published with: its link, its signature, and on the first commit the writer's key. */
-export const sealHeaders = (identity: Identity, prev: Uint8Array, subject: string, seq: number, payload: Uint8Array): { hash: Uint8Array; headers: MsgHdrs } => {
-  const hash = commitHash(prev, subject, seq, payload);
+/**
+ * The headers a commit is published with: its link, its signature, what else the signature answers
+ * for (`since`, when it is before `seq`), and on the first commit the writer's key.
+ */
+export const sealHeaders = (identity: Identity, prev: Uint8Array, subject: string, seq: number, payload: Uint8Array, since = seq): { hash: Uint8Array; headers: MsgHdrs } => {
+  const hash = commitHash(prev, subject, seq, payload, since);
   const headers = natsHeaders();
   headers.set(PREV_HEADER, toBase64(prev));
   headers.set(SIG_HEADER, signBytes(identity, hash));
+  if (since < seq) headers.set(SINCE_HEADER, String(since));
   if (seq === 1) headers.set(KEY_HEADER, identity.publicKey);
   return { hash, headers };
 };
@@ -99,17 +125,24 @@ const signatureHolds = (key: string, link: ChainLink & { sig: string }): boolean
   return holds;
 };
 
+export const LINK_PROBLEM = `its link (${PREV_HEADER}) is not the hash of the commit before it: a commit was inserted, altered or removed there`;
+
+/** Why `link`'s signature does not hold under `key`, or undefined when it does. */
+export const signatureProblem = (link: ChainLink, key: string | undefined): string | undefined => {
+  if (key === undefined) return `the log's first commit names no writer key (${KEY_HEADER}), so no commit of it can be verified`;
+  if (link.sig === undefined) return `it carries no writer signature (${SIG_HEADER}): the mesh's writer did not append it`;
+  if (!signatureHolds(key, link as ChainLink & { sig: string })) return `its signature (${SIG_HEADER}) does not verify under the log's writer key: it was altered, or written with another key`;
+  return undefined;
+};
+
 /**
  * Why `link` does not verify, or undefined when it does: signed under `key` and, when the hash of
  * the commit before it is given (a reader of the whole log), linked to it.
  */
 export const chainProblem = (link: ChainLink, key: string | undefined, before?: Uint8Array): string | undefined => {
   const problems: string[] = [];
-  if (before !== undefined && !sameBytes(link.prev, before)) {
-    problems.push(`its link (${PREV_HEADER}) is not the hash of the commit before it: a commit was inserted, altered or removed there`);
-  }
-  if (key === undefined) problems.push(`the log's first commit names no writer key (${KEY_HEADER}), so no commit of it can be verified`);
-  else if (link.sig === undefined) problems.push(`it carries no writer signature (${SIG_HEADER}): the mesh's writer did not append it`);
-  else if (!signatureHolds(key, link as ChainLink & { sig: string })) problems.push(`its signature (${SIG_HEADER}) does not verify under the log's writer key: it was altered, or written with another key`);
+  if (before !== undefined && !sameBytes(link.prev, before)) problems.push(LINK_PROBLEM);
+  const signature = signatureProblem(link, key);
+  if (signature) problems.push(signature);
   return problems.length > 0 ? problems.join('; ') : undefined;
 };

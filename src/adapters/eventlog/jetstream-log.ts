@@ -5,7 +5,8 @@ import { commandMetadataSchema, fieldOf, type Commit, type CommandMetadata, type
 import type { EventRegistry } from '../../domain/events/registry.js';
 import { ConcurrencyError, RefusedError, ValidationError } from '../../errors.js';
 import { encodeCommit } from './codec.js';
-import { ChainReader, heldError, rawOf, warnPassed, type CommitFinding, type PassedCommit, type RawMessage } from './chain-reader.js';
+import { GENESIS_PREV } from './chain.js';
+import { ChainReader, heldError, rawOf, StretchCheck, warnPassed, type CheckedCommit, type CommitFinding, type PassedCommit, type RawMessage } from './chain-reader.js';
 import type { AggregateHistory, AppendOptions, AppendResult, EventLog, FollowItem, ReadOptions } from './event-log.js';
 import { AggregateHeads } from './aggregate-heads.js';
 import type { LogWriter } from './log-writer.js';
@@ -175,7 +176,7 @@ export class JetStreamEventLog implements EventLog {
     let caughtUp = headAtStart < fromSeq;
     if (caughtUp) yield { kind: 'caught-up', seq: Math.max(headAtStart, fromSeq - 1) };
     let key = await this.chain.rootKey();
-    let before = wholeLog ? await this.chain.hashAt(fromSeq - 1) : undefined;
+    let before = await this.chain.hashAt(fromSeq - 1);
     const retry = this.options.holdRetry ?? DEFAULT_HOLD_RETRY;
 
     while (!signal?.aborted) {
@@ -187,34 +188,37 @@ export class JetStreamEventLog implements EventLog {
       const messages = await consumer.consume({ max_messages: 512 });
       const stop = (): void => void messages.stop();
       signal?.addEventListener('abort', stop, { once: true });
+      const check = this.checker(wholeLog, before);
       let held: { seq: number; aggregate: string; problem: string; hash: Uint8Array } | undefined;
+      let taken = fromSeq - 1;
       try {
-        for await (const message of messages) {
+        consuming: for await (const message of messages) {
           // The ordered consumer recreates itself after a reconnect from the last sequence it
           // delivered; this guard keeps the promise even if a redelivery slipped through.
-          if (message.seq < fromSeq) continue;
+          if (message.seq <= taken) continue;
+          taken = message.seq;
           key ??= await this.chain.rootKey();
-          const checked = this.chain.check(rawOfConsumed(message), key, before);
-          if (checked.problem) {
-            const voided = await this.chain.voidOf(checked.seq);
-            if (!voided) {
-              held = { seq: checked.seq, aggregate: checked.aggregate, problem: checked.problem, hash: checked.link.hash };
-              break;
+          // Caught up with what is stored now: decide what is held back, so live commits are not delayed.
+          for (const checked of check(rawOfConsumed(message), key, message.info.pending === 0)) {
+            if (checked.problem) {
+              const voided = await this.chain.voidOf(checked.seq);
+              if (!voided) {
+                held = { seq: checked.seq, aggregate: checked.aggregate, problem: checked.problem, hash: checked.link.hash };
+                break consuming;
+              }
+              yield { kind: 'passed', commit: voided };
+            } else {
+              for (const event of checked.events ?? []) yield { kind: 'event', event };
             }
-            yield { kind: 'passed', commit: voided };
-          } else {
-            for (const event of checked.events ?? []) yield { kind: 'event', event };
-          }
-          fromSeq = message.seq + 1;
-          if (wholeLog) {
+            fromSeq = checked.seq + 1;
             before = checked.link.hash;
-            this.chain.remember(checked.seq, before);
+            if (wholeLog) this.chain.remember(checked.seq, before);
+            if (!caughtUp && checked.seq >= headAtStart) {
+              caughtUp = true;
+              yield { kind: 'caught-up', seq: checked.seq };
+            }
+            if (signal?.aborted) break consuming;
           }
-          if (!caughtUp && message.seq >= headAtStart) {
-            caughtUp = true;
-            yield { kind: 'caught-up', seq: message.seq };
-          }
-          if (signal?.aborted) break;
         }
       } finally {
         signal?.removeEventListener('abort', stop);
@@ -232,12 +236,22 @@ export class JetStreamEventLog implements EventLog {
       }
       yield { kind: 'passed', commit: voided };
       fromSeq = held.seq + 1;
-      if (wholeLog) before = held.hash;
+      before = held.hash;
       if (!caughtUp && held.seq >= headAtStart) {
         caughtUp = true;
         yield { kind: 'caught-up', seq: held.seq };
       }
     }
+  }
+
+  /**
+   * How a reader checks what it reads: a reader of the whole log in stretches (links as they come,
+   * one signature answering for a stretch), a reader of one aggregate each commit's signature.
+   */
+  private checker(wholeLog: boolean, before: Uint8Array): (message: RawMessage, key: string | undefined, now: boolean) => CheckedCommit[] {
+    if (!wholeLog) return (message, key) => [this.chain.check(message, key)];
+    const stretch = new StretchCheck(this.options, before);
+    return (message, key, now) => stretch.push(message, key, now);
   }
 
   async headSeq(): Promise<number> {
@@ -355,7 +369,7 @@ export class JetStreamEventLog implements EventLog {
    */
   private async *readRange(subject: string, fromSeq: number, toSeq: number, wholeLog: boolean, onPassed?: (passed: PassedCommit) => void): AsyncIterable<StoredEvent> {
     const key = await this.chain.rootKey();
-    let before = wholeLog ? await this.chain.hashAt(fromSeq - 1) : undefined;
+    const check = this.checker(wholeLog, wholeLog ? await this.chain.hashAt(fromSeq - 1) : GENESIS_PREV);
     const consumer = await this.js.consumers.get(this.options.stream, {
       filter_subjects: subject,
       deliver_policy: DeliverPolicy.StartSequence,
@@ -365,19 +379,18 @@ export class JetStreamEventLog implements EventLog {
     try {
       for await (const message of messages) {
         if (message.seq > toSeq) break;
-        const checked = this.chain.check(rawOfConsumed(message), key, before);
-        if (checked.problem) {
-          const voided = await this.chain.voidOf(checked.seq);
-          if (!voided) throw heldError(checked.seq, checked.aggregate, checked.problem, checked.cause);
-          (onPassed ?? this.options.onPassed ?? warnPassed)(voided);
-        } else {
-          yield* checked.events ?? [];
+        const last = message.seq >= toSeq;
+        for (const checked of check(rawOfConsumed(message), key, last || message.info.pending === 0)) {
+          if (checked.problem) {
+            const voided = await this.chain.voidOf(checked.seq);
+            if (!voided) throw heldError(checked.seq, checked.aggregate, checked.problem, checked.cause);
+            (onPassed ?? this.options.onPassed ?? warnPassed)(voided);
+          } else {
+            yield* checked.events ?? [];
+          }
+          if (wholeLog) this.chain.remember(checked.seq, checked.link.hash);
         }
-        if (wholeLog) {
-          before = checked.link.hash;
-          this.chain.remember(checked.seq, before);
-        }
-        if (message.seq >= toSeq) break;
+        if (last) break;
       }
     } finally {
       messages.stop();

@@ -14,12 +14,20 @@ import { rawOf } from './chain-reader.js';
 // through a commit it did not write — and tries again, unless the aggregate's own expectation
 // failed or a mesh command was decided against the log as it was (expectedLogSeq): those are
 // conflicts for the caller, as before.
+//
+// Each signature also answers for the stretch before it (Mesh-Since, chain.ts): every commit since
+// the writer read the head, which it wrote itself or checked — a commit another process appended
+// meanwhile is checked (signature and link) before the writer signs after it, and one that does
+// not verify ends the stretch there.
 
 // JetStream: "wrong last sequence" (10071) and, on newer servers, the batch variant (10164).
 const WRONG_LAST_SEQUENCE = new Set([10071, 10164]);
 
 /** How many times a write follows a log that keeps moving before it gives the conflict back. */
 const MAX_ATTEMPTS = 50;
+
+/** More commits than this appended by others at once are not checked: the stretch starts again after them. */
+const CHECKED_AT_MOST = 1_000;
 
 export interface PublishOptions {
   msgID: string;
@@ -79,6 +87,8 @@ export class LogWriter {
   private readonly jsm: Promise<JetStreamManager>;
   private readonly publish: PublishFn;
   private head: { seq: number; hash: Uint8Array } | undefined;
+  /** the first commit of the stretch this writer answers for: every one from it to the head it wrote or checked */
+  private since = 1;
   private rootVerified = false;
   private tail: Promise<unknown> = Promise.resolve();
   /** Writes are queued in epochs; a write that fails for want of the server ends its epoch. */
@@ -130,17 +140,17 @@ export class LogWriter {
   }
 
   private async writeNow(request: WriteRequest): Promise<WriteOutcome> {
-    let head = this.head ?? (await this.readHead());
+    let head = this.head ?? (await this.freshHead());
     for (let attempt = 1; ; attempt++) {
       if (request.expectedLogSeq !== undefined && head.seq !== request.expectedLogSeq) {
         if (head.seq > request.expectedLogSeq) return { kind: 'conflict', logMoved: true };
         // The command was decided against more of the log than this writer has seen: look again.
-        head = await this.readHead();
+        head = await this.moveTo(head);
         if (head.seq !== request.expectedLogSeq) return { kind: 'conflict', logMoved: true };
       }
       const seq = head.seq + 1;
       if (seq > 1) await this.verifyRoot();
-      const { hash, headers } = sealHeaders(this.options.key, head.hash, request.subject, seq, request.payload);
+      const { hash, headers } = sealHeaders(this.options.key, head.hash, request.subject, seq, request.payload, Math.min(this.since, seq));
       try {
         const ack = await this.publishOnce(request.subject, request.payload, {
           msgID: request.msgID,
@@ -157,8 +167,7 @@ export class LogWriter {
           this.head = undefined;
           throw error;
         }
-        const fresh = await this.readHead();
-        this.head = fresh;
+        const fresh = await this.moveTo(head);
         // The log did not move: it was the aggregate's expectation that failed.
         if (fresh.seq === head.seq || attempt >= MAX_ATTEMPTS) return { kind: 'conflict', logMoved: fresh.seq !== head.seq && request.expectedLogSeq !== undefined, cause: error };
         head = fresh;
@@ -182,6 +191,36 @@ export class LogWriter {
         await new Promise((r) => setTimeout(r, 100 * attempt));
       }
     }
+  }
+
+  /** The head read afresh, knowing nothing of what is before it: the stretch starts after it. */
+  private async freshHead(): Promise<{ seq: number; hash: Uint8Array }> {
+    const head = await this.readHead();
+    this.since = head.seq + 1;
+    this.head = head;
+    return head;
+  }
+
+  /**
+   * The head again, after `from`: what others appended in between is checked, so the stretch this
+   * writer answers for goes on through it — or starts again after the last one that does not verify.
+   */
+  private async moveTo(from: { seq: number; hash: Uint8Array }): Promise<{ seq: number; hash: Uint8Array }> {
+    const head = await this.readHead();
+    if (head.seq - from.seq > CHECKED_AT_MOST) {
+      this.since = head.seq + 1;
+    } else if (head.seq > from.seq) {
+      const jsm = await this.jsm;
+      let before = from.hash;
+      for (let seq = from.seq + 1; seq <= head.seq; seq++) {
+        const message = await jsm.streams.getMessage(this.options.stream, { seq });
+        const link = message ? linkOf(rawOf(message)) : undefined;
+        if (!link || chainProblem(link, this.options.key.publicKey, before)) this.since = seq + 1;
+        before = link?.hash ?? new Uint8Array(0);
+      }
+    }
+    this.head = head;
+    return head;
   }
 
   /** The log's last sequence and the hash of the message there (from the leader). */
