@@ -5,7 +5,7 @@ import type { EventRegistry } from '../../domain/events/registry.js';
 import { LogVoided, VOIDS_KIND } from '../../domain/log/events.js';
 import type { CommitFinding, PassedCommit } from '../../domain/log/void.js';
 import { CorruptEventError, MeshError } from '../../errors.js';
-import { chainProblem, GENESIS_PREV, LINK_PROBLEM, linkOf, sameBytes, signatureProblem, type ChainLink } from './chain.js';
+import { chainProblem, GENESIS_PREV, linkOf, linkProblem, sameBytes, signatureProblem, type ChainLink } from './chain.js';
 import { decodeCommit } from './codec.js';
 import { aggregateOf } from './subjects.js';
 
@@ -143,7 +143,7 @@ export class StretchCheck {
       if (!problem) answeredFrom = Math.min(answeredFrom, item.link.since);
     }
     return items.map((item, i) => {
-      const chained = [item.linked ? undefined : LINK_PROBLEM, signature.get(i) ?? (item.linked ? undefined : signatureProblem(item.link, key))].filter((p): p is string => p !== undefined).join('; ');
+      const chained = [item.linked ? undefined : linkProblem(item.link), signature.get(i) ?? (item.linked ? undefined : signatureProblem(item.link, key))].filter((p): p is string => p !== undefined).join('; ');
       const base = { seq: item.message.seq, aggregate: item.aggregate, link: item.link };
       if (item.unread) return { ...base, problem: chained ? `${chained}; and ${item.unread.why}` : item.unread.why, cause: item.unread.cause };
       return chained ? { ...base, problem: chained } : { ...base, events: item.events ?? [] };

@@ -127,7 +127,11 @@ const signatureHolds = (key: string, link: ChainLink & { sig: string }): boolean
   return holds;
 };
 
-export const LINK_PROBLEM = `its link (${PREV_HEADER}) is not the hash of the commit before it: a commit was inserted, altered or removed there`;
+/** Why `link` does not link to the commit before it. */
+export const linkProblem = (link: ChainLink): string =>
+  link.prev.length === 0
+    ? `it carries no link (${PREV_HEADER}) to the commit before it`
+    : `its link (${PREV_HEADER}) is not the hash of the commit before it: a commit was inserted, altered or removed there`;
 
 /** Why `link`'s signature does not hold under `key`, or undefined when it does. */
 export const signatureProblem = (link: ChainLink, key: string | undefined): string | undefined => {
@@ -143,7 +147,7 @@ export const signatureProblem = (link: ChainLink, key: string | undefined): stri
  */
 export const chainProblem = (link: ChainLink, key: string | undefined, before?: Uint8Array): string | undefined => {
   const problems: string[] = [];
-  if (before !== undefined && !sameBytes(link.prev, before)) problems.push(LINK_PROBLEM);
+  if (before !== undefined && !sameBytes(link.prev, before)) problems.push(linkProblem(link));
   const signature = signatureProblem(link, key);
   if (signature) problems.push(signature);
   return problems.length > 0 ? problems.join('; ') : undefined;
