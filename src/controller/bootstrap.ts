@@ -29,10 +29,9 @@ export const bootstrapControlPlane = async (
   settings: LogStreamSettings & { meshName: string; actor: string; /** the public key of this process's writer */ controllerKey: string },
 ): Promise<BootstrapResult> => {
   const stream = await assertLogStream(await jetstreamManager(nc), settings);
-  const first = await log.inspect(1);
-  if (first.exists && first.problem !== null && first.voided === null && /names no writer key/.test(first.problem)) {
+  if ((await log.headSeq()) > 0 && !(await log.writerKey())) {
     throw new RefusedError(
-      `the mesh log (stream ${settings.stream}) cannot be verified from its first commit: ${first.problem}. It was begun before commits were signed, or not by a mesh writer, and the control plane does not extend it: begin a new log (for the local stack: \`npx mesh dev down\`, remove its nats folder, \`npx mesh dev up\`).`,
+      `the mesh log (stream ${settings.stream}) cannot be verified from its first commit: it names no writer key it is signed with. It was begun before commits were signed, or not by a mesh writer, and the control plane does not extend it: begin a new log (for the local stack: \`npx mesh dev down\`, remove its nats folder, \`npx mesh dev up\`).`,
       { stream: settings.stream },
     );
   }

@@ -77,4 +77,6 @@ export interface EventLog {
   inspect(seq: number): Promise<CommitFinding>;
   /** Every void recorded, by the sequence it voids. */
   voids(): Promise<ReadonlyMap<number, PassedCommit>>;
+  /** The key every commit must verify under, as the log's first commit names it (undefined: empty, or it names none). */
+  writerKey(): Promise<string | undefined>;
 }

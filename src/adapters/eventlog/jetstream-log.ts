@@ -268,6 +268,10 @@ export class JetStreamEventLog implements EventLog {
     return this.chain.voids();
   }
 
+  writerKey(): Promise<string | undefined> {
+    return this.chain.rootKey();
+  }
+
   private filterOf(options: ReadOptions): string {
     return options.aggregate ? filterSubjectOf(this.options.subjectPrefix, options.aggregate) : `${this.options.subjectPrefix}.>`;
   }
