@@ -40,6 +40,9 @@ export const DEFAULT_RUNNER_SETTINGS: RunnerSettings = {
  */
 const COMMITS_BETWEEN_IO = 64;
 
+/** The longest a build held at a commit of the log waits before it reads the voids again. */
+const HELD_RETRY_MAX_MS = 10_000;
+
 const letIoIn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** A stall as reported to `onStall`: once per build and sequence, however often it is retried. */
@@ -117,7 +120,9 @@ export class BuildRunner {
           if (error instanceof BuildRetired) return 'retired';
           await this.onFailure(error);
           await sleep(this.delay, signal);
-          this.delay = Math.min(this.delay * 2, this.deps.settings.retry.maxMs);
+          // Held at a commit of the log, the build waits for an operator's void: it looks again at
+          // least as often as the log's other readers do.
+          this.delay = Math.min(this.delay * 2, this.deps.settings.retry.maxMs, error instanceof UnreadableCommit ? HELD_RETRY_MAX_MS : Number.POSITIVE_INFINITY);
         }
       }
       return 'stopped';

@@ -10,6 +10,7 @@ import { encodeCommit } from '../../src/adapters/eventlog/codec.js';
 import { newIdentity } from '../../src/adapters/identity.js';
 import { projectRoot } from '../../src/config.js';
 import { freePort } from '../../src/dev/ports.js';
+import { FOLDING_NODE_FLAGS } from '../../src/projections/runtime.js';
 import type { Commit } from '../../src/domain/events/envelope.js';
 import { catchUpToolSubject, START } from '../../src/domain/facts/catch-up.js';
 import { runMesh } from '../helpers/cli.js';
@@ -125,7 +126,8 @@ describe('a commit that does not verify holds every reader, visibly, until an op
       MESH_CONTROLLER_SCHEMA: `status_${t.names.prefix}`,
       MESH_HTTP_PORT: String(httpPort),
     };
-    controller = spawn(process.execPath, [join(projectRoot, 'bin', 'mesh.js'), 'controller'], { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    // With the node flags `mesh controller` wants, so it runs in this one process (no re-exec to signal through).
+    controller = spawn(process.execPath, [...FOLDING_NODE_FLAGS, join(projectRoot, 'bin', 'mesh.js'), 'controller'], { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
     createInterface({ input: controller.stdout as NonNullable<ChildProcess['stdout']> }).on('line', (line) => {
       try {
         lines.push(JSON.parse(line) as LogLine);
@@ -138,9 +140,9 @@ describe('a commit that does not verify holds every reader, visibly, until an op
     await waitFor('the projections at the head', async () => ((await runMesh(['node', 'list'], env)).code === 0 ? true : undefined), 60_000);
   });
   afterAll(async () => {
-    if (controller.exitCode === null) {
+    if (controller.exitCode === null && controller.signalCode === null) {
       const exited = new Promise((resolve) => controller.once('exit', resolve));
-      controller.kill('SIGTERM');
+      controller.kill('SIGKILL');
       await exited;
     }
     await t.close();
@@ -198,7 +200,18 @@ describe('a commit that does not verify holds every reader, visibly, until an op
     expect(voided.code).toBe(0);
     await passedEverywhere(seq);
     // lab3 was never added: a voided commit is passed by, never applied.
-    const nodes = await runMesh(['node', 'list', '--json'], env);
-    expect(nodes.stdout).not.toContain('lab3');
+    const nodes = await waitFor('every projection past it', async () => {
+      const result = await runMesh(['node', 'list', '--json'], env);
+      return result.code === 0 ? result : undefined;
+    }, 60_000);
+    expect(nodes.stdout).toContain('lab1');
+    expect(nodes.stdout).not.toContain('"node":"lab3"');
+  });
+
+  it('stops when told to, having been held and passed', async () => {
+    const exited = new Promise<number | null>((resolve) => controller.once('exit', (code) => resolve(code)));
+    controller.kill('SIGTERM');
+    const code = await Promise.race([exited, new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 30_000))]);
+    expect({ code, last: code === 0 ? [] : lines.slice(-5).map((l) => l.msg) }).toEqual({ code: 0, last: [] });
   });
 });
