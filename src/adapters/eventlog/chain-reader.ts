@@ -63,8 +63,8 @@ export const heldAt = (error: unknown): { seq: number; aggregate: string; proble
   return { seq, aggregate: typeof aggregate === 'string' ? aggregate : 'unknown', problem: typeof problem === 'string' ? problem : error.message };
 };
 
-/** Nobody asked to be told: the warning still reaches stderr, so nothing is passed silently. */
-export const warnPassed = (passed: PassedCommit): void => process.emitWarning(passedLine(passed), 'MeshLogVoided');
+/** Nobody asked to be told: it still reaches stderr (not as a node warning, which can be turned off), so nothing is passed silently. */
+export const warnPassed = (passed: PassedCommit): void => void process.stderr.write(`mesh: ${passedLine(passed)}\n`);
 
 export const passedLine = (passed: PassedCommit): string =>
   `passing seq ${passed.seq} (${passed.aggregate}) by: voided at seq ${passed.voidSeq} by ${passed.actor} ("${passed.reason}"); it ${passed.problem.startsWith('log message') ? `was unreadable: ${passed.problem}` : `did not verify: ${passed.problem}`}`;
