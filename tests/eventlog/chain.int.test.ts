@@ -95,6 +95,21 @@ describe('the chain: every commit signed by the writer and linked to the one bef
     expect(await collect(t.another().read())).toHaveLength(30);
   });
 
+  it('follows from beyond the head: the first commit it is given links to the one before it, stored later', async () => {
+    await t.log.append(`counter.${uniqueName('a')}`, [counted(1)], 0, meta(uniqueName('c')));
+    const items: FollowItem[] = [];
+    const abort = new AbortController();
+    const following = (async () => {
+      for await (const item of t.another().follow({ fromSeq: 3, signal: abort.signal })) {
+        items.push(item);
+        if (item.kind === 'event' && item.event.seq === 4) abort.abort();
+      }
+    })();
+    for (let i = 0; i < 3; i++) await t.log.append(`counter.${uniqueName('b')}`, [counted(i)], 0, meta(uniqueName('c')));
+    await following;
+    expect(items.map((i) => (i.kind === 'event' ? i.event.seq : i.kind))).toEqual(['caught-up', 3, 4]);
+  });
+
   it('still refuses a mesh command decided against a log that has moved, and an aggregate that has moved', async () => {
     const a = `counter.${uniqueName('a')}`;
     const { seq } = await t.log.append(a, [counted(1)], 0, meta(uniqueName('c')));

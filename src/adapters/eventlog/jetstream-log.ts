@@ -27,7 +27,8 @@ export type { PublishOptions } from './log-writer.js';
 //
 // Appends go through the process's one LogWriter, which signs each commit and chains it to the
 // one before (chain.ts). Reads check every commit: readers of the whole log its link and its
-// signature, readers of one aggregate its signature (they never see the commit before it). A
+// signature (one signature answering for a stretch the writer vouches for, chain-reader.ts),
+// readers of one aggregate its signature (they never see the commit before it). A
 // commit that does not verify or read holds the reader at its sequence until an operator voids
 // it; a voided one is passed by, and the reader is told (`onPassed`, or a `passed` item).
 
@@ -176,7 +177,9 @@ export class JetStreamEventLog implements EventLog {
     let caughtUp = headAtStart < fromSeq;
     if (caughtUp) yield { kind: 'caught-up', seq: Math.max(headAtStart, fromSeq - 1) };
     let key = await this.chain.rootKey();
-    let before = await this.chain.hashAt(fromSeq - 1);
+    // The hash the next commit links to, once known: a follower that starts beyond the head
+    // learns it from the commit before the first one it is given, when that one exists.
+    let before = wholeLog && fromSeq - 1 <= headAtStart ? { seq: fromSeq - 1, hash: await this.chain.hashAt(fromSeq - 1) } : undefined;
     const retry = this.options.holdRetry ?? DEFAULT_HOLD_RETRY;
 
     while (!signal?.aborted) {
@@ -188,7 +191,7 @@ export class JetStreamEventLog implements EventLog {
       const messages = await consumer.consume({ max_messages: 512 });
       const stop = (): void => void messages.stop();
       signal?.addEventListener('abort', stop, { once: true });
-      const check = this.checker(wholeLog, before);
+      let check: ReturnType<JetStreamEventLog['checker']> | undefined;
       let held: { seq: number; aggregate: string; problem: string; hash: Uint8Array } | undefined;
       let taken = fromSeq - 1;
       try {
@@ -198,6 +201,7 @@ export class JetStreamEventLog implements EventLog {
           if (message.seq <= taken) continue;
           taken = message.seq;
           key ??= await this.chain.rootKey();
+          check ??= this.checker(wholeLog, !wholeLog ? GENESIS_PREV : before?.seq === message.seq - 1 ? before.hash : await this.chain.hashAt(message.seq - 1));
           // Caught up with what is stored now: decide what is held back, so live commits are not delayed.
           for (const checked of check(rawOfConsumed(message), key, message.info.pending === 0)) {
             if (checked.problem) {
@@ -211,8 +215,8 @@ export class JetStreamEventLog implements EventLog {
               for (const event of checked.events ?? []) yield { kind: 'event', event };
             }
             fromSeq = checked.seq + 1;
-            before = checked.link.hash;
-            if (wholeLog) this.chain.remember(checked.seq, before);
+            before = { seq: checked.seq, hash: checked.link.hash };
+            if (wholeLog) this.chain.remember(checked.seq, checked.link.hash);
             if (!caughtUp && checked.seq >= headAtStart) {
               caughtUp = true;
               yield { kind: 'caught-up', seq: checked.seq };
@@ -236,7 +240,7 @@ export class JetStreamEventLog implements EventLog {
       }
       yield { kind: 'passed', commit: voided };
       fromSeq = held.seq + 1;
-      before = held.hash;
+      before = { seq: held.seq, hash: held.hash };
       if (!caughtUp && held.seq >= headAtStart) {
         caughtUp = true;
         yield { kind: 'caught-up', seq: held.seq };
