@@ -11,6 +11,8 @@ import { stopRecordedProcesses } from '../src/agent/left-running.js';
 import { meshHome } from '../src/config.js';
 import { connectNats } from '../src/adapters/nats/connect.js';
 import { JetStreamEventLog } from '../src/adapters/eventlog/jetstream-log.js';
+import { LogWriter } from '../src/adapters/eventlog/log-writer.js';
+import { newIdentity } from '../src/adapters/identity.js';
 import { bootstrapControlPlane } from '../src/controller/bootstrap.js';
 import { Controller } from '../src/controller/controller.js';
 import { MeshService } from '../src/controller/mesh-service.js';
@@ -31,12 +33,14 @@ const main = async (): Promise<void> => {
   const nc = await connectNats(url, { name: 'bench-apply' });
   const names = { logStream: 'LOG', logPrefix: 'mesh.log', nodesStream: 'NODES', controlStream: 'CONTROL', prefix: 'mesh' };
   const registry = meshEventRegistry();
-  const log = new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry });
-  await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: 'bench', actor: 'bench' });
-  const mesh = new MeshService(new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry }));
+  const key = newIdentity();
+  const writer = new LogWriter(nc, { stream: names.logStream, key });
+  const log = new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry, writer });
+  await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: 'bench', actor: 'bench', controllerKey: key.publicKey });
+  const mesh = new MeshService(new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry, writer }));
   let n = 0;
   const run = (command: Parameters<MeshService['execute']>[0]) => mesh.execute(command, { commandId: `bench-${++n}`, actor: 'bench' });
-  const controller = new Controller(nc, new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry }), {
+  const controller = new Controller(nc, new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry, writer }), {
     names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
     actor: 'controller',
     logger: pino({ level: 'silent' }),

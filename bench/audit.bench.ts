@@ -11,7 +11,7 @@
 
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { DeliverPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from '@nats-io/jetstream';
+import { DeliverPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { pino } from 'pino';
 import { meshHome } from '../src/config.js';
@@ -23,6 +23,8 @@ import { catchUpAndFollow, followFacts } from '../src/adapters/facts/fact-follow
 import { readHistory } from '../src/cli/history.js';
 import { CatchUpTool } from '../src/controller/catch-up-tool.js';
 import type { Commit } from '../src/domain/events/envelope.js';
+import { newIdentity } from '../src/adapters/identity.js';
+import { ChainedPublisher } from './chained.js';
 import { factSubject } from '../src/domain/facts/events.js';
 import { meshEventRegistry } from '../src/domain/registry.js';
 import { startNatsServer, stopNatsServer } from '../src/dev/nats-server.js';
@@ -48,16 +50,9 @@ const fact = (node: string, n: number, seq = 0) => ({
   ...(seq ? { seq, index: 0, version: n } : {}),
 });
 
-/** Stores `count` one-fact commits on fact.<node>, in order, WINDOW at a time: the log as the ingester leaves it. */
-const storeFacts = async (js: JetStreamClient, node: string, count: number): Promise<void> => {
-  for (let from = 1; from <= count; from += WINDOW) {
-    const batch: Promise<unknown>[] = [];
-    for (let n = from; n < Math.min(count + 1, from + WINDOW); n++) {
-      const commit: Commit = { firstVersion: n, events: [fact(node, n)] };
-      batch.push(js.publish(`mesh.log.fact.${node}`, encodeCommit(commit)));
-    }
-    await Promise.all(batch);
-  }
+/** Stores `count` one-fact commits on fact.<node>, in order, WINDOW at a time, signed and chained: the log as the ingester leaves it. */
+const storeFacts = async (log: ChainedPublisher, node: string, count: number): Promise<void> => {
+  await log.publish(count, (i) => ({ subject: `mesh.log.fact.${node}`, payload: encodeCommit({ firstVersion: i + 1, events: [fact(node, i + 1)] } as Commit) }), WINDOW);
 };
 
 const seconds = async (work: () => Promise<unknown>): Promise<number> => {
@@ -97,10 +92,11 @@ const main = async (): Promise<void> => {
     await assertLogStream(jsm, { stream: 'LOG', subjectPrefix: 'mesh.log' });
     await jsm.streams.add({ name: 'EVENTS', subjects: ['mesh.seat.*.event.>'], storage: StorageType.File, retention: RetentionPolicy.Limits });
     const log = new JetStreamEventLog(nc, { stream: 'LOG', subjectPrefix: 'mesh.log', registry: meshEventRegistry() });
+    const chained = new ChainedPublisher(js, newIdentity());
 
     // 1. One node's history among as many events of another.
-    await storeFacts(js, 'lab1', HISTORY);
-    await storeFacts(js, 'other', HISTORY);
+    await storeFacts(chained, 'lab1', HISTORY);
+    await storeFacts(chained, 'other', HISTORY);
     const reads: number[] = [];
     const raws: number[] = [];
     for (let run = 0; run < RUNS; run++) {
@@ -112,7 +108,7 @@ const main = async (): Promise<void> => {
     rows.push([`mesh history of a node with ${HISTORY} events, p99 over ${RUNS} runs`, p99(reads), p99(raws), 's']);
 
     // 2. A consumer BEHIND facts behind, through the catch-up tool.
-    await storeFacts(js, 'lab2', BEHIND - HISTORY * 2);
+    await storeFacts(chained, 'lab2', BEHIND - HISTORY * 2);
     tool = new CatchUpTool(nc, log, { prefix: 'mesh', logger: pino({ level: 'silent' }) });
     tool.start();
     const abort = new AbortController();

@@ -13,6 +13,8 @@ import { pino } from 'pino';
 import { meshHome } from '../src/config.js';
 import { connectNats } from '../src/adapters/nats/connect.js';
 import { JetStreamEventLog } from '../src/adapters/eventlog/jetstream-log.js';
+import { LogWriter } from '../src/adapters/eventlog/log-writer.js';
+import { newIdentity } from '../src/adapters/identity.js';
 import { bootstrapControlPlane } from '../src/controller/bootstrap.js';
 import { Controller, type DeclarationPass } from '../src/controller/controller.js';
 import { MeshService } from '../src/controller/mesh-service.js';
@@ -34,8 +36,10 @@ const main = async (): Promise<void> => {
     for (const size of SIZES) {
       const name = `b${size}`;
       const names = { logStream: `LOG_${name}`, logPrefix: `${name}.log`, nodesStream: `NODES_${name}`, controlStream: `CONTROL_${name}`, prefix: name };
-      const log = new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry() });
-      await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: name, actor: 'bench' });
+      const key = newIdentity();
+      const writer = new LogWriter(nc, { stream: names.logStream, key });
+      const log = new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry(), writer });
+      await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: name, actor: 'bench', controllerKey: key.publicKey });
       const mesh = new MeshService(log);
       let n = 0;
       const run = (command: Parameters<MeshService['execute']>[0]) => mesh.execute(command, { commandId: `${name}-${++n}`, actor: 'bench' });
@@ -53,7 +57,7 @@ const main = async (): Promise<void> => {
       }
 
       const passes: DeclarationPass[] = [];
-      const controller = new Controller(nc, new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry() }), {
+      const controller = new Controller(nc, new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry(), writer }), {
         names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
         actor: 'controller',
         logger: pino({ level: 'silent' }),

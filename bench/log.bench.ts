@@ -12,6 +12,8 @@ import { meshHome } from '../src/config.js';
 import { connectNats } from '../src/adapters/nats/connect.js';
 import { JetStreamEventLog } from '../src/adapters/eventlog/jetstream-log.js';
 import { assertLogStream } from '../src/adapters/eventlog/log-stream.js';
+import { LogWriter } from '../src/adapters/eventlog/log-writer.js';
+import { newIdentity } from '../src/adapters/identity.js';
 import { startNatsServer, stopNatsServer } from '../src/dev/nats-server.js';
 import { freePort } from '../src/dev/ports.js';
 import { z } from 'zod';
@@ -52,7 +54,8 @@ const main = async (): Promise<void> => {
   try {
     await jsm.streams.add({ name: 'RAW', subjects: ['raw.>'], storage: StorageType.File, retention: RetentionPolicy.Limits });
     await assertLogStream(jsm, { stream: 'LOG', subjectPrefix: 'mesh.log' });
-    const log = new JetStreamEventLog(nc, { stream: 'LOG', subjectPrefix: 'mesh.log', registry });
+    // Every append signed and chained by the process's one writer, as the controller appends.
+    const log = new JetStreamEventLog(nc, { stream: 'LOG', subjectPrefix: 'mesh.log', registry, writer: new LogWriter(nc, { stream: 'LOG', key: newIdentity() }) });
     const body = (n: number) => JSON.stringify({ firstVersion: 1, events: [{ type: 'bench.ticked', data: { n, note: NOTE } }] });
 
     // 1. Pipelined appends across many aggregates.
@@ -98,6 +101,7 @@ const main = async (): Promise<void> => {
     const logRead = await timed(async () => {
       let n = 0;
       const abort = new AbortController();
+      // Following the whole log checks every commit's link and signature.
       for await (const item of log.follow({ signal: abort.signal })) {
         if (item.kind === 'event' && ++n === total) abort.abort();
       }

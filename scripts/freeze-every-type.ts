@@ -72,7 +72,7 @@ const assign = (module: string, node: string, extra: Partial<Extract<MeshCommand
   run({ type: 'assign', module, node, hold: [], pins: {}, values: {}, placements: {}, ...extra });
 
 // Genesis, the system seats, the operators.
-record('mesh.frozen', [{ type: 'mesh.initialised', data: { mesh: 'frozen', logStream: 'LOG' } }], 'genesis', 'operator:root');
+record('mesh.frozen', [{ type: 'mesh.initialised', schemaVersion: 1, data: { mesh: 'frozen', logStream: 'LOG' } }], 'genesis', 'operator:root');
 for (const seat of SYSTEM_SEATS) run({ type: 'define-system-seat', seat }, 'operator:root');
 run({ type: 'add-operator', operator: 'ada', publicKey: Buffer.alloc(32, 1).toString('base64') }, 'operator:root');
 run({ type: 'add-operator', operator: 'grace', publicKey: Buffer.alloc(32, 2).toString('base64') });

@@ -9,6 +9,8 @@ import { CONTROLLER_INBOX } from '../domain/bus/users.js';
 import { databaseUrlFor } from '../adapters/database-logins.js';
 import { connectNats } from '../adapters/nats/connect.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
+import { LogWriter } from '../adapters/eventlog/log-writer.js';
+import { passedLine } from '../adapters/eventlog/chain-reader.js';
 import { bootstrapControlPlane } from '../controller/bootstrap.js';
 import { BuildCoordinator } from '../controller/build-coordinator.js';
 import { BusIdentityService } from '../controller/bus-identity-service.js';
@@ -22,7 +24,7 @@ import { CommandDispatcher } from '../controller/command-dispatcher.js';
 import { DeclarationPublisher } from '../controller/declaration-publisher.js';
 import { buildApp } from '../controller/http/app.js';
 import { FactFeed } from '../controller/http/fact-feed.js';
-import { overviewSource } from '../controller/http/overview-source.js';
+import { heldReaders, overviewSource } from '../controller/http/overview-source.js';
 import { ToolServer } from '../controller/tool-server.js';
 import { meshProjections } from '../projections/catalogue.js';
 import { CommitReader } from '../projections/commit-reader.js';
@@ -61,8 +63,13 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
         logger: logger.child({ component: 'bus-authority' }),
       })
     : undefined;
-  const log = new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() });
-  await bootstrapControlPlane(nc, log, { ...settings, meshName: config.meshName, actor: 'controller' });
+  // One writer for every log of this process: each commit signed with the controller's key and
+  // chained to the one before (docs/decisions.md, "The log proves itself").
+  const writer = new LogWriter(nc, { stream: config.logStream, key: controllerKey, keySource: config.controllerKeyFile });
+  const newLog = () => new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry(), writer });
+  const log = newLog();
+  const boot = await bootstrapControlPlane(nc, log, { ...settings, meshName: config.meshName, actor: 'controller', controllerKey: controllerKey.publicKey });
+  if (boot.held) logger.error({ seq: boot.held.seq, aggregate: boot.held.aggregate, problem: boot.held.problem }, `the log holds readers at seq ${boot.held.seq}; the controller starts and serves reads, and decides nothing until an operator voids it`);
   const controller = new Controller(nc, log, {
     names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix },
     // Its projector logs in as the role that owns the projections; the rest of it as the controller.
@@ -74,7 +81,10 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   await controller.start();
   // One fold of the log for everything in this process that decides or reads the mesh at its head
   // (tools, enrolment, builds, the page); the controller's own fold follows the log as it grows.
-  const mesh = new MeshService(new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() }));
+  const mesh = new MeshService(newLog(), {
+    onHeld: (hold) => logger.error({ component: 'commands', seq: hold.seq, aggregate: hold.aggregate, problem: hold.problem }, `the log holds the controller's commands at seq ${hold.seq}: every command but a void is refused until an operator voids it (mesh log void ${hold.seq} --reason "…")`),
+    onPassed: (passed) => logger.warn({ component: 'commands', seq: passed.seq, voidSeq: passed.voidSeq, by: passed.actor }, passedLine(passed)),
+  });
   const enrolment = new EnrolmentService(nc, mesh, {
     prefix: config.subjectPrefix,
     natsUrl: config.natsUrl,
@@ -94,21 +104,21 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     actor: 'controller',
     logger: logger.child({ component: 'reports' }),
     state: () => controller.mesh(),
+    held: () => controller.held(),
   });
   await reports.start();
-  const builds = new BuildCoordinator(nc, new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() }), mesh, {
+  const builds = new BuildCoordinator(nc, newLog(), mesh, {
     names: { nodes: config.nodesStream, control: config.controlStream, prefix: config.subjectPrefix },
     actor: 'controller',
     logger: logger.child({ component: 'builds' }),
   });
   await builds.start();
-  const newLog = () => new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() });
   const dispatcher = new CommandDispatcher(mesh);
   const tools = new ToolServer(nc, dispatcher, { prefix: config.subjectPrefix, logger: logger.child({ component: 'tools' }) });
   tools.start();
   const catchUp = new CatchUpTool(nc, newLog(), { prefix: config.subjectPrefix, logger: logger.child({ component: 'catch-up' }) });
   catchUp.start();
-  const facts = new FactFeed(newLog());
+  const facts = new FactFeed(newLog(), 50, logger.child({ component: 'facts' }));
   await facts.start();
   const http = buildApp({
     overview: overviewSource({
@@ -117,6 +127,8 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
       pool,
       statusSchema: statusSchemaFromEnv(),
       heartbeatThresholdMs: heartbeatThresholdMs(),
+      // Which of this process's readers the log holds at a commit, and why.
+      holds: () => heldReaders({ 'the controller': controller.held(), 'the build coordinator': builds.held(), 'the fact feed': facts.held() }),
       // The projections' health, as `mesh status` judges it: a stall or a lagging build is on the page too.
       projections: async () => {
         const states = await projectionsStatus(pool, schemasFromEnv(), new CommitReader(nc, { ...settings, registry: meshEventRegistry() }), meshProjections());

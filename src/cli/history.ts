@@ -2,6 +2,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { loadConfig } from '../config.js';
 import { connectAsOperator } from './bus-connection.js';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
+import { warnPassed, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { MeshService } from '../controller/mesh-service.js';
@@ -10,13 +11,14 @@ import { seatNamed } from '../domain/mesh/state.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { ValidationError } from '../errors.js';
 import { parseFlags } from './flags.js';
-import { HEADER, print } from './log.js';
+import { HEADER, print, printPassed } from './log.js';
 import { output } from './output.js';
 
 // `mesh history AGGREGATE`: everything that happened to one node, module, seat or assignment, in
 // log order, with who caused it and why — read from the log itself. A node's history includes
 // its assignments and the facts stated about it; a module's, its assignments everywhere; a seat's,
-// every holding of it.
+// every holding of it. A commit among them that does not verify stops it (exit 7, naming the
+// sequence); one an operator voided is printed in its place as passed by.
 
 const related = (aggregate: string): string[] => {
   const [kind, ...id] = aggregate.split('.');
@@ -31,20 +33,30 @@ const related = (aggregate: string): string[] => {
   }
 };
 
-/** Everything that happened to one aggregate and what belongs to it, in log order. */
-export const readHistory = async (log: EventLog, aggregate: string): Promise<StoredEvent[]> => {
+/**
+ * Everything that happened to one aggregate and what belongs to it, in log order. A commit among
+ * them that does not verify stops the read (naming it); each one an operator voided is handed to
+ * `onPassed`, once.
+ */
+export const readHistory = async (log: EventLog, aggregate: string, onPassed: (passed: PassedCommit) => void = warnPassed): Promise<StoredEvent[]> => {
   const events: StoredEvent[] = [];
+  const told = new Set<number>();
+  const pass = (passed: PassedCommit): void => {
+    if (told.has(passed.seq)) return;
+    told.add(passed.seq);
+    onPassed(passed);
+  };
   if (aggregate.startsWith('seat.')) {
     // A seat is filed under its first name; its holdings under the assignments that held it.
-    const state = await new MeshService(log).current();
+    const state = await new MeshService(log, { onPassed: pass }).current();
     const seat = seatNamed(state, aggregate.slice('seat.'.length));
     if (!seat) throw new ValidationError(`no seat ${aggregate.slice('seat.'.length)}`, { field: 'aggregate' });
-    for await (const event of log.read({ aggregate: `seat.${seat.id}` })) events.push(event);
-    for await (const event of log.read({ aggregate: 'assignment' })) {
+    for await (const event of log.read({ aggregate: `seat.${seat.id}`, onPassed: pass })) events.push(event);
+    for await (const event of log.read({ aggregate: 'assignment', onPassed: pass })) {
       if ((event.type === 'seat.held' || event.type === 'seat.released') && (event.data as { seat: string }).seat === seat.id) events.push(event);
     }
   } else {
-    for (const filter of related(aggregate)) for await (const event of log.read({ aggregate: filter })) events.push(event);
+    for (const filter of related(aggregate)) for await (const event of log.read({ aggregate: filter, onPassed: pass })) events.push(event);
   }
   return events.sort((a, b) => a.seq - b.seq || a.index - b.index);
 };
@@ -62,9 +74,16 @@ export const historyCommand = async (args: string[]): Promise<number> => {
     const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
     await verifyLogStream(await jetstreamManager(nc), settings, config.natsUrl);
     const log = new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() });
-    const events = await readHistory(log, aggregate);
+    const passed: PassedCommit[] = [];
+    const events = await readHistory(log, aggregate, (commit) => passed.push(commit));
     if (!out.json) out.line(HEADER);
-    for (const event of events) print(out, event);
+    // Each voided commit in its place among the events: what was passed by is seen.
+    passed.sort((a, b) => a.seq - b.seq);
+    for (const event of events) {
+      while (passed.length > 0 && (passed[0] as PassedCommit).seq < event.seq) printPassed(out, passed.shift() as PassedCommit);
+      print(out, event);
+    }
+    for (const commit of passed) printPassed(out, commit);
     if (events.length === 0 && !out.json) out.line(`nothing has happened to ${aggregate}`);
     return 0;
   } finally {

@@ -1,9 +1,8 @@
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type pg from 'pg';
-import { decodeCommit } from '../adapters/eventlog/codec.js';
+import { ChainReader, heldError, rawOf, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
-import { aggregateOf } from '../adapters/eventlog/subjects.js';
 import type { StoredEvent } from '../domain/events/envelope.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { CorruptEventError } from '../errors.js';
@@ -69,12 +68,32 @@ export const auditWhere = (query: LogQuery): { where: string; values: unknown[] 
  * a final `>` one or more. Without a wildcard it is one aggregate (and the index on it serves).
  */
 const aggregateClause = (filter: string, param: (value: unknown) => string): string => {
+  const regex = aggregateRegex(filter);
+  return regex === undefined ? `aggregate = ${param(filter)}` : `aggregate ~ ${param(regex)}`;
+};
+
+/** The filter as a regular expression over aggregates, or undefined when it names one aggregate. */
+const aggregateRegex = (filter: string): string | undefined => {
   const tokens = filter.split('.');
   const pattern = tokens.length === 1 && tokens[0] !== '*' && tokens[0] !== '>' ? [...tokens, '>'] : tokens;
-  if (!pattern.some((token) => token === '*' || token === '>')) return `aggregate = ${param(filter)}`;
-  const regex = pattern.map((token) => (token === '*' ? '[^.]+' : token === '>' ? '.+' : token.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&'))).join('\\.');
-  return `aggregate ~ ${param(`^${regex}$`)}`;
+  if (!pattern.some((token) => token === '*' || token === '>')) return undefined;
+  return `^${pattern.map((token) => (token === '*' ? '[^.]+' : token === '>' ? '.+' : token.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&'))).join('\\.')}$`;
 };
+
+/**
+ * The commits an operator voided between the query's sequences (under its aggregate filter, when
+ * it has one: a voided commit has no type or actor to filter by), in log order.
+ */
+export const voidsIn = async (source: LogSource, query: Pick<LogQuery, 'fromSeq' | 'toSeq' | 'aggregate'>): Promise<PassedCommit[]> => {
+  const voids = await chainOf(source).voids();
+  const filter = query.aggregate;
+  const regex = filter === undefined ? undefined : aggregateRegex(filter);
+  const admitted = (aggregate: string): boolean => filter === undefined || (regex === undefined ? aggregate === filter : new RegExp(regex).test(aggregate));
+  return [...voids.values()].filter((v) => v.seq >= query.fromSeq && v.seq <= query.toSeq && admitted(v.aggregate)).sort((a, b) => a.seq - b.seq);
+};
+
+const chainOf = (source: LogSource): ChainReader =>
+  new ChainReader(jetstreamManager(source.nc, { checkAPI: false }), jetstream(source.nc), { stream: source.stream, subjectPrefix: source.subjectPrefix, registry: meshEventRegistry() });
 
 /** The index rows matching `query`, a page at a time, in log order. */
 export async function* matchingRows(db: pg.Pool, view: string, query: LogQuery): AsyncIterable<IndexRow[]> {
@@ -114,10 +133,11 @@ export const eventsOf = async (source: LogSource, rows: readonly IndexRow[], agg
 
 const key = (seq: number, index: number): string => `${seq}.${index}`;
 
-/** Each commit by its sequence, from the stream's leader (STREAM.MSG.GET), a few at a time. */
+/** Each commit by its sequence, from the stream's leader (STREAM.MSG.GET), a few at a time, each signature checked. */
 const getCommits = async (source: LogSource, seqs: readonly number[]): Promise<Map<string, StoredEvent>> => {
+  const chain = chainOf(source);
+  const writerKey = await chain.rootKey();
   const jsm = await jetstreamManager(source.nc, { checkAPI: false });
-  const registry = meshEventRegistry();
   const found = new Map<string, StoredEvent>();
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -125,7 +145,9 @@ const getCommits = async (source: LogSource, seqs: readonly number[]): Promise<M
       const seq = seqs[next++] as number;
       const message = await jsm.streams.getMessage(source.stream, { seq });
       if (!message) continue; // a sequence the log does not hold: the check against the rows names it
-      for (const event of decodeCommit(registry, seq, aggregateOf(source.subjectPrefix, message.subject), message.data)) found.set(key(seq, event.index), event);
+      const checked = chain.check(rawOf(message), writerKey);
+      if (!checked.events) throw heldError(seq, checked.aggregate, checked.problem ?? 'it does not read', checked.cause);
+      for (const event of checked.events) found.set(key(seq, event.index), event);
     }
   };
   await Promise.all(Array.from({ length: Math.min(GETS_IN_FLIGHT, seqs.length) }, worker));
@@ -139,7 +161,8 @@ const readStretch = async (source: LogSource, rows: readonly IndexRow[], aggrega
   const last = rows.at(-1)?.seq ?? 0;
   const log = new JetStreamEventLog(source.nc, { stream: source.stream, subjectPrefix: source.subjectPrefix, registry: meshEventRegistry() });
   const found = new Map<string, StoredEvent>();
-  for await (const event of log.read({ fromSeq: first, ...(aggregate !== undefined ? { aggregate } : {}) })) {
+  // Voided commits in the stretch are printed by the caller in their place (voidsIn).
+  for await (const event of log.read({ fromSeq: first, onPassed: () => undefined, ...(aggregate !== undefined ? { aggregate } : {}) })) {
     if (event.seq > last) break;
     const at = key(event.seq, event.index);
     if (wanted.has(at)) found.set(at, event);

@@ -1,11 +1,13 @@
 import { loadConfig } from '../config.js';
 import { connectAsOperator } from './bus-connection.js';
+import { heldError, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { filterSubjectOf } from '../adapters/eventlog/subjects.js';
 import type { StoredEvent } from '../domain/events/envelope.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { parseFlags, wholeNumberFlag } from './flags.js';
-import { eventsOf, matchingRows, type LogQuery } from './log-read.js';
+import { eventsOf, matchingRows, voidsIn, type LogQuery } from './log-read.js';
+import { voidCommand } from './log-void.js';
 import { output } from './output.js';
 import { withReads } from './reads.js';
 import { ValidationError } from '../errors.js';
@@ -14,9 +16,11 @@ import { ValidationError } from '../errors.js';
 // reached the log's head (so the read sees every write before it); the log supplies what each
 // event holds. With --follow it then tails the log itself from the sequence the read waited for.
 // A projection that is behind or not built is refused, naming how far it got: nothing is
-// answered from an index that is older than the log.
+// answered from an index that is older than the log. A commit the log holds readers at is
+// refused (exit 7), naming it; one an operator voided is printed in its place as passed by.
 
 export const logCommand = async (args: string[]): Promise<number> => {
+  if (args[0] === 'void') return voidCommand(args.slice(1));
   const { values } = parseFlags(args, {
     since: { type: 'string' },
     aggregate: { type: 'string' },
@@ -44,12 +48,22 @@ export const logCommand = async (args: string[]): Promise<number> => {
       if (!headed) out.line(HEADER);
       headed = true;
     };
+    // Voided commits have no rows in the index (nothing of them was applied); each is printed
+    // where it stands in the log, so what was passed by is seen.
+    const voided = await voidsIn({ nc, ...settings }, query);
+    const printVoidsBefore = (seq: number): void => {
+      while (voided.length > 0 && (voided[0] as PassedCommit).seq < seq) printPassed(out, voided.shift() as PassedCommit);
+    };
     for await (const rows of matchingRows(db, view('audit'), query)) {
       const events = await eventsOf({ nc, ...settings }, rows, aggregate);
       head();
-      for (const event of events) print(out, event);
+      for (const event of events) {
+        printVoidsBefore(event.seq);
+        print(out, event);
+      }
     }
     head();
+    printVoidsBefore(Number.POSITIVE_INFINITY);
     return seq;
   });
   if (!values.follow) return 0;
@@ -67,7 +81,9 @@ export const logCommand = async (args: string[]): Promise<number> => {
       if (item.kind === 'caught-up') {
         if (out.json) out.data({ caughtUp: item.seq });
         else out.line(`-- caught up at seq ${item.seq}; following --`);
-      } else if (wanted(item.event)) print(out, item.event);
+      } else if (item.kind === 'passed') printPassed(out, item.commit);
+      else if (item.kind === 'held') throw heldError(item.seq, item.aggregate, item.problem);
+      else if (wanted(item.event)) print(out, item.event);
     }
     return 0;
   } finally {
@@ -101,6 +117,18 @@ export const eventFilter = (want: { types: string[]; actor?: string | undefined;
 };
 
 export const HEADER = ['SEQ'.padEnd(8), 'TIME'.padEnd(24), 'AGGREGATE@VERSION'.padEnd(32), 'TYPE'.padEnd(24), 'ACTOR'.padEnd(28), 'COMMAND'].join(' ');
+
+/** A commit an operator voided, in its place in the log: readers passed it by. */
+export const printPassed = (out: ReturnType<typeof output>, passed: PassedCommit): void => {
+  if (out.json) {
+    out.data({ passed });
+    return;
+  }
+  out.line(
+    [String(passed.seq).padEnd(8), 'VOIDED'.padEnd(24), passed.aggregate.padEnd(32), `voided at seq ${passed.voidSeq}`.padEnd(24), passed.actor.padEnd(28), 'passed by'].join(' ') +
+      `\n${' '.repeat(9)}${JSON.stringify({ reason: passed.reason, problem: passed.problem })}`,
+  );
+};
 
 export const print = (out: ReturnType<typeof output>, event: StoredEvent): void => {
   if (out.json) {

@@ -24,10 +24,12 @@ usage:
   mesh log [--since SEQ] [--aggregate A] [--type T] [--follow] [--json]
                                        print the mesh log: every mesh change, in order
                                        (also --actor A, --correlation ID, --after TIME, --before TIME)
+  mesh log void SEQ --reason "…"       let every reader pass a commit that does not read or verify (an operator's signed command)
   mesh history AGGREGATE               everything that happened to a node, module, seat or assignment
   mesh operator key NAME | add NAME --key PUBLIC-KEY | revoke NAME | list
                                        operators and the keys their commands are signed with
-  mesh audit verify                    re-check every event's envelope and every operator signature from seq 1
+  mesh audit verify [--controller-key KEY|FILE]
+                                       re-check from seq 1 every link and writer signature, envelope, operator signature and who added each operator
   mesh module register <manifest.json> [--source URL|SEAT:OWNER/REPO[@REF]]
   mesh module list | show NAME         the catalogue: every module's newest definition
   mesh seats                           every seat, its scope, what it delivers, its holder

@@ -5,6 +5,7 @@ import { loadConfig } from '../config.js';
 import { connectAsOperator } from './bus-connection.js';
 import { databaseUrlFor, withoutPassword } from '../adapters/database-logins.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
+import { passedLine } from '../adapters/eventlog/chain-reader.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { NotFoundError, UnavailableError, ValidationError } from '../errors.js';
 import { requestRebuild } from '../projections/builds.js';
@@ -97,6 +98,7 @@ const rebuild = async (name: string | undefined, deps: { out: Output; pool: pg.P
           if (!deps.out.json) say('another process (a running controller) holds this build and is folding it; waiting for it to take over');
         },
         onStall: (stall) => say(`stalled at seq ${stall.seq} (${stall.type}${stall.sqlstate ? `, SQLSTATE ${stall.sqlstate}` : ''}): ${stall.error}; retrying — fix the cause or interrupt`),
+        onPassed: (passed) => say(passedLine(passed)),
       },
       build,
     );

@@ -1,11 +1,14 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import pg from 'pg';
 import { connectAsOperator } from './bus-connection.js';
+import { heldError } from '../adapters/eventlog/chain-reader.js';
+import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { loadConfig, type MeshConfig } from '../config.js';
 import { databaseUrlFor, withoutPassword } from '../adapters/database-logins.js';
-import { UnavailableError, ValidationError } from '../errors.js';
-import { schemasFromEnv, type ProjectorSchemas } from '../projections/control.js';
+import { meshEventRegistry } from '../domain/registry.js';
+import { CorruptEventError, UnavailableError, ValidationError } from '../errors.js';
+import { buildsTable, schemasFromEnv, type ProjectorSchemas } from '../projections/control.js';
 import { ReadBarrier } from '../projections/read-barrier.js';
 import { ident, sqlstateOf } from '../projections/sql.js';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -27,6 +30,22 @@ export const atLeastFlag = (value: string | undefined): number | undefined => {
   if (value === undefined) return undefined;
   if (!/^\d+$/.test(value)) throw new ValidationError(`--at-least must be a log sequence (a whole number), not "${value}"`, { field: '--at-least' });
   return Number(value);
+};
+
+/**
+ * A projection stalled at a commit the log holds readers at is not behind, it is held: waiting for
+ * it would only time out. The commit is judged by the log itself (one voided since is not).
+ */
+const heldProjection = async (db: pg.Pool, schemas: ProjectorSchemas, projections: readonly string[], seq: number, log: JetStreamEventLog): Promise<CorruptEventError | undefined> => {
+  const stalled = await db
+    .query<{ stalled_seq: string }>(`SELECT DISTINCT stalled_seq FROM ${buildsTable(schemas)} WHERE status = 'serving' AND projection = ANY($1) AND stalled_seq IS NOT NULL AND stalled_seq <= $2 ORDER BY stalled_seq`, [projections, seq])
+    .then((result) => result.rows.map((row) => Number(row.stalled_seq)))
+    .catch(() => [] as number[]);
+  for (const at of stalled) {
+    const found = await log.inspect(at);
+    if (found.exists && found.problem !== null && !found.voided) return heldError(at, found.aggregate, found.problem);
+  }
+  return undefined;
 };
 
 export interface ReadSession {
@@ -72,8 +91,16 @@ export const withReads = async <T>(
     });
     let behind: UnavailableError | undefined;
     try {
-      await barrier.waitFor(projections, seq, timeoutMs);
+      const held = await heldProjection(db, schemas, projections, seq, new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() }));
+      if (held) {
+        // Refused at once (exit 7), naming the commit; the overview reads what it can and says so.
+        if (!options.readBehind) throw held;
+        behind = new UnavailableError(`the projections are held at a commit: ${held.message}`, held.details);
+      } else {
+        await barrier.waitFor(projections, seq, timeoutMs);
+      }
     } catch (error) {
+      if (error instanceof CorruptEventError) throw error;
       const hint = 'Is the controller running? It folds the log into these tables: `npx mesh dev up` starts it.';
       if (sqlstateOf(error) === '42P01') {
         throw new UnavailableError(`no projection has been built in schema ${schemas.control} yet. ${hint}`, { schema: schemas.control }, { cause: error });

@@ -1,39 +1,71 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
+import { heldAt } from '../adapters/eventlog/chain-reader.js';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
 import { assertLogStream, type LogStreamSettings } from '../adapters/eventlog/log-stream.js';
 import { MeshInitialised, meshAggregate } from '../domain/mesh/events.js';
 import { SYSTEM_SEATS } from '../domain/seats/system-seats.js';
-import { MeshService } from './mesh-service.js';
+import { RefusedError } from '../errors.js';
+import { MeshService, type LogHold } from './mesh-service.js';
 
 // What the control plane does first whenever it starts: assert the log's stream (it alone may),
-// then make sure the log opens with the mesh's own first entry. Both idempotent.
+// then make sure the log opens with the mesh's own first entry, which names the key the
+// controller signs every commit with. Both idempotent. A log begun by another key, or before
+// commits were signed, is refused: this writer cannot extend it. A log held at a commit that does
+// not verify is not: the controller starts, serves reads and says where it is held.
 
 export interface BootstrapResult {
   stream: { created: boolean; updated: string[] };
   genesis: { seq: number; appended: boolean };
   /** system seats defined by this start (ADR 0122: the mesh's own seats are data, defined at genesis) */
   seatsDefined: string[];
+  /** the log holds readers at a commit; the system seats were not looked at */
+  held?: LogHold;
 }
 
 export const bootstrapControlPlane = async (
   nc: NatsConnection,
   log: EventLog,
-  settings: LogStreamSettings & { meshName: string; actor: string },
+  settings: LogStreamSettings & { meshName: string; actor: string; /** the public key of this process's writer */ controllerKey: string },
 ): Promise<BootstrapResult> => {
   const stream = await assertLogStream(await jetstreamManager(nc), settings);
+  if ((await log.headSeq()) > 0 && !(await log.writerKey())) {
+    throw new RefusedError(
+      `the mesh log (stream ${settings.stream}) cannot be verified from its first commit: it names no writer key it is signed with. It was begun before commits were signed, or not by a mesh writer, and the control plane does not extend it: begin a new log (for the local stack: \`npx mesh dev down\`, remove its nats folder, \`npx mesh dev up\`).`,
+      { stream: settings.stream },
+    );
+  }
   const aggregate = meshAggregate(settings.meshName);
-  const history = await log.readAggregate(aggregate);
-  const first = history.events[0];
-  const genesis = first
-    ? { seq: first.seq, appended: false }
+  let history: Awaited<ReturnType<EventLog['readAggregate']>>;
+  try {
+    history = await log.readAggregate(aggregate);
+  } catch (error) {
+    // The mesh's own aggregate holds a commit that does not verify: start held, saying where.
+    const at = heldAt(error);
+    if (!at) throw error;
+    return { stream, genesis: { seq: 0, appended: false }, seatsDefined: [], held: { ...at, since: new Date() } };
+  }
+  const genesisEvent = history.events[0];
+  if (genesisEvent) {
+    const named = (genesisEvent.data as { controllerKey: string | null }).controllerKey;
+    if (named !== settings.controllerKey) {
+      throw new RefusedError(
+        `the mesh log (stream ${settings.stream}) was begun at seq ${genesisEvent.seq} by the controller with key ${named ?? '(none: before commits were signed)'}; this process holds key ${settings.controllerKey}. Only the controller a log began with appends to it: run it with that key (MESH_CONTROLLER_KEY).`,
+        { stream: settings.stream, logKey: named, key: settings.controllerKey },
+      );
+    }
+  }
+  const genesis = genesisEvent
+    ? { seq: genesisEvent.seq, appended: false }
     : await log
-        .append(aggregate, [{ type: MeshInitialised.type, data: { mesh: settings.meshName, logStream: settings.stream } }], 0, {
+        .append(aggregate, [{ type: MeshInitialised.type, data: { mesh: settings.meshName, logStream: settings.stream, controllerKey: settings.controllerKey } }], 0, {
           commandId: `genesis:${settings.meshName}`,
           actor: settings.actor,
         })
         .then((result) => ({ seq: result.seq, appended: !result.duplicate }));
   const mesh = new MeshService(log);
+  const { held } = await mesh.view();
+  if (held) return { stream, genesis, seatsDefined: [], held };
   const seatsDefined: string[] = [];
   for (const seat of SYSTEM_SEATS) {
     const result = await mesh.execute({ type: 'define-system-seat', seat }, { commandId: `genesis:${settings.meshName}:seat:${seat.name}`, actor: settings.actor });

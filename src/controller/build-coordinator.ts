@@ -3,6 +3,7 @@ import { AckPolicy, DeliverPolicy, JetStreamApiError, jetstream, jetstreamManage
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
+import { heldAt, passedLine } from '../adapters/eventlog/chain-reader.js';
 import { assertBuildWire, buildJobSubject, buildOutcomeSubject } from '../adapters/nats/build-streams.js';
 import { assertControlStreams, eventsStreamName, type ControlStreamNames } from '../adapters/nats/control-streams.js';
 import { sha256Digest } from '../domain/canonical.js';
@@ -13,7 +14,7 @@ import type { BuildRecord } from '../domain/builds/state.js';
 import { emptyMeshState, evolveMesh, holderOf, seatNamed, type MeshState } from '../domain/mesh/state.js';
 import { MeshError, ValidationError } from '../errors.js';
 import type { z } from 'zod';
-import type { MeshService } from './mesh-service.js';
+import { LogHeldRefusal, type LogHold, type MeshService } from './mesh-service.js';
 
 // Beside the controller: turns a moved branch into builds and builds into versions. It follows the
 // log, and after every change submits a build for each module that is stale and waits on nothing
@@ -55,6 +56,7 @@ export class BuildCoordinator {
   private dirty = false;
   /** builds whose job this process has handed to the queue */
   private readonly handed = new Set<string>();
+  private hold: LogHold | undefined;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -83,11 +85,44 @@ export class BuildCoordinator {
     await this.pending.catch(() => undefined);
   }
 
+  /** The commit the builds' fold is held at, if any: no build is decided past it until it is voided. */
+  held(): LogHold | undefined {
+    return this.hold;
+  }
+
   private async follow(): Promise<void> {
-    for await (const item of this.log.follow({ fromSeq: 1, signal: this.abort.signal })) {
-      if (item.kind === 'caught-up') this.caughtUp = true;
-      else evolveMesh(this.state, item.event);
-      if (this.caughtUp) this.schedule();
+    const logger = this.options.logger;
+    while (!this.abort.signal.aborted) {
+      try {
+        for await (const item of this.log.follow({ fromSeq: this.state.seq + 1, signal: this.abort.signal })) {
+          switch (item.kind) {
+            case 'caught-up':
+              this.caughtUp = true;
+              break;
+            case 'event':
+              evolveMesh(this.state, item.event);
+              break;
+            case 'held':
+              if (this.hold?.seq === item.seq) continue; // said once
+              this.hold = { seq: item.seq, aggregate: item.aggregate, problem: item.problem, since: new Date() };
+              logger.error(
+                { seq: item.seq, aggregate: item.aggregate, problem: item.problem },
+                `the log holds the build coordinator at seq ${item.seq}: no build is decided past it until an operator voids it (mesh log void ${item.seq} --reason "…")`,
+              );
+              continue;
+            case 'passed':
+              this.hold = undefined;
+              this.state.seq = Math.max(this.state.seq, item.commit.seq);
+              logger.warn({ seq: item.commit.seq, voidSeq: item.commit.voidSeq, by: item.commit.actor, reason: item.commit.reason }, passedLine(item.commit));
+              break;
+          }
+          if (this.caughtUp) this.schedule();
+        }
+      } catch (error) {
+        if (this.abort.signal.aborted) return;
+        logger.error({ err: error, seq: this.state.seq }, 'following the log failed; following again shortly');
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
     }
   }
 
@@ -146,7 +181,11 @@ export class BuildCoordinator {
         await this.recordOne(message);
         message.ack();
       } catch (error) {
-        if (error instanceof MeshError && (error.code === 'refused' || error.code === 'validation')) {
+        if (error instanceof LogHeldRefusal || heldAt(error)) {
+          // Not refused for good: the mesh cannot be read past a commit yet. It waits in EVENTS.
+          this.options.logger.warn({ subject: message.subject, err: (error as Error).message }, 'an event waits: the log is held at a commit an operator has not voided');
+          message.nak(5_000);
+        } else if (error instanceof MeshError && (error.code === 'refused' || error.code === 'validation')) {
           this.options.logger.warn({ subject: message.subject, err: error.message }, 'an event the mesh does not record');
           message.term();
         } else {

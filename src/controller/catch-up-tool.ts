@@ -1,6 +1,7 @@
 import type { NatsConnection, Subscription } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
+import { passedLine, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
 import type { StoredEvent } from '../domain/events/envelope.js';
 import { catchUpRequestSchema, catchUpToolSubject, isAfter, type CatchUpPage, type CatchUpRequest } from '../domain/facts/catch-up.js';
 import { refusalAnswer, type ToolAnswer } from './tool-server.js';
@@ -45,8 +46,15 @@ export class CatchUpTool {
     const limit = request.limit ?? DEFAULT_PAGE;
     const head = await this.log.headSeq();
     const facts: StoredEvent[] = [];
+    const passed: PassedCommit[] = [];
     let more = false;
-    for await (const event of this.log.read({ aggregate: 'fact', fromSeq: Math.max(1, request.after.seq) })) {
+    // A fact commit that does not verify stops the answer with a refusal naming it; one an
+    // operator voided is passed by, and the page says so.
+    const onPassed = (commit: PassedCommit): void => {
+      passed.push(commit);
+      this.options.logger.warn({ asker: request.asker, seq: commit.seq, voidSeq: commit.voidSeq }, passedLine(commit));
+    };
+    for await (const event of this.log.read({ aggregate: 'fact', fromSeq: Math.max(1, request.after.seq), onPassed })) {
       if (!isAfter(event, request.after)) continue;
       if (facts.length === limit) {
         more = true;
@@ -56,6 +64,6 @@ export class CatchUpTool {
     }
     const last = facts.at(-1);
     this.options.logger.debug({ asker: request.asker, after: request.after, facts: facts.length, more }, 'catch-up page');
-    return { ok: true, facts, next: last ? { seq: last.seq, index: last.index } : request.after, more, head };
+    return { ok: true, facts, next: last ? { seq: last.seq, index: last.index } : request.after, more, head, ...(passed.length > 0 ? { passed } : {}) };
   }
 }

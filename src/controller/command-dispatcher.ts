@@ -25,6 +25,7 @@ export const OPERATOR_COMMANDS = new Set<MeshCommand['type']>([
   'move-source',
   'submit-build',
   'set-rollout-policy',
+  'void-commit',
 ] as MeshCommand['type'][]);
 
 export class CommandDispatcher {
@@ -46,7 +47,9 @@ export class CommandDispatcher {
     if (!OPERATOR_COMMANDS.has(type as MeshCommand['type'])) {
       throw new Refusal(`command ${type}`, [{ what: type || 'command.type', why: 'it is not a command an operator sends', remedy: `send one of: ${[...OPERATOR_COMMANDS].join(', ')}` }]);
     }
-    const state = await this.mesh.current();
+    // Operators as far as the log can be read: while the fold is held at a commit, the operators
+    // before it are who may void it (every other command is refused there, naming the sequence).
+    const { state } = await this.mesh.view();
     const operator = state.operators.get(signed.operator);
     const subject = `${type} from operator ${signed.operator}`;
     if (!operator) throw new Refusal(subject, [{ what: signed.operator, why: 'no such operator is registered', remedy: 'ask an operator to add you: mesh operator add NAME --key PUBLIC-KEY' }]);

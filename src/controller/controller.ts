@@ -2,6 +2,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
+import { passedLine } from '../adapters/eventlog/chain-reader.js';
 import { assertControlStreams } from '../adapters/nats/control-streams.js';
 import { sha256Digest } from '../domain/canonical.js';
 import { composeDeclaration } from '../domain/declarations/compose.js';
@@ -12,11 +13,14 @@ import { schemasFromEnv, type ProjectorSchemas } from '../projections/control.js
 import type { Projector } from '../projections/projector.js';
 import type { BusAuthority } from './bus-authority.js';
 import { DeclarationPublisher, type PublishOutcome } from './declaration-publisher.js';
+import type { LogHold } from './mesh-service.js';
 import { runMeshProjector } from './projections.js';
 
 // The controller process: follows the log, keeps the mesh folded, and after every change derives
 // each node's declaration, publishing those whose content changed. It publishes nothing until it
 // has caught up with the log, so a restart never sends a declaration older than the last one.
+// A commit that does not verify or read holds the fold there (said once, at error level, and
+// available to the overview); the controller keeps serving, and goes on once an operator voids it.
 
 export interface ControllerNames {
   nodesStream: string;
@@ -56,6 +60,9 @@ export class Controller {
   private pending: Promise<void> = Promise.resolve();
   private dirty = false;
   private projector: Promise<Projector | undefined> | undefined;
+  private hold: LogHold | undefined;
+  /** the last sequence the follower took (folded or passed): the state is also folded into by the report ingester, so its seq is not this */
+  private followedTo = 0;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -68,6 +75,11 @@ export class Controller {
   /** The mesh as this controller has folded it so far. */
   mesh(): MeshState {
     return this.state;
+  }
+
+  /** The commit the fold is held at, if any: nothing after it is folded or declared until it is voided. */
+  held(): LogHold | undefined {
+    return this.hold;
   }
 
   async start(): Promise<void> {
@@ -100,14 +112,42 @@ export class Controller {
   }
 
   private async follow(): Promise<void> {
-    for await (const item of this.log.follow({ fromSeq: this.state.seq + 1, signal: this.abort.signal })) {
-      if (item.kind === 'caught-up') {
-        this.caughtUp = true;
-        this.options.logger.info({ seq: item.seq }, 'caught up with the log');
-      } else {
-        evolveMesh(this.state, item.event);
+    const logger = this.options.logger;
+    while (!this.abort.signal.aborted) {
+      try {
+        for await (const item of this.log.follow({ fromSeq: this.followedTo + 1, signal: this.abort.signal })) {
+          switch (item.kind) {
+            case 'caught-up':
+              this.caughtUp = true;
+              logger.info({ seq: item.seq }, 'caught up with the log');
+              break;
+            case 'event':
+              evolveMesh(this.state, item.event);
+              this.followedTo = item.event.seq;
+              break;
+            case 'held':
+              if (this.hold?.seq === item.seq) continue; // said once
+              this.hold = { seq: item.seq, aggregate: item.aggregate, problem: item.problem, since: new Date() };
+              logger.error(
+                { seq: item.seq, aggregate: item.aggregate, problem: item.problem },
+                `the log holds the controller at seq ${item.seq}: nothing after it is folded or declared until an operator voids it (mesh log void ${item.seq} --reason "…")`,
+              );
+              continue;
+            case 'passed':
+              this.hold = undefined;
+              this.followedTo = item.commit.seq;
+              this.state.seq = Math.max(this.state.seq, item.commit.seq);
+              logger.warn({ seq: item.commit.seq, voidSeq: item.commit.voidSeq, by: item.commit.actor, reason: item.commit.reason }, passedLine(item.commit));
+              break;
+          }
+          if (this.caughtUp) this.schedule();
+        }
+      } catch (error) {
+        // The bus or the stream went away under the follower: follow again from where the fold is.
+        if (this.abort.signal.aborted) return;
+        logger.error({ err: error, seq: this.followedTo }, 'following the log failed; following again shortly');
+        await new Promise((r) => setTimeout(r, 1_000));
       }
-      if (this.caughtUp) this.schedule();
     }
   }
 

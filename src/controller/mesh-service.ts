@@ -1,8 +1,12 @@
 import type { EventLog } from '../adapters/eventlog/event-log.js';
+import { heldAt, heldError, warnPassed, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
 import type { CommandMetadata, StoredEvent } from '../domain/events/envelope.js';
+import { voidAggregate } from '../domain/log/events.js';
+import type { VoidCommit } from '../domain/log/void.js';
 import { decideMeshCommand, type MeshCommand } from '../domain/mesh/commands.js';
 import type { SignedCommand } from '../domain/operators/signed-command.js';
 import { emptyMeshState, evolveMesh, type MeshState } from '../domain/mesh/state.js';
+import { Refusal } from '../domain/refusal.js';
 import { ConcurrencyError } from '../errors.js';
 
 // Where a mesh command meets the log. Every rule of the mesh reads more than one aggregate (a seat
@@ -11,6 +15,10 @@ import { ConcurrencyError } from '../errors.js';
 // (Nats-Expected-Last-Sequence), its events filed under the one aggregate it is about. A command
 // that lost the race is decided again against the new state, a bounded number of times.
 // docs/consistency.md says which aggregate carries each invariant.
+//
+// The fold stops at a commit that does not verify or read: the state stays as it was before it,
+// every command but a void is refused naming the sequence, and the fold looks for a void again on
+// a backoff (and at once after a void is recorded here).
 
 export interface CommandResult {
   summary: string;
@@ -21,33 +29,82 @@ export interface CommandResult {
   duplicate: boolean;
 }
 
+/** Where the fold is held, and why. */
+export interface LogHold {
+  seq: number;
+  aggregate: string;
+  problem: string;
+  since: Date;
+}
+
+export interface MeshServiceOptions {
+  maxAttempts?: number;
+  /** told once per sequence the fold is held at */
+  onHeld?: (hold: LogHold) => void;
+  /** told of each voided commit the fold passes by (a warning on stderr when absent) */
+  onPassed?: (passed: PassedCommit) => void;
+}
+
+const RETRY = { initialMs: 250, maxMs: 10_000 };
+
+/** A command refused because the fold is held at a commit: it may be sent again once that commit is voided. */
+export class LogHeldRefusal extends Refusal {
+  constructor(
+    readonly hold: LogHold,
+    subject: string,
+  ) {
+    super(subject, [
+      {
+        what: `log seq ${hold.seq}`,
+        why: `the controller's view of the log is held at seq ${hold.seq} (${hold.aggregate}): ${hold.problem}; no command is decided on a mesh it cannot read to its end`,
+        remedy: `an operator looks at that commit and voids it: mesh log void ${hold.seq} --reason "…"`,
+      },
+    ]);
+    this.name = 'LogHeldRefusal';
+  }
+}
+
 export class MeshService {
   private state: MeshState = emptyMeshState();
   /** the catch-up under way; callers queue behind it */
   private catchingUp: Promise<void> = Promise.resolve();
+  private held: LogHold | undefined;
+  private retryAt = 0;
+  private retryMs = RETRY.initialMs;
+  private readonly maxAttempts: number;
 
   constructor(
     private readonly log: EventLog,
-    private readonly maxAttempts = 20,
-  ) {}
+    private readonly options: MeshServiceOptions = {},
+  ) {
+    this.maxAttempts = options.maxAttempts ?? 20;
+  }
 
   /**
-   * The mesh as of the log's head. One catch-up runs at a time: callers served in parallel (tool
-   * calls, the page) would otherwise read from the same sequence and fold the same events twice.
+   * The mesh as far as the log can be read: at its head, or up to the commit the fold is held at
+   * (`held` then says which). One catch-up runs at a time: callers served in parallel (tool calls,
+   * the page) would otherwise read from the same sequence and fold the same events twice.
    */
-  async current(): Promise<MeshState> {
-    const run = this.catchingUp.then(async () => {
-      for await (const event of this.log.read({ fromSeq: this.state.seq + 1 })) evolveMesh(this.state, event);
-    });
+  async view(): Promise<{ state: MeshState; held?: LogHold }> {
+    const run = this.catchingUp.then(() => this.catchUp());
     this.catchingUp = run.catch(() => undefined);
     await run;
-    return this.state;
+    return this.held ? { state: this.state, held: this.held } : { state: this.state };
+  }
+
+  /** The mesh as of the log's head; throws, naming the sequence, while the fold is held. */
+  async current(): Promise<MeshState> {
+    const { state, held } = await this.view();
+    if (held) throw heldError(held.seq, held.aggregate, held.problem);
+    return state;
   }
 
   /** `signed`: the operator's signed command, kept in the log with the events it caused. */
   async execute(command: MeshCommand, metadata: CommandMetadata, options: { signed?: SignedCommand } = {}): Promise<CommandResult> {
+    if (command.type === 'void-commit') return this.voidCommit(command, metadata, options);
     for (let attempt = 1; ; attempt++) {
-      const state = await this.current();
+      const { state, held } = await this.view();
+      if (held) throw new LogHeldRefusal(held, `${command.type} (command ${metadata.commandId})`);
       const earlier = state.commands.get(metadata.commandId);
       if (earlier) return { summary: `command ${metadata.commandId} was already carried out at seq ${earlier.seq}`, seq: earlier.seq, events: [], duplicate: true };
       const decision = decideMeshCommand(command, state);
@@ -66,5 +123,54 @@ export class MeshService {
         await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
       }
     }
+  }
+
+  /**
+   * A void is judged by the log itself, not by the fold (which may be held right there): what the
+   * log holds at the sequence, read now. It is appended with its own aggregate's expectation only,
+   * so it lands whatever was appended after the commit it voids.
+   */
+  private async voidCommit(command: VoidCommit, metadata: CommandMetadata, options: { signed?: SignedCommand }): Promise<CommandResult> {
+    const aggregate = voidAggregate(command.seq);
+    for (let attempt = 1; ; attempt++) {
+      const history = await this.log.readAggregate(aggregate);
+      const earlier = history.events.find((event) => event.commandId === metadata.commandId);
+      if (earlier) return { summary: `command ${metadata.commandId} was already carried out at seq ${earlier.seq}`, seq: earlier.seq, events: [], duplicate: true };
+      // What the operator sent says which sequence and why; what is there is read here, never taken from the sender.
+      const decision = decideMeshCommand({ type: 'void-commit', seq: command.seq, reason: command.reason, found: await this.log.inspect(command.seq) }, this.state);
+      try {
+        const result = await this.log.append(decision.aggregate, decision.events, history.version, metadata, options.signed ? { signed: options.signed } : {});
+        // The fold looks again at once instead of at its next backoff.
+        this.retryAt = 0;
+        return { summary: decision.summary, seq: result.seq, events: result.events, duplicate: result.duplicate };
+      } catch (error) {
+        // Another void of the same sequence landed in between: judged again, it is refused as done.
+        if (!(error instanceof ConcurrencyError) || attempt >= 3) throw error;
+      }
+    }
+  }
+
+  private async catchUp(): Promise<void> {
+    if (this.held && Date.now() < this.retryAt) return;
+    try {
+      for await (const event of this.log.read({ fromSeq: this.state.seq + 1, onPassed: (passed) => this.pass(passed) })) evolveMesh(this.state, event);
+      this.held = undefined;
+      this.retryMs = RETRY.initialMs;
+    } catch (error) {
+      const at = heldAt(error);
+      if (!at) throw error;
+      if (this.held?.seq !== at.seq) {
+        this.held = { seq: at.seq, aggregate: at.aggregate, problem: at.problem, since: new Date() };
+        this.options.onHeld?.(this.held);
+      }
+      this.retryAt = Date.now() + this.retryMs;
+      this.retryMs = Math.min(this.retryMs * 2, RETRY.maxMs);
+    }
+  }
+
+  /** A voided commit counts as folded: the next read starts after it, and the next command expects the log to end there. */
+  private pass(passed: PassedCommit): void {
+    this.state.seq = Math.max(this.state.seq, passed.seq);
+    (this.options.onPassed ?? warnPassed)(passed);
   }
 }

@@ -15,6 +15,15 @@ export interface NodeHealthInput {
   heartbeatAt: Date | null;
 }
 
+/** A reader of the log stopped at a commit that does not verify or read. */
+export interface HeldReader {
+  reader: string;
+  seq: number;
+  aggregate: string;
+  problem: string;
+  since: string;
+}
+
 export interface ProjectionHealthInput {
   projection: string;
   stalledAt?: { seq: number; eventType: string; sqlstate: string | null; error: string } | undefined;
@@ -36,6 +45,8 @@ export interface OverviewInput {
   /** the newest declaration published for each node, and the log sequence it was derived at */
   declared: Map<string, { sequence: number; digest: string; derivedFromSeq: number }>;
   projections?: ProjectionHealthInput[];
+  /** readers the log holds at a commit: nothing after it is known to them */
+  holds?: HeldReader[];
   now: Date;
   heartbeatThresholdMs: number;
 }
@@ -61,6 +72,8 @@ export interface Overview {
   notKnown: string[];
   /** the projections' health when it was known */
   projections?: ProjectionHealthInput[];
+  /** the commit the log holds readers at, and which readers */
+  held: HeldReader[];
   nodes: NodeOverview[];
   seats: { seat: string; scope: string; delivers: string | null; holders: string[] }[];
 }
@@ -70,6 +83,14 @@ const when = (date: Date | null): string | null => (date ? date.toISOString() : 
 export const overview = (input: OverviewInput): Overview => {
   const { state } = input;
   const problems: string[] = [];
+  // First, because everything below is judged from a fold that stops there.
+  const holds = input.holds ?? [];
+  for (const seq of [...new Set(holds.map((h) => h.seq))].sort((a, b) => a - b)) {
+    const at = holds.filter((h) => h.seq === seq);
+    problems.push(
+      `the log holds ${at.map((h) => h.reader).join(', ')} at seq ${seq} (${at[0]?.aggregate}): ${at[0]?.problem}; nothing after it is read until an operator voids it: mesh log void ${seq} --reason "…"`,
+    );
+  }
   const byNode = new Map(input.nodes.map((n) => [n.node, n]));
   const nodes: NodeOverview[] = [];
 
@@ -159,5 +180,5 @@ export const overview = (input: OverviewInput): Overview => {
       delivers: seat.delivers,
       holders: [...state.holdings.entries()].filter(([key]) => key.startsWith(`${seat.id}@`)).map(([, h]) => `${h.node}/${h.module}`).sort(),
     }));
-  return { healthy: problems.length === 0, problems, notKnown, nodes, seats, ...(input.projections ? { projections: input.projections } : {}) };
+  return { healthy: problems.length === 0, problems, notKnown, held: holds, nodes, seats, ...(input.projections ? { projections: input.projections } : {}) };
 };

@@ -26,6 +26,8 @@ export interface ReportIngesterOptions {
   logger: Logger;
   /** the mesh as the controller has folded it: what has been stated already */
   state: () => MeshState;
+  /** where the controller's fold is held, if it is: facts are not derived from a fold that stops short of the log */
+  held?: () => { seq: number; problem: string } | undefined;
   /** a durable consumer name, shared by every controller process */
   consumer?: string;
 }
@@ -130,6 +132,9 @@ export class ReportIngester {
   }
 
   private async stateFacts(declaration: Declaration, report: Report): Promise<void> {
+    const held = this.options.held?.();
+    // The report waits in CONTROL (handed back) until the fold reads past the commit holding it.
+    if (held) throw new Error(`the controller's fold is held at log seq ${held.seq} (${held.problem}); the report waits until an operator voids it`);
     const state = this.options.state();
     const facts = deriveFacts(state, declaration, report);
     if (facts.length === 0) return;

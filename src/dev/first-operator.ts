@@ -2,10 +2,12 @@ import { existsSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
 import { createOperatorKey, loadOperatorKey } from '../adapters/operator-keys.js';
-import { MeshService } from '../controller/mesh-service.js';
+import { MeshService, type LogHold } from '../controller/mesh-service.js';
 
 // Genesis makes the first operator: a signing key in a file only the user can read, and its public
-// half in the log. Later operators are added by operators, with signed commands.
+// half in the log, appended by the controller's writer while no operator exists (the one operator
+// `mesh audit verify` accepts without an operator's signature). Later operators are added by
+// operators, with signed commands.
 
 export const firstOperatorName = (): string => {
   try {
@@ -15,11 +17,13 @@ export const firstOperatorName = (): string => {
   }
 };
 
-export const ensureFirstOperator = async (log: EventLog, keyFile: string, name: string): Promise<{ name: string; file: string; created: boolean }> => {
+export const ensureFirstOperator = async (log: EventLog, keyFile: string, name: string): Promise<{ name: string; file: string; created: boolean; held?: LogHold }> => {
   const created = !existsSync(keyFile);
   const key = created ? createOperatorKey(keyFile, name) : loadOperatorKey(keyFile);
   const mesh = new MeshService(log);
-  const state = await mesh.current();
+  const { state, held } = await mesh.view();
+  // A log held at a commit is not added to: the operators it already holds are who may void it.
+  if (held) return { name: key.operator, file: keyFile, created, held };
   if (!state.operators.has(key.operator)) {
     await mesh.execute({ type: 'add-operator', operator: key.operator, publicKey: key.publicKey }, { commandId: `genesis:operator:${key.operator}:${key.publicKey.slice(0, 16)}`, actor: 'genesis' });
   }

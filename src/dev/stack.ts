@@ -15,6 +15,7 @@ import { DEFAULT_PORTS, stackFile, stackSecretsDir, type StackAddresses } from '
 import { passwordFileName } from '../adapters/database-logins.js';
 import { connectNats } from '../adapters/nats/connect.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
+import { LogWriter } from '../adapters/eventlog/log-writer.js';
 import { bootstrapControlPlane, type BootstrapResult } from '../controller/bootstrap.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { controllerStatus, startController, stopController } from './controller-process.js';
@@ -159,13 +160,19 @@ export const stackUp = async (
   const nc = await connectNats(nats.url, { name: 'mesh-dev', identity: { key: controllerKey.identity, inbox: CONTROLLER_INBOX } });
   let operatorConnection: NatsConnection | undefined;
   try {
-    const log = new JetStreamEventLog(nc, { stream: options.logStream, subjectPrefix: options.logSubjectPrefix, registry: meshEventRegistry() });
+    // Genesis is written here, before the controller runs, with the controller's own key: the
+    // controller started below is given the same key file and is the log's writer from then on.
+    const key = controllerKey.identity;
+    const writer = new LogWriter(nc, { stream: options.logStream, key, keySource: controllerKeyFile });
+    const log = new JetStreamEventLog(nc, { stream: options.logStream, subjectPrefix: options.logSubjectPrefix, registry: meshEventRegistry(), writer });
     const bootstrap = await bootstrapControlPlane(nc, log, {
       stream: options.logStream,
       subjectPrefix: options.logSubjectPrefix,
       meshName: options.meshName,
       actor: options.actor,
+      controllerKey: key.publicKey,
     });
+    if (bootstrap.held) say(`the log holds readers at seq ${bootstrap.held.seq} (${bootstrap.held.aggregate}): ${bootstrap.held.problem}; see \`npx mesh status\`, and \`npx mesh log void ${bootstrap.held.seq} --reason "…"\` once you have looked`);
     if (bootstrap.stream.created) say(`created the mesh log (stream ${options.logStream}, subjects ${options.logSubjectPrefix}.>)`);
     if (bootstrap.stream.updated.length > 0) say(`brought stream ${options.logStream} back to the mesh log's settings: ${bootstrap.stream.updated.join(', ')}`);
     if (bootstrap.genesis.appended) say(`the log opens with mesh.initialised for mesh "${options.meshName}" at seq ${bootstrap.genesis.seq}`);

@@ -3,6 +3,7 @@ import { buildEvents } from './builds/events.js';
 import { catalogueEvents } from './catalogue/events.js';
 import { declarationEvents } from './declarations/events.js';
 import { EventRegistry } from './events/registry.js';
+import { logEvents } from './log/events.js';
 import { meshEvents } from './mesh/events.js';
 import { nodeEvents } from './nodes/events.js';
 import { enrolmentEvents } from './nodes/enrolment.js';
@@ -13,4 +14,4 @@ import { seatEvents } from './seats/events.js';
 
 /** Every event type of the mesh, as the log reads and writes them. */
 export const meshEventRegistry = (): EventRegistry =>
-  new EventRegistry([...meshEvents, ...catalogueEvents, ...seatEvents, ...nodeEvents, ...assignmentEvents, ...declarationEvents, ...enrolmentEvents, ...buildEvents, ...factEvents, ...operatorEvents, ...projectionEvents]);
+  new EventRegistry([...meshEvents, ...catalogueEvents, ...seatEvents, ...nodeEvents, ...assignmentEvents, ...declarationEvents, ...enrolmentEvents, ...buildEvents, ...factEvents, ...operatorEvents, ...projectionEvents, ...logEvents]);

@@ -1,22 +1,26 @@
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { decodeCommit } from '../adapters/eventlog/codec.js';
-import { aggregateOf } from '../adapters/eventlog/subjects.js';
+import { ChainReader, heldError, StretchCheck, type CheckedCommit, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
 import type { StoredEvent } from '../domain/events/envelope.js';
 import type { EventRegistry } from '../domain/events/registry.js';
-import { CorruptEventError, MeshError } from '../errors.js';
+import type { MeshError } from '../errors.js';
 
 // The projector reads the log commit by commit — a commit is the unit it checkpoints — through
 // an ordered consumer from the sequence after its checkpoint. The consumer keeps no state on the
 // server: the checkpoint in PostgreSQL is the only record of how far a projection got, and a
 // restarted reader simply starts from it again. `pending` (the server's count of messages after
-// this one) tells catching up from live.
+// this one) tells catching up from live. Every commit is checked as the log's whole-log readers
+// check it — its link to the commit before and the writer's signature — once per process (the
+// builds share it); one that does not verify or read is a stall at its sequence, one an operator
+// voided comes through with no events and `passed` saying so.
 
 export interface LogCommit {
   seq: number;
   events: StoredEvent[];
   /** Messages stored after this one when it was delivered: 0 means this commit was the head. */
   pending: number;
+  /** set when an operator voided this commit: it has no events, and the reader passes it by */
+  passed?: PassedCommit;
 }
 
 /** A commit the projector cannot decode: a stall like any other, at its sequence. */
@@ -36,6 +40,15 @@ export interface LogSource {
   registry: EventRegistry;
 }
 
+/** A commit as checked and decoded once, for every build. */
+interface Decoded {
+  seq: number;
+  events: StoredEvent[];
+  hash: Uint8Array;
+  /** an operator voided it: it has no events */
+  passed?: PassedCommit;
+}
+
 /** How many decoded commits a reader keeps for the other builds reading the same stretch of log. */
 const SHARED_COMMITS = 8_192;
 
@@ -46,7 +59,9 @@ export class CommitReader {
   // them all at 1). A commit's bytes never change once stored (no deletes, no purges), so it is
   // decoded once and handed to each build: read-only events, shared. A ring indexed by sequence:
   // a Map trimmed from its oldest end costs more per commit, as deleted entries pile up in front.
-  private readonly decoded: ({ seq: number; events: StoredEvent[] } | undefined)[] = new Array(SHARED_COMMITS);
+  // The entry keeps the commit's hash, so a build starting right after it links without a lookup.
+  private readonly decoded: (Decoded | undefined)[] = new Array(SHARED_COMMITS);
+  private readonly chain: ChainReader;
 
   constructor(
     nc: NatsConnection,
@@ -54,6 +69,7 @@ export class CommitReader {
   ) {
     this.js = jetstream(nc);
     this.jsm = jetstreamManager(nc, { checkAPI: false });
+    this.chain = new ChainReader(this.jsm, this.js, source);
   }
 
   /** The LOG sequence of the newest commit and when it was stored (0 and null when the log is empty). */
@@ -64,33 +80,51 @@ export class CommitReader {
 
   /** Every commit from `fromSeq` on, then whatever arrives, until `signal` aborts. */
   async *commits(fromSeq: number, signal: AbortSignal): AsyncIterable<LogCommit> {
+    const start = Math.max(1, fromSeq);
     const consumer = await this.js.consumers.get(this.source.stream, {
       filter_subjects: `${this.source.subjectPrefix}.>`,
       deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: Math.max(1, fromSeq),
+      opt_start_seq: start,
     });
     const messages = await consumer.consume({ max_messages: 2048 });
     const stop = (): void => void messages.stop();
     signal.addEventListener('abort', stop, { once: true });
-    let next = Math.max(1, fromSeq);
+    let next = start;
+    let key = await this.chain.rootKey();
+    const before = this.decoded[(start - 1) % SHARED_COMMITS]?.seq === start - 1 ? (this.decoded[(start - 1) % SHARED_COMMITS]?.hash as Uint8Array) : await this.chain.hashAt(start - 1);
+    const stretch = new StretchCheck(this.source, before);
+    // What the server said was stored after each commit held back in the stretch, for when it is decided.
+    const pendingOf = new Map<number, number>();
+    const entryOf = async (checked: CheckedCommit): Promise<Decoded> => {
+      if (checked.problem) {
+        const voided = await this.chain.voidOf(checked.seq);
+        if (!voided) throw new UnreadableCommit(checked.seq, heldError(checked.seq, checked.aggregate, checked.problem, checked.cause));
+        return { seq: checked.seq, events: [], hash: checked.link.hash, passed: voided };
+      }
+      return { seq: checked.seq, events: checked.events ?? [], hash: checked.link.hash };
+    };
+    const commitOf = (entry: Decoded, pending: number): LogCommit => ({ seq: entry.seq, events: entry.events, pending, ...(entry.passed ? { passed: entry.passed } : {}) });
     try {
       for await (const message of messages) {
         // After a reconnect the ordered consumer restarts from the last sequence it delivered.
         if (message.seq < next) continue;
         next = message.seq + 1;
-        const aggregate = aggregateOf(this.source.subjectPrefix, message.subject);
         const slot = message.seq % SHARED_COMMITS;
-        let events = this.decoded[slot]?.seq === message.seq ? this.decoded[slot].events : undefined;
-        if (!events) {
-          try {
-            events = decodeCommit(this.source.registry, message.seq, aggregate, message.data);
-          } catch (error) {
-            if (error instanceof MeshError) throw new UnreadableCommit(message.seq, error);
-            throw new UnreadableCommit(message.seq, new CorruptEventError(String(error), { seq: message.seq, field: 'payload' }));
-          }
-          this.decoded[slot] = { seq: message.seq, events };
+        const cached = this.decoded[slot]?.seq === message.seq ? this.decoded[slot] : undefined;
+        key ??= await this.chain.rootKey();
+        // Another build checked it already: what this one holds back is decided first, in order.
+        const decided = cached ? stretch.flush(key) : stretch.push({ seq: message.seq, subject: message.subject, data: message.data, headers: message.headers }, key, message.info.pending === 0);
+        if (!cached) pendingOf.set(message.seq, message.info.pending);
+        for (const checked of decided) {
+          const entry = await entryOf(checked);
+          this.decoded[entry.seq % SHARED_COMMITS] = entry;
+          yield commitOf(entry, pendingOf.get(entry.seq) ?? 0);
+          pendingOf.delete(entry.seq);
         }
-        yield { seq: message.seq, events, pending: message.info.pending };
+        if (cached) {
+          stretch.after(cached.hash);
+          yield commitOf(cached, message.info.pending);
+        }
         if (signal.aborted) break;
       }
     } finally {

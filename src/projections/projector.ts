@@ -2,6 +2,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import pg from 'pg';
 import { pino, type Logger } from 'pino';
 import { dropBuild, planBuilds } from './builds.js';
+import type { PassedCommit } from '../adapters/eventlog/chain-reader.js';
 import { CommitReader, type LogSource } from './commit-reader.js';
 import { DEFAULT_SCHEMAS, ensureControlSchema, type Build, type ProjectorSchemas } from './control.js';
 import type { ProgressListener } from './progress.js';
@@ -22,6 +23,7 @@ export interface ProjectorOptions {
   schemas?: ProjectorSchemas;
   logger?: Logger;
   onStall?: (stall: StallReport) => void;
+  onPassed?: (passed: PassedCommit) => void;
   onProgress?: ProgressListener;
   /** How often builds are planned again (a requested rebuild, a version another process created). */
   planIntervalMs?: number;
@@ -109,6 +111,7 @@ export class Projector {
         logger: this.logger,
         settings: this.settings,
         ...(this.options.onStall ? { onStall: this.options.onStall } : {}),
+        ...(this.options.onPassed ? { onPassed: this.options.onPassed } : {}),
         ...(this.options.onProgress ? { onProgress: this.options.onProgress } : {}),
       },
       build,

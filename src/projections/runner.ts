@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { ApplyFailure, applyCommits, BuildRetired, recordStall, type Applied } from './apply.js';
 import { dropBuild, switchOver } from './builds.js';
+import { passedLine, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
 import { UnreadableCommit, type CommitReader, type LogCommit } from './commit-reader.js';
 import { buildLockKey, readBuild, type Build, type ProjectorSchemas, type Stall } from './control.js';
 import { ProgressMeter, type ProgressListener } from './progress.js';
@@ -13,7 +14,9 @@ import { isConnectionFailure, LOCK_SPACE } from './sql.js';
 // connection dies, the lock goes with it and a standby takes over). Commits are applied in
 // batches while catching up and one by one once at the head; a shadow build that has caught up
 // takes over serving. A commit that cannot be applied stops the build there — recorded as a stall,
-// reported once, retried with backoff — and nothing after it is applied until it is.
+// reported once, retried with backoff — and nothing after it is applied until it is. That includes
+// a commit that does not verify as the log's writer's: each retry reads it again, and with it the
+// voids, so an operator's void lets the build pass it (logged, and told to `onPassed`).
 
 export interface RunnerSettings {
   /** Backoff between attempts after a failure (a stall, a lost server). */
@@ -37,6 +40,9 @@ export const DEFAULT_RUNNER_SETTINGS: RunnerSettings = {
  */
 const COMMITS_BETWEEN_IO = 64;
 
+/** The longest a build held at a commit of the log waits before it reads the voids again. */
+const HELD_RETRY_MAX_MS = 10_000;
+
 const letIoIn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** A stall as reported to `onStall`: once per build and sequence, however often it is retried. */
@@ -51,6 +57,8 @@ export interface RunnerDeps {
   logger: Logger;
   settings: RunnerSettings;
   onStall?: (stall: StallReport) => void;
+  /** told once of each voided commit this build passes by */
+  onPassed?: (passed: PassedCommit) => void;
   onProgress?: ProgressListener;
   /** For a one-off rebuild: return once the build serves and has caught up, or once another process made it serve. */
   untilServing?: boolean;
@@ -76,6 +84,7 @@ export class BuildRunner {
   private standingBy = false;
   private delay: number;
   private readonly logger: Logger;
+  private readonly told = new Set<number>();
 
   constructor(
     private readonly deps: RunnerDeps,
@@ -111,7 +120,9 @@ export class BuildRunner {
           if (error instanceof BuildRetired) return 'retired';
           await this.onFailure(error);
           await sleep(this.delay, signal);
-          this.delay = Math.min(this.delay * 2, this.deps.settings.retry.maxMs);
+          // Held at a commit of the log, the build waits for an operator's void: it looks again at
+          // least as often as the log's other readers do.
+          this.delay = Math.min(this.delay * 2, this.deps.settings.retry.maxMs, error instanceof UnreadableCommit ? HELD_RETRY_MAX_MS : Number.POSITIVE_INFINITY);
         }
       }
       return 'stopped';
@@ -170,6 +181,11 @@ export class BuildRunner {
         if (++sinceIo === COMMITS_BETWEEN_IO) {
           sinceIo = 0;
           await letIoIn();
+        }
+        if (commit.passed && !this.told.has(commit.seq)) {
+          this.told.add(commit.seq);
+          this.logger.warn({ seq: commit.seq, voidSeq: commit.passed.voidSeq, by: commit.passed.actor, reason: commit.passed.reason }, passedLine(commit.passed));
+          this.deps.onPassed?.(commit.passed);
         }
         batch.push(commit);
         events += commit.events.length;

@@ -78,7 +78,7 @@ describe('mesh log answers from the audit projection, with the data from the log
   beforeAll(async () => {
     testLog = await openTestLog({ log: { registry: meshEventRegistry() } });
     log = testLog.log;
-    const generated = await writeMeshLog(testLog.nc, testLog.settings, { minEvents: 3_000, nodes: 40 });
+    const generated = await writeMeshLog(testLog.nc, { ...testLog.settings, key: testLog.key }, { minEvents: 3_000, nodes: 40 });
     // Actors whose names hold LIKE's and regular expressions' metacharacters, which a prefix must match as text.
     const actors = ['agent:50%_off', 'agent:50%xoff', 'agent:50x_off', 'agent:5\\0', 'agent:5.0'];
     for (const [i, actor] of actors.entries()) {

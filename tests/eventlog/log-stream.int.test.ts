@@ -4,6 +4,8 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { connectNats } from '../../src/adapters/nats/connect.js';
 import { assertLogStream, desiredLogStreamConfig, verifyLogStream, type LogStreamSettings } from '../../src/adapters/eventlog/log-stream.js';
 import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
+import { LogWriter } from '../../src/adapters/eventlog/log-writer.js';
+import { newIdentity } from '../../src/adapters/identity.js';
 import type { MeshError } from '../../src/errors.js';
 import { meta, testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
@@ -33,7 +35,7 @@ describe('the LOG stream is asserted by the control plane and is append-only', (
 
   it('refuses to delete or purge a message through the API', async () => {
     await assertLogStream(jsm, settings);
-    const log = new JetStreamEventLog(nc, { ...settings, registry: testRegistry() });
+    const log = new JetStreamEventLog(nc, { ...settings, registry: testRegistry(), writer: new LogWriter(nc, { stream: settings.stream, key: newIdentity() }) });
     const { seq } = await log.append('counter.one', [{ type: 'test.counted', data: { n: 1 } }], 0, meta('c1'));
     await expect(jsm.streams.deleteMessage(settings.stream, seq)).rejects.toThrow();
     await expect(jsm.streams.purge(settings.stream)).rejects.toThrow();

@@ -1,10 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { projectRoot } from '../../src/config.js';
 import { connectNats } from '../../src/adapters/nats/connect.js';
+import { newIdentity, type Identity } from '../../src/adapters/identity.js';
 import { JetStreamEventLog, type JetStreamEventLogOptions } from '../../src/adapters/eventlog/jetstream-log.js';
+import { LogWriter, type LogWriterOptions } from '../../src/adapters/eventlog/log-writer.js';
 import { assertLogStream, type LogStreamSettings } from '../../src/adapters/eventlog/log-stream.js';
 import { uniqueName } from './names.js';
 import { testRegistry } from './test-events.js';
@@ -15,13 +18,20 @@ export const testNatsUrl = (): string => {
   return url;
 };
 
+/** What another log over the test's stream may differ in: its own options, and its own writer's. */
+export type LogOverrides = Partial<JetStreamEventLogOptions> & Partial<Pick<LogWriterOptions, 'publish' | 'timeoutMs'>>;
+
 export interface TestLog {
   nc: NatsConnection;
   jsm: JetStreamManager;
   log: JetStreamEventLog;
   settings: LogStreamSettings;
-  /** Another log over the same stream, as a second process would have (its own cache). */
-  another: (overrides?: Partial<JetStreamEventLogOptions>) => JetStreamEventLog;
+  /** the log's writer key: every commit the test appends is signed with it */
+  key: Identity;
+  /** the writer `log` appends through */
+  writer: LogWriter;
+  /** Another log over the same stream, as a second process would have (its own cache, its own writer with the same key). */
+  another: (overrides?: LogOverrides) => JetStreamEventLog;
   /** Resolves once the connection has reconnected more times than `count`. */
   reconnected: (count: number) => Promise<void>;
   reconnects: () => number;
@@ -50,14 +60,24 @@ export const openTestLog = async (
   })();
   const jsm = await jetstreamManager(nc);
   await assertLogStream(jsm, settings);
-  const make = (overrides: Partial<JetStreamEventLogOptions> = {}): JetStreamEventLog =>
-    new JetStreamEventLog(nc, { ...settings, registry: testRegistry(), ...options.log, ...overrides });
+  const key = newIdentity();
+  const writer = new LogWriter(nc, { stream: settings.stream, key, keySource: 'the test log' });
+  const make = ({ publish, timeoutMs, ...overrides }: LogOverrides = {}, own = true): JetStreamEventLog =>
+    new JetStreamEventLog(nc, {
+      ...settings,
+      registry: testRegistry(),
+      ...options.log,
+      writer: own ? new LogWriter(nc, { stream: settings.stream, key, keySource: 'the test log', ...(publish ? { publish } : {}), ...(timeoutMs ? { timeoutMs } : {}) }) : writer,
+      ...overrides,
+    });
   return {
     nc,
     jsm,
-    log: make(),
+    log: make({}, false),
     settings,
-    another: make,
+    key,
+    writer,
+    another: (overrides) => make(overrides),
     reconnects: () => reconnects,
     reconnected: (count) => (reconnects > count ? Promise.resolve() : new Promise((resolve) => waiting.push({ count, resolve }))),
     close: async () => {
@@ -88,8 +108,13 @@ export const readFrozen = (file: string): FrozenCommit[] =>
     .filter((line) => line.trim() !== '')
     .map((line) => JSON.parse(line) as FrozenCommit);
 
-/** Publishes commits into the test's log exactly as given, past every check the log makes on append. */
-export const publishRaw = async (t: TestLog, commits: readonly { subject: string; commit: unknown }[]): Promise<void> => {
-  const js = jetstream(t.nc);
-  for (const { subject, commit } of commits) await js.publish(`${t.settings.subjectPrefix}.${subject}`, JSON.stringify(commit));
+/**
+ * Stores commits into the test's log with their bodies exactly as given, past every check the log
+ * makes on append: a frozen log as it was once stored. Each is signed and chained by the test
+ * log's writer, as every commit of a log is.
+ */
+export const publishRaw = async (t: Pick<TestLog, 'writer' | 'settings'>, commits: readonly { subject: string; commit: unknown }[]): Promise<void> => {
+  for (const { subject, commit } of commits) {
+    await t.writer.write({ subject: `${t.settings.subjectPrefix}.${subject}`, payload: new TextEncoder().encode(JSON.stringify(commit)), msgID: randomUUID() });
+  }
 };

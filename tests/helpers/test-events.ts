@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineEvent, EventRegistry } from '../../src/domain/events/registry.js';
+import { LogVoided } from '../../src/domain/log/events.js';
 
 // Events that exist only for the log's own tests, including one with a three-step history.
 
@@ -30,4 +31,5 @@ export const Renamed = defineEvent({
   },
 });
 
-export const testRegistry = (): EventRegistry => new EventRegistry([Counted, Noted, Renamed]);
+/** The test events, and the log's own void (so a test log can be voided like the mesh's). */
+export const testRegistry = (): EventRegistry => new EventRegistry([Counted, Noted, Renamed, LogVoided]);

@@ -2,6 +2,9 @@ import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { pino } from 'pino';
 import { connectNats } from '../../src/adapters/nats/connect.js';
 import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
+import { LogWriter } from '../../src/adapters/eventlog/log-writer.js';
+import { newIdentity } from '../../src/adapters/identity.js';
+import { writePrivateJson } from '../../src/adapters/key-files.js';
 import { bootstrapControlPlane } from '../../src/controller/bootstrap.js';
 import { BuildCoordinator } from '../../src/controller/build-coordinator.js';
 import { BusIdentityService } from '../../src/controller/bus-identity-service.js';
@@ -44,9 +47,12 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
   const streamNames: ControlStreamNames = { nodes: names.nodesStream, control: names.controlStream, prefix: names.prefix };
   const nc = await connectNats(options.url ?? testNatsUrl(), { name: `test-mesh-${name}`, persistent: true, ...(options.identity ? { identity: options.identity } : {}) });
   const jsm: JetStreamManager = await jetstreamManager(nc);
-  const newLog = () => new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry() });
+  // The mesh's controller key, and the one writer every log of this test process appends through.
+  const controllerKey = newIdentity();
+  const writer = new LogWriter(nc, { stream: names.logStream, key: controllerKey, keySource: 'the test mesh' });
+  const newLog = () => new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry(), writer });
   const log = newLog();
-  await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: name, actor: 'test' });
+  await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: name, actor: 'test', controllerKey: controllerKey.publicKey });
   const mesh = new MeshService(newLog());
   const controllers: Controller[] = [];
   const services: { stop(): void }[] = [];
@@ -143,12 +149,19 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
     keyDirs.push(dirname(keyFile));
     await mesh.execute({ type: 'add-operator', operator: 'ada', publicKey: key.publicKey }, { commandId: `${name}-operator`, actor: 'genesis' });
     startTools();
-    return { MESH_OPERATOR_KEY: keyFile, MESH_SUBJECT_PREFIX: names.prefix, MESH_LOG_STREAM: names.logStream, MESH_LOG_SUBJECT_PREFIX: names.logPrefix };
+    // The controller's key file, as a controller's machine has it (mesh audit verify holds the genesis to it).
+    const controllerKeyFile = join(dirname(keyFile), 'controller.key');
+    writePrivateJson(controllerKeyFile, controllerKey);
+    return { MESH_OPERATOR_KEY: keyFile, MESH_CONTROLLER_KEY: controllerKeyFile, MESH_SUBJECT_PREFIX: names.prefix, MESH_LOG_STREAM: names.logStream, MESH_LOG_SUBJECT_PREFIX: names.logPrefix };
   };
 
   return {
     nc,
     jsm,
+    /** the controller key this mesh's log was begun with; every commit is signed with it */
+    controllerKey,
+    writer,
+    newLog,
     startTools,
     operatorCommands,
     startEnrolment,

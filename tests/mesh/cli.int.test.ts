@@ -11,6 +11,8 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connectNats } from '../../src/adapters/nats/connect.js';
 import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
+import { LogWriter } from '../../src/adapters/eventlog/log-writer.js';
+import { newIdentity } from '../../src/adapters/identity.js';
 import { bootstrapControlPlane } from '../../src/controller/bootstrap.js';
 import { MeshService } from '../../src/controller/mesh-service.js';
 import { meshEventRegistry } from '../../src/domain/registry.js';
@@ -43,6 +45,9 @@ describe('the catalogue, seats and assignments through the CLI', () => {
   let projector: Projector;
   let pool: pg.Pool;
 
+  // The controller's key; each log gets a writer of its own, as each controller process has.
+  const key = newIdentity();
+  const controllerLog = (): JetStreamEventLog => new JetStreamEventLog(nc, { stream, subjectPrefix: prefix, registry: meshEventRegistry(), writer: new LogWriter(nc, { stream, key }) });
   const head = async (): Promise<number> => (await (await jetstreamManager(nc)).streams.info(stream)).state.last_seq;
   const typesSince = async (seq: number): Promise<string[]> => {
     const types: string[] = [];
@@ -52,13 +57,13 @@ describe('the catalogue, seats and assignments through the CLI', () => {
 
   beforeAll(async () => {
     nc = await connectNats(testNatsUrl(), { name: 'test-mesh-cli' });
-    log = new JetStreamEventLog(nc, { stream, subjectPrefix: prefix, registry: meshEventRegistry() });
-    await bootstrapControlPlane(nc, log, { stream, subjectPrefix: prefix, meshName: name, actor: 'test' });
+    log = controllerLog();
+    await bootstrapControlPlane(nc, log, { stream, subjectPrefix: prefix, meshName: name, actor: 'test', controllerKey: key.publicKey });
     const ada = createOperatorKey(keyFile, 'ada');
     await new MeshService(log).execute({ type: 'add-operator', operator: 'ada', publicKey: ada.publicKey }, { commandId: uniqueName('genesis'), actor: 'genesis' });
     // Two controllers serve the tools, as two controller processes would.
     for (let i = 0; i < 2; i++) {
-      const server = new ToolServer(nc, new CommandDispatcher(new MeshService(new JetStreamEventLog(nc, { stream, subjectPrefix: prefix, registry: meshEventRegistry() }))), { prefix: name, logger: pino({ level: 'silent' }) });
+      const server = new ToolServer(nc, new CommandDispatcher(new MeshService(controllerLog())), { prefix: name, logger: pino({ level: 'silent' }) });
       server.start();
       tools.push(server);
     }
@@ -249,7 +254,7 @@ describe('the catalogue, seats and assignments through the CLI', () => {
   });
 
   it('keeps every invariant under many concurrent commands from two controller processes', async () => {
-    const services = [new MeshService(new JetStreamEventLog(nc, { stream, subjectPrefix: prefix, registry: meshEventRegistry() })), new MeshService(new JetStreamEventLog(nc, { stream, subjectPrefix: prefix, registry: meshEventRegistry() }))];
+    const services = [new MeshService(controllerLog()), new MeshService(controllerLog())];
     const nodes = Array.from({ length: 4 }, (_, i) => `race${i}`);
     for (const node of nodes) await services[0]?.execute({ type: 'add-node', node }, { commandId: uniqueName('n'), actor: 'test' });
     // 16 attempts to assign audit-logger to 4 nodes and 8 to make each hold mesh-broker's rival seat: all at once.

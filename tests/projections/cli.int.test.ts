@@ -38,7 +38,7 @@ describe('mesh projections', () => {
 
   const initialise = async (from: number, count: number): Promise<void> => {
     for (let i = from; i < from + count; i++) {
-      await testLog.log.append(`mesh.m${i}`, [{ type: MeshInitialised.type, data: { mesh: `m${i}`, logStream: testLog.settings.stream } }], 0, meta(`genesis-${i}`));
+      await testLog.log.append(`mesh.m${i}`, [{ type: MeshInitialised.type, data: { mesh: `m${i}`, logStream: testLog.settings.stream, controllerKey: testLog.key.publicKey } }], 0, meta(`genesis-${i}`));
     }
   };
 

@@ -2,6 +2,9 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { sourceAggregate } from '../../src/domain/builds/events.js';
 import { encodeCommit } from '../../src/adapters/eventlog/codec.js';
+import { commitHash, GENESIS_PREV, sealHeaders } from '../../src/adapters/eventlog/chain.js';
+import { newIdentity, type Identity } from '../../src/adapters/identity.js';
+import { voidAggregate } from '../../src/domain/log/events.js';
 import type { Commit, ProposedEvent, StoredEvent } from '../../src/domain/events/envelope.js';
 import { decideMeshCommand, type MeshCommand } from '../../src/domain/mesh/commands.js';
 import { emptyMeshState, evolveMesh, type MeshState } from '../../src/domain/mesh/state.js';
@@ -12,7 +15,10 @@ import { fixtureManifest } from '../helpers/given.js';
 // A mesh's log written in bulk: commands decided by the real deciders against the mesh folded so
 // far, facts stated as the controller states them, each commit published without waiting for the
 // one before: core publishes on one connection, which JetStream stores in the order sent, flushed
-// now and then and checked at the end against the stream's last sequence. Every event type of the registry appears. Returns the mesh as evolveMesh folds it.
+// now and then and checked at the end against the stream's last sequence. Each is signed and
+// chained as the log's writer does it, with `log.key` (a fresh key when none is given). With
+// `withVoid`, one commit is garbage that an operator's void passes by later, so every event type
+// of the registry appears. Returns the mesh as evolveMesh folds it.
 
 export interface GeneratedLog {
   state: MeshState;
@@ -23,8 +29,16 @@ export interface GeneratedLog {
 
 const publicKeyOf = (n: number): string => Buffer.alloc(32, n % 251).toString('base64');
 
-export const writeMeshLog = async (nc: NatsConnection, log: { stream: string; subjectPrefix: string }, options: { minEvents: number; nodes?: number }): Promise<GeneratedLog> => {
+export const writeMeshLog = async (
+  nc: NatsConnection,
+  log: { stream: string; subjectPrefix: string; key?: Identity },
+  options: { minEvents: number; nodes?: number; withVoid?: boolean },
+): Promise<GeneratedLog> => {
   const jsm = await jetstreamManager(nc);
+  const key = log.key ?? newIdentity();
+  let prev = GENESIS_PREV;
+  // One writer wrote it all: each signature answers for everything since the start (or since the intruder's bytes).
+  let since = 1;
   const state = emptyMeshState();
   const types = new Set<string>();
   let unflushed = 0;
@@ -40,7 +54,11 @@ export const writeMeshLog = async (nc: NatsConnection, log: { stream: string; su
       firstVersion,
       events: proposed.map((e, i) => ({ id: `${commandId}-${i}`, type: e.type, schemaVersion: 1, aggregate, time, actor, commandId, causationId: commandId, correlationId: commandId, data: e.data })),
     };
-    nc.publish(`${log.subjectPrefix}.${aggregate}`, encodeCommit(commit));
+    const subject = `${log.subjectPrefix}.${aggregate}`;
+    const payload = encodeCommit(commit);
+    const { hash, headers } = sealHeaders(key, prev, subject, seq, payload, since);
+    prev = hash;
+    nc.publish(subject, payload, { headers });
     unflushed++;
     commit.events.forEach((envelope, index) => {
       const stored: StoredEvent = { ...envelope, seq, index, version: firstVersion + index };
@@ -92,6 +110,19 @@ export const writeMeshLog = async (nc: NatsConnection, log: { stream: string; su
 
   for (const [i, name] of ['ada', 'grace'].entries()) run({ type: 'add-operator', operator: name, publicKey: publicKeyOf(100 + i) });
   run({ type: 'revoke-operator', operator: 'grace' });
+
+  if (options.withVoid) {
+    // Twenty bytes that are not JSON, on a subject of the log, as an intruder would put them; the
+    // next commit links to them (the writer chains through whatever the log holds), and a void
+    // lets every reader pass them.
+    const garbage = new TextEncoder().encode('twenty bytes, no json');
+    const subject = `${log.subjectPrefix}.node.intruded`;
+    const at = ++seq;
+    nc.publish(subject, garbage);
+    prev = commitHash(new Uint8Array(0), subject, at, garbage);
+    since = at + 1;
+    record(voidAggregate(at), [{ type: 'log.voided', data: { seq: at, aggregate: 'node.intruded', reason: 'an intruder published it', problem: 'it carries no writer signature' } }], 'void-intruded', 'operator:ada');
+  }
 
   let relayName = 'relay';
   let relayAt = { node: 'n2', module: 'relay-a' };

@@ -16,7 +16,7 @@ import { writeMeshLog, type GeneratedLog } from './mesh-log.js';
 
 const TABLES = ['audit', 'nodes', 'enrolment_tokens', 'modules', 'module_definitions', 'source_heads', 'builds', 'module_versions', 'module_rollouts', 'graph_edges', 'seats', 'seat_aliases', 'holdings', 'assignments', 'assignment_resolutions', 'facts', 'operators'];
 /** Event types that change nothing evolveMesh keeps: only the audit index records them. */
-const STATELESS = new Set(['mesh.initialised']);
+const STATELESS = new Set(['mesh.initialised', 'log.voided']);
 
 describe('the mesh projections', () => {
   let testLog: TestLog;
@@ -66,7 +66,7 @@ describe('the mesh projections', () => {
     await startProjector(incremental, { maxCommits: 500, maxEvents: 1_111 });
     const t0 = Date.now();
     const lap = (what: string) => process.env.MESH_TEST_LAPS && process.stderr.write(`${what}: ${Date.now() - t0} ms\n`);
-    const generated = await writeMeshLog(testLog.nc, testLog.settings, { minEvents: 50_000 });
+    const generated = await writeMeshLog(testLog.nc, { ...testLog.settings, key: testLog.key }, { minEvents: 50_000, withVoid: true });
     expect(generated.events).toBeGreaterThanOrEqual(50_000);
     expect([...generated.types].sort()).toEqual(meshEventRegistry().types());
     lap('generated');

@@ -1,5 +1,8 @@
 import type { CommandMetadata, ProposedEvent, StoredEvent } from '../../domain/events/envelope.js';
 import type { SignedCommand } from '../../domain/operators/signed-command.js';
+import type { CommitFinding, PassedCommit } from './chain-reader.js';
+
+export type { CommitFinding, PassedCommit } from './chain-reader.js';
 
 // The port every part of the control plane writes and reads the mesh's history through.
 
@@ -27,12 +30,21 @@ export interface ReadOptions {
   fromSeq?: number;
   /** An aggregate, or a subject pattern under the log prefix: `seat` (every seat), `seat.*`, `assignment.alpha.>`. */
   aggregate?: string;
+  /** Told of every commit passed by because an operator voided it (else the log's own `onPassed`). */
+  onPassed?: (passed: PassedCommit) => void;
 }
 
 export type FollowItem =
   | { kind: 'event'; event: StoredEvent }
   /** Everything stored when the follower started has been delivered; what follows is live. */
-  | { kind: 'caught-up'; seq: number };
+  | { kind: 'caught-up'; seq: number }
+  /**
+   * The commit at `seq` does not verify or does not read: the follower stops there, told once,
+   * and waits (reading the voids again on a backoff) until an operator voids it.
+   */
+  | { kind: 'held'; seq: number; aggregate: string; problem: string }
+  /** A commit an operator voided, passed by: the follower says so. */
+  | { kind: 'passed'; commit: PassedCommit };
 
 export interface AppendOptions {
   /**
@@ -51,11 +63,20 @@ export interface EventLog {
    * original outcome and appends nothing.
    */
   append(aggregate: string, events: readonly ProposedEvent[], expectedVersion: number, metadata: CommandMetadata, options?: AppendOptions): Promise<AppendResult>;
-  readAggregate(aggregate: string): Promise<AggregateHistory>;
-  /** Every event stored now from `fromSeq`, in log order; ends at the head as it was when called. */
+  readAggregate(aggregate: string, options?: Pick<ReadOptions, 'onPassed'>): Promise<AggregateHistory>;
+  /**
+   * Every event stored now from `fromSeq`, in log order; ends at the head as it was when called.
+   * Throws at a commit that does not verify or read (unless voided), naming its sequence.
+   */
   read(options?: ReadOptions): AsyncIterable<StoredEvent>;
   /** Catch up from `fromSeq`, say so, then tail: no gap and no duplicate at the seam, across reconnects. */
   follow(options?: ReadOptions & { signal?: AbortSignal }): AsyncIterable<FollowItem>;
   /** The LOG sequence of the newest commit (0 when empty). */
   headSeq(): Promise<number>;
+  /** What the log holds at `seq`, judged as a reader of the whole log judges it. */
+  inspect(seq: number): Promise<CommitFinding>;
+  /** Every void recorded, by the sequence it voids. */
+  voids(): Promise<ReadonlyMap<number, PassedCommit>>;
+  /** The key every commit must verify under, as the log's first commit names it (undefined: empty, or it names none). */
+  writerKey(): Promise<string | undefined>;
 }

@@ -1,22 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import {
-  DeliverPolicy,
-  JetStreamApiError,
-  jetstream,
-  jetstreamManager,
-  type JetStreamClient,
-  type JetStreamManager,
-  type PubAck,
-  type StoredMsg,
-} from '@nats-io/jetstream';
-import { errors as natsErrors, type NatsConnection } from '@nats-io/nats-core';
+import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type StoredMsg } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
 import { commandMetadataSchema, fieldOf, type Commit, type CommandMetadata, type ProposedEvent, type StoredEvent } from '../../domain/events/envelope.js';
 import type { EventRegistry } from '../../domain/events/registry.js';
-import { ConcurrencyError, ValidationError } from '../../errors.js';
-import { decodeCommit, encodeCommit } from './codec.js';
+import { ConcurrencyError, RefusedError, ValidationError } from '../../errors.js';
+import { encodeCommit } from './codec.js';
+import { GENESIS_PREV } from './chain.js';
+import { ChainReader, heldError, rawOf, StretchCheck, warnPassed, type CheckedCommit, type CommitFinding, type PassedCommit, type RawMessage } from './chain-reader.js';
 import type { AggregateHistory, AppendOptions, AppendResult, EventLog, FollowItem, ReadOptions } from './event-log.js';
 import { AggregateHeads } from './aggregate-heads.js';
-import { aggregateOf, assertAggregate, filterSubjectOf, subjectOf } from './subjects.js';
+import type { LogWriter } from './log-writer.js';
+import { assertAggregate, filterSubjectOf, subjectOf } from './subjects.js';
+
+export type { PublishOptions } from './log-writer.js';
 
 // The mesh log on a JetStream stream.
 //
@@ -28,30 +24,48 @@ import { aggregateOf, assertAggregate, filterSubjectOf, subjectOf } from './subj
 // Idempotency: the command id is the Nats-Msg-Id (a retry inside the server's window is answered
 // with the original sequence) and it is stored in every event, so a retry after the window finds
 // its own events when the expectation fails, and returns them instead of appending again.
-
-// JetStream: "wrong last sequence" (10071) and, on newer servers, the batch variant (10164).
-const WRONG_LAST_SEQUENCE = new Set([10071, 10164]);
+//
+// Appends go through the process's one LogWriter, which signs each commit and chains it to the
+// one before (chain.ts). Reads check every commit: readers of the whole log its link and its
+// signature (one signature answering for a stretch the writer vouches for, chain-reader.ts),
+// readers of one aggregate its signature (they never see the commit before it). A
+// commit that does not verify or read holds the reader at its sequence until an operator voids
+// it; a voided one is passed by, and the reader is told (`onPassed`, or a `passed` item).
 
 export interface JetStreamEventLogOptions {
   stream: string;
   subjectPrefix: string;
   registry: EventRegistry;
+  /** The process's writer of this stream: without one the log reads but refuses to append. */
+  writer?: LogWriter;
   now?: () => Date;
   newId?: () => string;
-  /** How long an append waits for the server's acknowledgement. */
-  timeoutMs?: number;
-  /** The transport behind publish; a seam for tests that must lose an acknowledgement. */
-  publish?: (js: JetStreamClient, subject: string, payload: Uint8Array, options: PublishOptions) => Promise<PubAck>;
+  /** Told of every voided commit a read passes by, when the read itself was given no `onPassed`. */
+  onPassed?: (passed: PassedCommit) => void;
+  /** How often a follower held at a commit looks for its void again. */
+  holdRetry?: { initialMs: number; maxMs: number };
 }
 
-export interface PublishOptions {
-  msgID: string;
-  expect: { lastSubjectSequence: number; lastSequence?: number };
-  timeout: number;
-}
+const DEFAULT_HOLD_RETRY = { initialMs: 250, maxMs: 10_000 };
 
-const realPublish = (js: JetStreamClient, subject: string, payload: Uint8Array, options: PublishOptions): Promise<PubAck> =>
-  js.publish(subject, payload, options);
+const sleep = (ms: number, signal: AbortSignal | undefined): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+
+const rawOfConsumed = (message: { seq: number; subject: string; data: Uint8Array; headers: RawMessage['headers'] }): RawMessage => ({
+  seq: message.seq,
+  subject: message.subject,
+  data: message.data,
+  headers: message.headers,
+});
 
 export class JetStreamEventLog implements EventLog {
   private readonly js: JetStreamClient;
@@ -59,7 +73,7 @@ export class JetStreamEventLog implements EventLog {
   private readonly heads = new AggregateHeads(100_000);
   private readonly now: () => Date;
   private readonly newId: () => string;
-  private readonly publish: NonNullable<JetStreamEventLogOptions['publish']>;
+  private readonly chain: ChainReader;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -69,7 +83,10 @@ export class JetStreamEventLog implements EventLog {
     this.jsm = jetstreamManager(nc, { checkAPI: false });
     this.now = options.now ?? (() => new Date());
     this.newId = options.newId ?? randomUUID;
-    this.publish = options.publish ?? realPublish;
+    this.chain = new ChainReader(this.jsm, this.js, options);
+    if (options.writer && options.writer.stream !== options.stream) {
+      throw new ValidationError(`the writer given writes stream ${options.writer.stream}, not ${options.stream}`, { field: 'writer' });
+    }
   }
 
   async append(
@@ -79,6 +96,13 @@ export class JetStreamEventLog implements EventLog {
     metadata: CommandMetadata,
     options: AppendOptions = {},
   ): Promise<AppendResult> {
+    const writer = this.options.writer;
+    if (!writer) {
+      throw new RefusedError(
+        `appending to ${aggregate} refused: this process holds no writer key for the mesh log (stream ${this.options.stream}); it reads the log but does not append to it — the controller's writer does (its key: MESH_CONTROLLER_KEY)`,
+        { aggregate, stream: this.options.stream },
+      );
+    }
     const subject = subjectOf(this.options.subjectPrefix, aggregate);
     const commit = this.stamp(aggregate, events, expectedVersion, metadata);
     if (options.signed) commit.command = options.signed;
@@ -93,7 +117,10 @@ export class JetStreamEventLog implements EventLog {
 
     let lastSubjectSequence: number;
     if (expectedVersion === 0) {
-      lastSubjectSequence = 0;
+      // A new aggregate, unless its subject holds only commits an operator voided: then the
+      // subject's last sequence is what the server checks, and a read of it has been cached.
+      const cached = this.heads.get(aggregate);
+      lastSubjectSequence = cached?.version === 0 ? cached.seq : 0;
     } else {
       const cached = this.heads.get(aggregate);
       const head = cached?.version === expectedVersion ? cached : await this.fetchHead(aggregate);
@@ -101,53 +128,33 @@ export class JetStreamEventLog implements EventLog {
       lastSubjectSequence = head.seq;
     }
 
-    let ack: PubAck;
-    try {
-      ack = await this.publishOnce(subject, payload, {
-        // Scoped by aggregate: a command may legitimately write to more than one aggregate.
-        msgID: `${aggregate}:${metadata.commandId}`,
-        expect: { lastSubjectSequence, ...(options.expectedLogSeq !== undefined ? { lastSequence: options.expectedLogSeq } : {}) },
-        timeout: this.options.timeoutMs ?? 5_000,
-      });
-    } catch (error) {
-      if (error instanceof JetStreamApiError && WRONG_LAST_SEQUENCE.has(error.code)) {
-        this.heads.forget(aggregate);
-        return this.onConflict(aggregate, expectedVersion, metadata, error, options.expectedLogSeq);
-      }
-      throw error;
+    const msgID = `${aggregate}:${metadata.commandId}`; // scoped by aggregate: a command may write to more than one
+    const outcome = await writer.write({
+      subject,
+      payload,
+      msgID,
+      lastSubjectSequence,
+      ...(options.expectedLogSeq !== undefined ? { expectedLogSeq: options.expectedLogSeq } : {}),
+    });
+    if (outcome.kind === 'conflict') {
+      this.heads.forget(aggregate);
+      return this.onConflict(aggregate, expectedVersion, metadata, outcome.cause, options.expectedLogSeq);
     }
-    if (ack.duplicate) return this.original(aggregate, ack.seq, expectedVersion);
+    if (outcome.kind === 'duplicate') return this.original(aggregate, outcome.seq, expectedVersion);
 
-    const stored: StoredEvent[] = commit.events.map((envelope, index) => ({ ...envelope, seq: ack.seq, index, version: commit.firstVersion + index, ...(commit.command ? { signed: commit.command } : {}) }));
+    const seq = outcome.seq;
+    const stored: StoredEvent[] = commit.events.map((envelope, index) => ({ ...envelope, seq, index, version: commit.firstVersion + index, ...(commit.command ? { signed: commit.command } : {}) }));
     const version = expectedVersion + events.length;
-    this.heads.set(aggregate, { version, seq: ack.seq });
-    return { aggregate, expectedVersion, version, seq: ack.seq, duplicate: false, events: stored };
+    this.heads.set(aggregate, { version, seq });
+    return { aggregate, expectedVersion, version, seq, duplicate: false, events: stored };
   }
 
-  /**
-   * Publishing the same command again is safe — the server answers a repeat with the original
-   * sequence, and after its window the expectation fails and we find our own events — so an
-   * answer lost to a timeout or a server that is still starting is simply asked for again.
-   */
-  private async publishOnce(subject: string, payload: Uint8Array, options: PublishOptions): Promise<PubAck> {
-    const attempts = 3;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.publish(this.js, subject, payload, options);
-      } catch (error) {
-        const retryable = error instanceof natsErrors.TimeoutError || (error instanceof natsErrors.RequestError && error.isNoResponders());
-        if (!retryable || attempt >= attempts) throw error;
-        await new Promise((r) => setTimeout(r, 100 * attempt));
-      }
-    }
-  }
-
-  async readAggregate(aggregate: string): Promise<AggregateHistory> {
+  async readAggregate(aggregate: string, options: Pick<ReadOptions, 'onPassed'> = {}): Promise<AggregateHistory> {
     const subject = subjectOf(this.options.subjectPrefix, aggregate);
     const last = await this.lastMessage(subject);
     if (!last) return { aggregate, version: 0, events: [] };
     const events: StoredEvent[] = [];
-    for await (const event of this.readRange(subject, 1, last.seq)) events.push(event);
+    for await (const event of this.readRange(subject, 1, last.seq, false, options.onPassed)) events.push(event);
     const version = events.at(-1)?.version ?? 0;
     this.heads.set(aggregate, { version, seq: last.seq });
     return { aggregate, version, events };
@@ -158,48 +165,115 @@ export class JetStreamEventLog implements EventLog {
     const last = await this.lastMessage(subject);
     const fromSeq = Math.max(1, options.fromSeq ?? 1);
     if (!last || last.seq < fromSeq) return;
-    yield* this.readRange(subject, fromSeq, last.seq);
+    yield* this.readRange(subject, fromSeq, last.seq, options.aggregate === undefined, options.onPassed);
   }
 
   async *follow(options: ReadOptions & { signal?: AbortSignal } = {}): AsyncIterable<FollowItem> {
     const subject = this.filterOf(options);
+    const wholeLog = options.aggregate === undefined;
+    const signal = options.signal;
     let fromSeq = Math.max(1, options.fromSeq ?? 1);
     const headAtStart = (await this.lastMessage(subject))?.seq ?? 0;
     let caughtUp = headAtStart < fromSeq;
     if (caughtUp) yield { kind: 'caught-up', seq: Math.max(headAtStart, fromSeq - 1) };
+    let key = await this.chain.rootKey();
+    // The hash the next commit links to, once known: a follower that starts beyond the head
+    // learns it from the commit before the first one it is given, when that one exists.
+    let before = wholeLog && fromSeq - 1 <= headAtStart ? { seq: fromSeq - 1, hash: await this.chain.hashAt(fromSeq - 1) } : undefined;
+    const retry = this.options.holdRetry ?? DEFAULT_HOLD_RETRY;
 
-    const consumer = await this.js.consumers.get(this.options.stream, {
-      filter_subjects: subject,
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: fromSeq,
-    });
-    const messages = await consumer.consume({ max_messages: 512 });
-    const stop = (): void => void messages.stop();
-    options.signal?.addEventListener('abort', stop, { once: true });
-    try {
-      for await (const message of messages) {
-        // The ordered consumer recreates itself after a reconnect from the last sequence it
-        // delivered; this guard keeps the promise even if a redelivery slipped through.
-        if (message.seq < fromSeq) continue;
-        fromSeq = message.seq + 1;
-        const aggregate = aggregateOf(this.options.subjectPrefix, message.subject);
-        for (const event of decodeCommit(this.options.registry, message.seq, aggregate, message.data)) yield { kind: 'event', event };
-        if (!caughtUp && message.seq >= headAtStart) {
-          caughtUp = true;
-          yield { kind: 'caught-up', seq: message.seq };
+    while (!signal?.aborted) {
+      const consumer = await this.js.consumers.get(this.options.stream, {
+        filter_subjects: subject,
+        deliver_policy: DeliverPolicy.StartSequence,
+        opt_start_seq: fromSeq,
+      });
+      const messages = await consumer.consume({ max_messages: 512 });
+      const stop = (): void => void messages.stop();
+      signal?.addEventListener('abort', stop, { once: true });
+      let check: ReturnType<JetStreamEventLog['checker']> | undefined;
+      let held: { seq: number; aggregate: string; problem: string; hash: Uint8Array } | undefined;
+      let taken = fromSeq - 1;
+      try {
+        consuming: for await (const message of messages) {
+          // The ordered consumer recreates itself after a reconnect from the last sequence it
+          // delivered; this guard keeps the promise even if a redelivery slipped through.
+          if (message.seq <= taken) continue;
+          taken = message.seq;
+          key ??= await this.chain.rootKey();
+          check ??= this.checker(wholeLog, !wholeLog ? GENESIS_PREV : before?.seq === message.seq - 1 ? before.hash : await this.chain.hashAt(message.seq - 1));
+          // Caught up with what is stored now: decide what is held back, so live commits are not delayed.
+          for (const checked of check(rawOfConsumed(message), key, message.info.pending === 0)) {
+            if (checked.problem) {
+              const voided = await this.chain.voidOf(checked.seq);
+              if (!voided) {
+                held = { seq: checked.seq, aggregate: checked.aggregate, problem: checked.problem, hash: checked.link.hash };
+                break consuming;
+              }
+              yield { kind: 'passed', commit: voided };
+            } else {
+              for (const event of checked.events ?? []) yield { kind: 'event', event };
+            }
+            fromSeq = checked.seq + 1;
+            before = { seq: checked.seq, hash: checked.link.hash };
+            if (wholeLog) this.chain.remember(checked.seq, checked.link.hash);
+            if (!caughtUp && checked.seq >= headAtStart) {
+              caughtUp = true;
+              yield { kind: 'caught-up', seq: checked.seq };
+            }
+            if (signal?.aborted) break consuming;
+          }
         }
-        if (options.signal?.aborted) break;
+      } finally {
+        signal?.removeEventListener('abort', stop);
+        messages.stop();
       }
-    } finally {
-      options.signal?.removeEventListener('abort', stop);
-      messages.stop();
+      if (!held) return;
+
+      // Held: said once, then the voids are read again on a backoff until one names this commit.
+      yield { kind: 'held', seq: held.seq, aggregate: held.aggregate, problem: held.problem };
+      let voided: PassedCommit | undefined;
+      for (let delay = retry.initialMs; !voided; delay = Math.min(delay * 2, retry.maxMs)) {
+        await sleep(delay, signal);
+        if (signal?.aborted) return;
+        voided = await this.chain.voidOf(held.seq).catch(() => undefined);
+      }
+      yield { kind: 'passed', commit: voided };
+      fromSeq = held.seq + 1;
+      before = { seq: held.seq, hash: held.hash };
+      if (!caughtUp && held.seq >= headAtStart) {
+        caughtUp = true;
+        yield { kind: 'caught-up', seq: held.seq };
+      }
     }
+  }
+
+  /**
+   * How a reader checks what it reads: a reader of the whole log in stretches (links as they come,
+   * one signature answering for a stretch), a reader of one aggregate each commit's signature.
+   */
+  private checker(wholeLog: boolean, before: Uint8Array): (message: RawMessage, key: string | undefined, now: boolean) => CheckedCommit[] {
+    if (!wholeLog) return (message, key) => [this.chain.check(message, key)];
+    const stretch = new StretchCheck(this.options, before);
+    return (message, key, now) => stretch.push(message, key, now);
   }
 
   async headSeq(): Promise<number> {
     const jsm = await this.jsm;
     const info = await jsm.streams.info(this.options.stream);
     return info.state.last_seq;
+  }
+
+  inspect(seq: number): Promise<CommitFinding> {
+    return this.chain.inspect(seq);
+  }
+
+  voids(): Promise<ReadonlyMap<number, PassedCommit>> {
+    return this.chain.voids();
+  }
+
+  writerKey(): Promise<string | undefined> {
+    return this.chain.rootKey();
   }
 
   private filterOf(options: ReadOptions): string {
@@ -270,10 +344,11 @@ export class JetStreamEventLog implements EventLog {
 
   /** The server recognised the command id inside its window: answer with what was stored then. */
   private async original(aggregate: string, seq: number, expectedVersion: number): Promise<AppendResult> {
-    const jsm = await this.jsm;
-    const message = await jsm.streams.getMessage(this.options.stream, { seq });
+    const message = await this.chain.get(seq);
     if (!message) throw new Error(`the server reported command as a duplicate of seq ${seq}, which cannot be read`);
-    const events = decodeCommit(this.options.registry, seq, aggregate, message.data);
+    const checked = this.chain.check(message, await this.chain.rootKey());
+    if (!checked.events) throw heldError(seq, aggregate, checked.problem ?? 'it does not read', checked.cause);
+    const events = checked.events;
     const first = events[0]?.version ?? expectedVersion + 1;
     return { aggregate, expectedVersion: first - 1, version: events.at(-1)?.version ?? first, seq, duplicate: true, events };
   }
@@ -281,8 +356,11 @@ export class JetStreamEventLog implements EventLog {
   private async fetchHead(aggregate: string): Promise<{ version: number; seq: number }> {
     const last = await this.lastMessage(subjectOf(this.options.subjectPrefix, aggregate));
     if (!last) return { version: 0, seq: 0 };
-    const events = decodeCommit(this.options.registry, last.seq, aggregate, last.data);
-    const head = { version: events.at(-1)?.version ?? 0, seq: last.seq };
+    const checked = this.chain.check(rawOf(last), await this.chain.rootKey());
+    // A last commit that does not verify says nothing of the version: the whole aggregate is read
+    // (which passes it if voided, and otherwise stops there, naming it).
+    if (!checked.events) return { version: (await this.readAggregate(aggregate)).version, seq: last.seq };
+    const head = { version: checked.events.at(-1)?.version ?? 0, seq: last.seq };
     this.heads.set(aggregate, head);
     return head;
   }
@@ -293,7 +371,13 @@ export class JetStreamEventLog implements EventLog {
     return jsm.streams.getMessage(this.options.stream, { last_by_subj: subject });
   }
 
-  private async *readRange(subject: string, fromSeq: number, toSeq: number): AsyncIterable<StoredEvent> {
+  /**
+   * Every commit of `subject` from `fromSeq` to `toSeq`, checked: its signature, and its link when
+   * it is read as part of the whole log. Throws at one that does not verify or read, unless voided.
+   */
+  private async *readRange(subject: string, fromSeq: number, toSeq: number, wholeLog: boolean, onPassed?: (passed: PassedCommit) => void): AsyncIterable<StoredEvent> {
+    const key = await this.chain.rootKey();
+    const check = this.checker(wholeLog, wholeLog ? await this.chain.hashAt(fromSeq - 1) : GENESIS_PREV);
     const consumer = await this.js.consumers.get(this.options.stream, {
       filter_subjects: subject,
       deliver_policy: DeliverPolicy.StartSequence,
@@ -303,9 +387,18 @@ export class JetStreamEventLog implements EventLog {
     try {
       for await (const message of messages) {
         if (message.seq > toSeq) break;
-        const aggregate = aggregateOf(this.options.subjectPrefix, message.subject);
-        yield* decodeCommit(this.options.registry, message.seq, aggregate, message.data);
-        if (message.seq >= toSeq) break;
+        const last = message.seq >= toSeq;
+        for (const checked of check(rawOfConsumed(message), key, last || message.info.pending === 0)) {
+          if (checked.problem) {
+            const voided = await this.chain.voidOf(checked.seq);
+            if (!voided) throw heldError(checked.seq, checked.aggregate, checked.problem, checked.cause);
+            (onPassed ?? this.options.onPassed ?? warnPassed)(voided);
+          } else {
+            yield* checked.events ?? [];
+          }
+          if (wholeLog) this.chain.remember(checked.seq, checked.link.hash);
+        }
+        if (last) break;
       }
     } finally {
       messages.stop();

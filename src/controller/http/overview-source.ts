@@ -1,8 +1,8 @@
 import type pg from 'pg';
 import type { DeclarationPublisher } from '../declaration-publisher.js';
-import type { MeshService } from '../mesh-service.js';
+import type { LogHold, MeshService } from '../mesh-service.js';
 import { readNodeStatus } from '../node-status.js';
-import { overview, type Overview, type ProjectionHealthInput } from '../overview.js';
+import { overview, type HeldReader, type Overview, type ProjectionHealthInput } from '../overview.js';
 
 // Gathers what the overview is judged from: the mesh as the log says it is now, what each node was
 // last told and last said, and the projections' health when known.
@@ -14,11 +14,20 @@ export interface OverviewSourceOptions {
   statusSchema: string;
   heartbeatThresholdMs: number;
   projections?: () => Promise<ProjectionHealthInput[]>;
+  /** this process's other readers of the log that are held at a commit */
+  holds?: () => HeldReader[];
 }
+
+/** The readers among `readers` that the log holds at a commit. */
+export const heldReaders = (readers: Record<string, LogHold | undefined>): HeldReader[] =>
+  Object.entries(readers).flatMap(([reader, hold]) => (hold ? [{ reader, seq: hold.seq, aggregate: hold.aggregate, problem: hold.problem, since: hold.since.toISOString() }] : []));
 
 export const overviewSource = (options: OverviewSourceOptions) => async (): Promise<Overview & { unknown: string[] }> => {
   const unknown: string[] = [];
-  const state = await options.mesh.current();
+  // The mesh as far as the log can be read: a commit that does not verify holds the fold there,
+  // and the overview still answers, naming it.
+  const { state, held } = await options.mesh.view();
+  const holds = [...heldReaders({ 'the mesh fold': held }), ...(options.holds?.() ?? [])];
   const declared = new Map<string, { sequence: number; digest: string; derivedFromSeq: number }>();
   for (const node of state.nodes.keys()) {
     const head = await options.publisher.lastPublished(node, { fresh: true });
@@ -36,6 +45,6 @@ export const overviewSource = (options: OverviewSourceOptions) => async (): Prom
   } catch (error) {
     unknown.push(`the projections' state is unknown: ${(error as Error).message}`);
   }
-  const result = overview({ state, nodes, declared, now: new Date(), heartbeatThresholdMs: options.heartbeatThresholdMs, ...(projections ? { projections } : {}) });
+  const result = overview({ state, nodes, declared, now: new Date(), heartbeatThresholdMs: options.heartbeatThresholdMs, holds, ...(projections ? { projections } : {}) });
   return { ...result, healthy: result.healthy && unknown.length === 0, problems: [...unknown, ...result.problems], unknown };
 };

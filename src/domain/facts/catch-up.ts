@@ -30,6 +30,8 @@ export interface CatchUpPage<Fact = unknown> {
   more: boolean;
   /** the log's head before this page was read: with `more` false, every fact up to it was answered */
   head: number;
+  /** fact commits an operator voided, passed by in this page: a reader is told, never left to guess */
+  passed?: { seq: number; aggregate: string; reason: string; voidSeq: number; actor: string }[];
 }
 
 export const catchUpToolSubject = (prefix = 'mesh'): string => `${prefix}.seat.mesh-controller.tool.catch-up`;

@@ -2,6 +2,7 @@ import { decideBuildCommand, type BuildCommand } from '../builds/decider.js';
 import { decideAssign, decideUnassign, type Assign, type Unassign } from '../assignments/decider.js';
 import { decideRegisterModule, type RegisterModule } from '../catalogue/decider.js';
 import type { Decision } from '../decision.js';
+import { decideVoidCommit, type VoidCommit } from '../log/void.js';
 import { decideAddNode, type AddNode } from '../nodes/decider.js';
 import { decideEnrolNode, decideIssueEnrolmentToken, type EnrolNode, type IssueEnrolmentToken } from '../nodes/enrolment.js';
 import { decideAddOperator, decideRevokeOperator, type AddOperator, type RevokeOperator } from '../operators/operators.js';
@@ -10,7 +11,7 @@ import type { MeshState } from './state.js';
 
 // Every command the mesh takes, and the one place that routes it to its rule.
 
-export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator;
+export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit;
 
 export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decision => {
   switch (command.type) {
@@ -36,6 +37,8 @@ export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decis
       return decideAddOperator(command, state);
     case 'revoke-operator':
       return decideRevokeOperator(command, state);
+    case 'void-commit':
+      return decideVoidCommit(command);
     case 'move-source':
     case 'move-module':
     case 'submit-build':

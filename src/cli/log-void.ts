@@ -1,0 +1,18 @@
+import { ValidationError } from '../errors.js';
+import { parseFlags } from './flags.js';
+import { runCommand } from './mesh-session.js';
+import { output } from './output.js';
+
+// `mesh log void SEQ --reason "…"`: an operator, having looked at the commit every reader is held
+// at, lets them pass it. Signed like every command and decided by the controller, which refuses a
+// sequence the log does not hold and a commit that reads and verifies (exit 3).
+
+export const voidCommand = async (args: string[]): Promise<number> => {
+  const { values, positionals } = parseFlags(args, { reason: { type: 'string' }, 'command-id': { type: 'string' }, json: { type: 'boolean', default: false } }, 1);
+  const usage = 'usage: mesh log void SEQ --reason "why the commit is passed by"';
+  const raw = positionals[0];
+  if (raw === undefined || !/^\d+$/.test(raw) || Number(raw) < 1) throw new ValidationError(`${usage}: SEQ is the log sequence readers are held at (\`mesh status\` names it), not "${raw ?? ''}"`, { field: 'seq' });
+  const reason = values.reason?.trim();
+  if (!reason) throw new ValidationError(`${usage}: a void says why (--reason)`, { field: '--reason' });
+  return runCommand(output(values.json ?? false), { type: 'void-commit', seq: Number(raw), reason }, values['command-id']);
+};
