@@ -14,6 +14,7 @@ import { FOLDING_NODE_FLAGS } from '../../src/projections/runtime.js';
 import type { Commit } from '../../src/domain/events/envelope.js';
 import { catchUpToolSubject, START } from '../../src/domain/facts/catch-up.js';
 import { runMesh } from '../helpers/cli.js';
+import { testDatabaseUrl } from '../helpers/database.js';
 import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
@@ -112,7 +113,7 @@ describe('a commit that does not verify holds every reader, visibly, until an op
 
   beforeAll(async () => {
     t = await openTestMesh();
-    pool = new pg.Pool({ connectionString: process.env.MESH_DATABASE_URL, max: 2 });
+    pool = new pg.Pool({ connectionString: testDatabaseUrl('projector'), max: 2 });
     httpPort = await freePort();
     env = {
       ...(await t.operatorCommands()),
