@@ -18,7 +18,8 @@ export default async function globalSetup() {
   } catch (error) {
     // The test stack's mesh is scratch: a log this code cannot extend (begun before commits were
     // signed, or by another controller key) is begun afresh instead of failing every run.
-    if (error?.code !== 'refused') throw error;
+    // Only a refusal about the log itself (it names the stream): a port taken, say, is not mended by this.
+    if (error?.code !== 'refused' || error?.details?.stream === undefined) throw error;
     options.say(`${error.message}\n[test stack] beginning the test stack's log afresh`);
     await stackDown(options);
     rmSync(join(options.dir, 'nats'), { recursive: true, force: true });

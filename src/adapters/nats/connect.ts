@@ -1,7 +1,10 @@
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { UnavailableError } from '../../errors.js';
-import { busAuthenticator, loadIdentityFile, type KeyPairFile } from '../identity.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { busAuthenticator, identityFromSeed, loadIdentityFile, type KeyPairFile } from '../identity.js';
+import { fromBase64 } from '../key-files.js';
 
 // Every connection to the bus is made as an identity: the server knows its public half as an nkey
 // and checks a signature over its nonce (docs/decisions.md, "Bus identities"). A connection also
@@ -22,15 +25,20 @@ export interface ConnectOptions {
 }
 
 /**
- * MESH_BUS_KEY names a key file this process speaks as, whatever its role would choose: a tool
+ * MESH_BUS_KEY names a key file (or a module's placed identity file) this process speaks as, whatever its role would choose: a tool
  * or a test with a principal of its own (the server's administrator lists it, docs/decisions.md).
  * MESH_BUS_INBOX is that principal's inbox prefix.
  */
 export const identityFromEnv = (env: NodeJS.ProcessEnv = process.env): BusIdentity | undefined => {
   const file = env.MESH_BUS_KEY;
   if (!file) return undefined;
+  // A module's identity file, as its node places it (`${bus.credential}`), names its own seed and inbox.
+  const placed = existsSync(file) ? moduleIdentityFile.safeParse(JSON.parse(readFileSync(file, 'utf8'))) : undefined;
+  if (placed?.success) return { key: identityFromSeed(fromBase64(placed.data.seed)), inbox: env.MESH_BUS_INBOX ?? placed.data.inbox };
   return { key: loadIdentityFile(file, 'MESH_BUS_KEY names it'), inbox: env.MESH_BUS_INBOX ?? '_INBOX.admin' };
 };
+
+const moduleIdentityFile = z.object({ seed: z.string().regex(/^[A-Za-z0-9+/]{43}=$/), inbox: z.string().min(1) });
 
 export const connectNats = async (url: string, options: ConnectOptions): Promise<NatsConnection> => {
   const identity = identityFromEnv() ?? options.identity;
