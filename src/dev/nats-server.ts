@@ -43,6 +43,9 @@ const paths = (dir: string) => ({
 
 export const natsUrl = (port: number): string => `nats://127.0.0.1:${port}`;
 
+/** Whether the server's configuration, as it was written at its start, includes the composed bus users. */
+export const natsEnforcesUsers = (dir: string): boolean => existsSync(paths(dir).config) && readFileSync(paths(dir).config, 'utf8').includes('include "bus-users.conf"');
+
 /** Where the server's pid is written: the controller signals it to reload the bus users. */
 export const natsPidFile = (dir: string): string => paths(dir).pidFile;
 

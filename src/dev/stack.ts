@@ -11,6 +11,7 @@ import { BusAuthority } from '../controller/bus-authority.js';
 import { MeshService } from '../controller/mesh-service.js';
 import { composeBusUsers, CONTROLLER_INBOX, personInbox, type BusUser, type BusWire } from '../domain/bus/users.js';
 import { emptyMeshState } from '../domain/mesh/state.js';
+import { RefusedError } from '../errors.js';
 import { DEFAULT_PORTS, stackFile, stackSecretsDir, type StackAddresses } from '../config.js';
 import { passwordFileName } from '../adapters/database-logins.js';
 import { connectNats } from '../adapters/nats/connect.js';
@@ -21,7 +22,7 @@ import { meshEventRegistry } from '../domain/registry.js';
 import { controllerStatus, startController, stopController } from './controller-process.js';
 import { ensureFirstOperator, firstOperatorName } from './first-operator.js';
 import { demoAgentsStatus, raiseDemo, stopDemo } from './demo.js';
-import { natsPidFile, natsServerStatus, startNatsServer, stopNatsServer, type NatsServerStatus } from './nats-server.js';
+import { natsEnforcesUsers, natsPidFile, natsServerStatus, startNatsServer, stopNatsServer, type NatsServerStatus } from './nats-server.js';
 import { postgresStatus, startPostgres, stopPostgres, type PostgresStatus } from './postgres.js';
 
 // The local stack: a nats-server and a PostgreSQL cluster of the project's own, each on a
@@ -149,6 +150,14 @@ export const stackUp = async (
   const controllerKey = ensureIdentityFile(controllerKeyFile);
   if (controllerKey.created) say(`the controller's key: ${controllerKeyFile} (it signs the log and is the controller on the bus)`);
   prepareBus(options, controllerKey.identity);
+  const running = natsServerStatus(natsOptions(options));
+  if (running.running && !natsEnforcesUsers(running.dir)) {
+    // A server started before the mesh composed its users runs open; only a restart takes the include.
+    throw new RefusedError(
+      `nats-server (pid ${running.pid}) was started without the mesh's bus user list, so anyone on this machine may connect to it and write the log; restart it: npx mesh dev down && npx mesh dev up`,
+      { pid: running.pid },
+    );
+  }
   const { nats, postgres } = await startServers(options, say);
   if (!nats.started) say(`nats-server already running on ${nats.url} (pid ${nats.pid})`);
   if (!postgres.started) say(`PostgreSQL already running on ${postgres.url} (pid ${postgres.pid})`);
