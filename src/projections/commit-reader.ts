@@ -1,6 +1,7 @@
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { ChainReader, heldError, StretchCheck, type CheckedCommit, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
+import { deliveriesOf, lastSeqUnder } from '../adapters/eventlog/deliveries.js';
 import type { StoredEvent } from '../domain/events/envelope.js';
 import type { EventRegistry } from '../domain/events/registry.js';
 import type { MeshError } from '../errors.js';
@@ -81,8 +82,9 @@ export class CommitReader {
   /** Every commit from `fromSeq` on, then whatever arrives, until `signal` aborts. */
   async *commits(fromSeq: number, signal: AbortSignal): AsyncIterable<LogCommit> {
     const start = Math.max(1, fromSeq);
+    const filter = `${this.source.subjectPrefix}.>`;
     const consumer = await this.js.consumers.get(this.source.stream, {
-      filter_subjects: `${this.source.subjectPrefix}.>`,
+      filter_subjects: filter,
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: start,
     });
@@ -104,27 +106,62 @@ export class CommitReader {
       return { seq: checked.seq, events: checked.events ?? [], hash: checked.link.hash };
     };
     const commitOf = (entry: Decoded, pending: number): LogCommit => ({ seq: entry.seq, events: entry.events, pending, ...(entry.passed ? { passed: entry.passed } : {}) });
+    // A commit the server said more follows is handed on when the next arrives, or when the head
+    // turns out to be it after all (deliveries.ts): a reader never keeps the last one waiting.
+    let promised: LogCommit | undefined;
+    const ready: LogCommit[] = [];
+    const handOn = (commit: LogCommit): void => {
+      if (promised) ready.push(promised);
+      promised = commit.pending > 0 ? commit : undefined;
+      if (!promised) ready.push(commit);
+    };
+    // Returns the commit it is held at, if any, having handed on everything before it.
+    const decide = async (decided: CheckedCommit[], pendingAt: (seq: number) => number): Promise<UnreadableCommit | undefined> => {
+      for (const checked of decided) {
+        let entry: Decoded;
+        try {
+          entry = await entryOf(checked);
+        } catch (error) {
+          if (!(error instanceof UnreadableCommit)) throw error;
+          if (promised) ready.push(promised);
+          promised = undefined;
+          return error;
+        }
+        this.decoded[entry.seq % SHARED_COMMITS] = entry;
+        handOn(commitOf(entry, pendingAt(entry.seq)));
+        pendingOf.delete(entry.seq);
+      }
+      return undefined;
+    };
+    const lastStored = async (): Promise<number> => lastSeqUnder(await this.jsm, this.source.stream, filter);
     try {
-      for await (const message of messages) {
-        // After a reconnect the ordered consumer restarts from the last sequence it delivered.
-        if (message.seq < next) continue;
-        next = message.seq + 1;
-        const slot = message.seq % SHARED_COMMITS;
-        const cached = this.decoded[slot]?.seq === message.seq ? this.decoded[slot] : undefined;
-        key ??= await this.chain.rootKey();
-        // Another build checked it already: what this one holds back is decided first, in order.
-        const decided = cached ? stretch.flush(key) : stretch.push({ seq: message.seq, subject: message.subject, data: message.data, headers: message.headers }, key, message.info.pending === 0);
-        if (!cached) pendingOf.set(message.seq, message.info.pending);
-        for (const checked of decided) {
-          const entry = await entryOf(checked);
-          this.decoded[entry.seq % SHARED_COMMITS] = entry;
-          yield commitOf(entry, pendingOf.get(entry.seq) ?? 0);
-          pendingOf.delete(entry.seq);
+      for await (const delivery of deliveriesOf(messages, lastStored)) {
+        let held: UnreadableCommit | undefined;
+        if (delivery.kind === 'at-head') {
+          // Nothing came after what the server promised: decide what is held back, the last as the head.
+          held = await decide(stretch.flush(key), (seq) => (seq >= delivery.seq ? 0 : (pendingOf.get(seq) ?? 0)));
+          if (promised) ready.push({ ...promised, pending: 0 });
+          promised = undefined;
+        } else {
+          const message = delivery.message;
+          // After a reconnect the ordered consumer restarts from the last sequence it delivered.
+          if (message.seq < next) continue;
+          next = message.seq + 1;
+          const slot = message.seq % SHARED_COMMITS;
+          const cached = this.decoded[slot]?.seq === message.seq ? this.decoded[slot] : undefined;
+          key ??= await this.chain.rootKey();
+          // Another build checked it already: what this one holds back is decided first, in order.
+          const decided = cached ? stretch.flush(key) : stretch.push({ seq: message.seq, subject: message.subject, data: message.data, headers: message.headers }, key, delivery.pending === 0);
+          if (!cached) pendingOf.set(message.seq, delivery.pending);
+          held = await decide(decided, (seq) => pendingOf.get(seq) ?? 0);
+          if (cached && !held) {
+            stretch.after(cached.hash);
+            handOn(commitOf(cached, delivery.pending));
+          }
         }
-        if (cached) {
-          stretch.after(cached.hash);
-          yield commitOf(cached, message.info.pending);
-        }
+        for (const commit of ready) yield commit;
+        ready.length = 0;
+        if (held) throw held;
         if (signal.aborted) break;
       }
     } finally {

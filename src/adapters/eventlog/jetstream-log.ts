@@ -9,6 +9,7 @@ import { GENESIS_PREV } from './chain.js';
 import { ChainReader, heldError, rawOf, StretchCheck, warnPassed, type CheckedCommit, type CommitFinding, type PassedCommit, type RawMessage } from './chain-reader.js';
 import type { AggregateHistory, AppendOptions, AppendResult, EventLog, FollowItem, ReadOptions } from './event-log.js';
 import { AggregateHeads } from './aggregate-heads.js';
+import { deliveriesOf } from './deliveries.js';
 import type { LogWriter } from './log-writer.js';
 import { assertAggregate, filterSubjectOf, subjectOf } from './subjects.js';
 
@@ -195,15 +196,23 @@ export class JetStreamEventLog implements EventLog {
       let held: { seq: number; aggregate: string; problem: string; hash: Uint8Array } | undefined;
       let taken = fromSeq - 1;
       try {
-        consuming: for await (const message of messages) {
-          // The ordered consumer recreates itself after a reconnect from the last sequence it
-          // delivered; this guard keeps the promise even if a redelivery slipped through.
-          if (message.seq <= taken) continue;
-          taken = message.seq;
-          key ??= await this.chain.rootKey();
-          check ??= this.checker(wholeLog, !wholeLog ? GENESIS_PREV : before?.seq === message.seq - 1 ? before.hash : await this.chain.hashAt(message.seq - 1));
-          // Caught up with what is stored now: decide what is held back, so live commits are not delayed.
-          for (const checked of check(rawOfConsumed(message), key, message.info.pending === 0)) {
+        consuming: for await (const delivery of deliveriesOf(messages, async () => (await this.lastMessage(subject))?.seq ?? 0)) {
+          let decided: CheckedCommit[];
+          if (delivery.kind === 'at-head') {
+            // What the server said would follow never came: what is held back is decided now.
+            decided = check?.flush(key) ?? [];
+          } else {
+            const message = delivery.message;
+            // The ordered consumer recreates itself after a reconnect from the last sequence it
+            // delivered; this guard keeps the promise even if a redelivery slipped through.
+            if (message.seq <= taken) continue;
+            taken = message.seq;
+            key ??= await this.chain.rootKey();
+            check ??= this.checker(wholeLog, !wholeLog ? GENESIS_PREV : before?.seq === message.seq - 1 ? before.hash : await this.chain.hashAt(message.seq - 1));
+            // Caught up with what is stored now: decide what is held back, so live commits are not delayed.
+            decided = check.push(rawOfConsumed(message), key, delivery.pending === 0);
+          }
+          for (const checked of decided) {
             if (checked.problem) {
               const voided = await this.chain.voidOf(checked.seq);
               if (!voided) {
@@ -252,10 +261,10 @@ export class JetStreamEventLog implements EventLog {
    * How a reader checks what it reads: a reader of the whole log in stretches (links as they come,
    * one signature answering for a stretch), a reader of one aggregate each commit's signature.
    */
-  private checker(wholeLog: boolean, before: Uint8Array): (message: RawMessage, key: string | undefined, now: boolean) => CheckedCommit[] {
-    if (!wholeLog) return (message, key) => [this.chain.check(message, key)];
-    const stretch = new StretchCheck(this.options, before);
-    return (message, key, now) => stretch.push(message, key, now);
+  /** Checks messages in order: one at a time for one aggregate, in stretches for the whole log (chain-reader.ts). */
+  private checker(wholeLog: boolean, before: Uint8Array): Pick<StretchCheck, 'push' | 'flush'> {
+    if (!wholeLog) return { push: (message, key) => [this.chain.check(message, key)], flush: () => [] };
+    return new StretchCheck(this.options, before);
   }
 
   async headSeq(): Promise<number> {
@@ -388,7 +397,7 @@ export class JetStreamEventLog implements EventLog {
       for await (const message of messages) {
         if (message.seq > toSeq) break;
         const last = message.seq >= toSeq;
-        for (const checked of check(rawOfConsumed(message), key, last || message.info.pending === 0)) {
+        for (const checked of check.push(rawOfConsumed(message), key, last || message.info.pending === 0)) {
           if (checked.problem) {
             const voided = await this.chain.voidOf(checked.seq);
             if (!voided) throw heldError(checked.seq, checked.aggregate, checked.problem, checked.cause);
