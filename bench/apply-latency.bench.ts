@@ -14,6 +14,7 @@ import { JetStreamEventLog } from '../src/adapters/eventlog/jetstream-log.js';
 import { LogWriter } from '../src/adapters/eventlog/log-writer.js';
 import { newIdentity } from '../src/adapters/identity.js';
 import { bootstrapControlPlane } from '../src/controller/bootstrap.js';
+import { MeshView } from '../src/controller/mesh-view.js';
 import { Controller } from '../src/controller/controller.js';
 import { MeshService } from '../src/controller/mesh-service.js';
 import type { Report } from '../src/domain/reports/report.js';
@@ -40,7 +41,9 @@ const main = async (): Promise<void> => {
   const mesh = new MeshService(new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry, writer }));
   let n = 0;
   const run = (command: Parameters<MeshService['execute']>[0]) => mesh.execute(command, { commandId: `bench-${++n}`, actor: 'bench' });
-  const controller = new Controller(nc, new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry, writer }), {
+  const view = new MeshView(new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: registry, writer }), { logger: pino({ level: 'silent' }) });
+  view.start();
+  const controller = new Controller(nc, view, new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry, writer }), {
     names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
     actor: 'controller',
     logger: pino({ level: 'silent' }),
@@ -86,6 +89,7 @@ const main = async (): Promise<void> => {
     await agent.stop();
     stopRecordedProcesses(stateDir, 'SIGKILL');
     await controller.stop();
+  await view.stop();
     await nc.close();
     await stopNatsServer(server, 'SIGKILL');
     rmSync(dir, { recursive: true, force: true });

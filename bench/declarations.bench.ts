@@ -16,6 +16,7 @@ import { JetStreamEventLog } from '../src/adapters/eventlog/jetstream-log.js';
 import { LogWriter } from '../src/adapters/eventlog/log-writer.js';
 import { newIdentity } from '../src/adapters/identity.js';
 import { bootstrapControlPlane } from '../src/controller/bootstrap.js';
+import { MeshView } from '../src/controller/mesh-view.js';
 import { Controller, type DeclarationPass } from '../src/controller/controller.js';
 import { MeshService } from '../src/controller/mesh-service.js';
 import { meshEventRegistry } from '../src/domain/registry.js';
@@ -57,7 +58,9 @@ const main = async (): Promise<void> => {
       }
 
       const passes: DeclarationPass[] = [];
-      const controller = new Controller(nc, new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry(), writer }), {
+      const view = new MeshView(new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry(), writer }), { logger: pino({ level: 'silent' }) });
+  view.start();
+  const controller = new Controller(nc, view, new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry(), writer }), {
         names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
         actor: 'controller',
         logger: pino({ level: 'silent' }),
@@ -78,6 +81,7 @@ const main = async (): Promise<void> => {
       const millis = Number(process.hrtime.bigint() - started) / 1e6;
       rows.push({ nodes: size, millis: Math.max(millis, pass.millis), published: pass.published.length });
       await controller.stop();
+  await view.stop();
       const jsm = await jetstreamManager(nc);
       for (const stream of [names.logStream, names.nodesStream, names.controlStream]) await jsm.streams.delete(stream).catch(() => undefined);
     }

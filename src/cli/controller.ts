@@ -10,13 +10,13 @@ import { databaseUrlFor } from '../adapters/database-logins.js';
 import { connectNats } from '../adapters/nats/connect.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { LogWriter } from '../adapters/eventlog/log-writer.js';
-import { passedLine } from '../adapters/eventlog/chain-reader.js';
-import { bootstrapControlPlane } from '../controller/bootstrap.js';
+import { beginLog, defineSystemSeats } from '../controller/bootstrap.js';
 import { BuildCoordinator } from '../controller/build-coordinator.js';
 import { BusIdentityService } from '../controller/bus-identity-service.js';
 import { Controller } from '../controller/controller.js';
 import { EnrolmentService } from '../controller/enrolment-service.js';
 import { MeshService } from '../controller/mesh-service.js';
+import { MeshView } from '../controller/mesh-view.js';
 import { statusSchemaFromEnv } from '../controller/node-status.js';
 import { heartbeatThresholdMs } from '../controller/overview.js';
 import { ReportIngester } from '../controller/report-ingester.js';
@@ -68,9 +68,15 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   const writer = new LogWriter(nc, { stream: config.logStream, key: controllerKey, keySource: config.controllerKeyFile });
   const newLog = () => new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry(), writer });
   const log = newLog();
-  const boot = await bootstrapControlPlane(nc, log, { ...settings, meshName: config.meshName, actor: 'controller', controllerKey: controllerKey.publicKey });
-  if (boot.held) logger.error({ seq: boot.held.seq, aggregate: boot.held.aggregate, problem: boot.held.problem }, `the log holds readers at seq ${boot.held.seq}; the controller starts and serves reads, and decides nothing until an operator voids it`);
-  const controller = new Controller(nc, log, {
+  const begun = await beginLog(nc, log, { ...settings, meshName: config.meshName, actor: 'controller', controllerKey: controllerKey.publicKey });
+  // The one view of the mesh in this process: one follower, one fold, read by every part below.
+  const view = new MeshView(newLog(), { logger });
+  view.start();
+  const mesh = new MeshService(log, {}, view);
+  const seats = begun.held ? { held: begun.held } : await defineSystemSeats(mesh, { meshName: config.meshName, actor: 'controller' });
+  const held = begun.held ?? seats.held;
+  if (held) logger.error({ seq: held.seq, aggregate: held.aggregate, problem: held.problem }, `the log holds readers at seq ${held.seq}; the controller starts and serves reads, and decides nothing until an operator voids it`);
+  const controller = new Controller(nc, view, log, {
     names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix },
     // Its projector logs in as the role that owns the projections; the rest of it as the controller.
     databaseUrl: databaseUrlFor('projector', config),
@@ -79,12 +85,6 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     ...(busAuthority ? { busAuthority } : {}),
   });
   await controller.start();
-  // One fold of the log for everything in this process that decides or reads the mesh at its head
-  // (tools, enrolment, builds, the page); the controller's own fold follows the log as it grows.
-  const mesh = new MeshService(newLog(), {
-    onHeld: (hold) => logger.error({ component: 'commands', seq: hold.seq, aggregate: hold.aggregate, problem: hold.problem }, `the log holds the controller's commands at seq ${hold.seq}: every command but a void is refused until an operator voids it (mesh log void ${hold.seq} --reason "…")`),
-    onPassed: (passed) => logger.warn({ component: 'commands', seq: passed.seq, voidSeq: passed.voidSeq, by: passed.actor }, passedLine(passed)),
-  });
   const enrolment = new EnrolmentService(nc, mesh, {
     prefix: config.subjectPrefix,
     natsUrl: config.natsUrl,
@@ -103,11 +103,12 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     statusSchema: statusSchemaFromEnv(),
     actor: 'controller',
     logger: logger.child({ component: 'reports' }),
-    state: () => controller.mesh(),
-    held: () => controller.held(),
+    state: () => view.mesh(),
+    held: () => view.held(),
+    reached: (seq) => view.reached(seq),
   });
   await reports.start();
-  const builds = new BuildCoordinator(nc, newLog(), mesh, {
+  const builds = new BuildCoordinator(nc, view, mesh, {
     names: { nodes: config.nodesStream, control: config.controlStream, prefix: config.subjectPrefix },
     actor: 'controller',
     logger: logger.child({ component: 'builds' }),
@@ -128,7 +129,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
       statusSchema: statusSchemaFromEnv(),
       heartbeatThresholdMs: heartbeatThresholdMs(),
       // Which of this process's readers the log holds at a commit, and why.
-      holds: () => heldReaders({ 'the controller': controller.held(), 'the build coordinator': builds.held(), 'the fact feed': facts.held() }),
+      holds: () => heldReaders({ 'the fact feed': facts.held() }),
       // The projections' health, as `mesh status` judges it: a stall or a lagging build is on the page too.
       projections: async () => {
         const states = await projectionsStatus(pool, schemasFromEnv(), new CommitReader(nc, { ...settings, registry: meshEventRegistry() }), meshProjections());
@@ -164,6 +165,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   await reports.stop();
   await builds.stop();
   await controller.stop();
+  await view.stop();
   await pool.end();
   await nc.close();
   if (pidFile) rmSync(pidFile, { force: true });

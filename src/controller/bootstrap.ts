@@ -23,11 +23,10 @@ export interface BootstrapResult {
   held?: LogHold;
 }
 
-export const bootstrapControlPlane = async (
-  nc: NatsConnection,
-  log: EventLog,
-  settings: LogStreamSettings & { meshName: string; actor: string; /** the public key of this process's writer */ controllerKey: string },
-): Promise<BootstrapResult> => {
+type BootstrapSettings = LogStreamSettings & { meshName: string; actor: string; /** the public key of this process's writer */ controllerKey: string };
+
+/** The stream asserted and the log begun: what must be true before anything follows the log. */
+export const beginLog = async (nc: NatsConnection, log: EventLog, settings: BootstrapSettings): Promise<Omit<BootstrapResult, 'seatsDefined'>> => {
   const stream = await assertLogStream(await jetstreamManager(nc), settings);
   if ((await log.headSeq()) > 0 && !(await log.writerKey())) {
     throw new RefusedError(
@@ -43,7 +42,7 @@ export const bootstrapControlPlane = async (
     // The mesh's own aggregate holds a commit that does not verify: start held, saying where.
     const at = heldAt(error);
     if (!at) throw error;
-    return { stream, genesis: { seq: 0, appended: false }, seatsDefined: [], held: { ...at, since: new Date() } };
+    return { stream, genesis: { seq: 0, appended: false }, held: { ...at, since: new Date() } };
   }
   const genesisEvent = history.events[0];
   if (genesisEvent) {
@@ -63,13 +62,25 @@ export const bootstrapControlPlane = async (
           actor: settings.actor,
         })
         .then((result) => ({ seq: result.seq, appended: !result.duplicate }));
-  const mesh = new MeshService(log);
+  return { stream, genesis };
+};
+
+/** The mesh's own seats, defined through the process's command service; returns those this start defined. */
+export const defineSystemSeats = async (mesh: MeshService, settings: Pick<BootstrapSettings, 'meshName' | 'actor'>): Promise<{ seatsDefined: string[]; held?: LogHold }> => {
   const { held } = await mesh.view();
-  if (held) return { stream, genesis, seatsDefined: [], held };
+  if (held) return { seatsDefined: [], held };
   const seatsDefined: string[] = [];
   for (const seat of SYSTEM_SEATS) {
     const result = await mesh.execute({ type: 'define-system-seat', seat }, { commandId: `genesis:${settings.meshName}:seat:${seat.name}`, actor: settings.actor });
     if (result.events.length > 0) seatsDefined.push(seat.name);
   }
-  return { stream, genesis, seatsDefined };
+  return { seatsDefined };
+};
+
+/** Both, with a fold of its own: for a process that runs no view of the mesh (dev tooling, tests). */
+export const bootstrapControlPlane = async (nc: NatsConnection, log: EventLog, settings: BootstrapSettings): Promise<BootstrapResult> => {
+  const begun = await beginLog(nc, log, settings);
+  if (begun.held) return { ...begun, seatsDefined: [] };
+  const seats = await defineSystemSeats(new MeshService(log), settings);
+  return { ...begun, ...seats };
 };

@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { AckPolicy, DeliverPolicy, JetStreamApiError, jetstream, jetstreamManager, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
-import type { EventLog } from '../adapters/eventlog/event-log.js';
-import { heldAt, passedLine } from '../adapters/eventlog/chain-reader.js';
+import { heldAt } from '../adapters/eventlog/chain-reader.js';
 import { assertBuildWire, buildJobSubject, buildOutcomeSubject } from '../adapters/nats/build-streams.js';
 import { assertControlStreams, eventsStreamName, type ControlStreamNames } from '../adapters/nats/control-streams.js';
 import { sha256Digest } from '../domain/canonical.js';
@@ -11,10 +10,11 @@ import { graphInputOf } from '../domain/builds/decider.js';
 import { assessGraph, attemptKey } from '../domain/builds/graph.js';
 import { branchMovedSchema, buildOutcomeSchema, type BuildJob } from '../domain/builds/job.js';
 import type { BuildRecord } from '../domain/builds/state.js';
-import { emptyMeshState, evolveMesh, holderOf, seatNamed, type MeshState } from '../domain/mesh/state.js';
+import { holderOf, seatNamed, type MeshState } from '../domain/mesh/state.js';
 import { MeshError, ValidationError } from '../errors.js';
 import type { z } from 'zod';
 import { LogHeldRefusal, type LogHold, type MeshService } from './mesh-service.js';
+import type { MeshView } from './mesh-view.js';
 
 // Beside the controller: turns a moved branch into builds and builds into versions. It follows the
 // log, and after every change submits a build for each module that is stale and waits on nothing
@@ -48,19 +48,17 @@ const readable = <S extends z.ZodType>(schema: S, message: JsMsg): z.infer<S> =>
 };
 
 export class BuildCoordinator {
-  private readonly state: MeshState = emptyMeshState();
   private readonly abort = new AbortController();
   private readonly tasks: Promise<void>[] = [];
-  private caughtUp = false;
   private pending: Promise<void> = Promise.resolve();
   private dirty = false;
   /** builds whose job this process has handed to the queue */
   private readonly handed = new Set<string>();
-  private hold: LogHold | undefined;
 
   constructor(
     private readonly nc: NatsConnection,
-    private readonly log: EventLog,
+    /** this process's view of the mesh: builds are decided on what it has folded */
+    private readonly view: MeshView,
     private readonly mesh: MeshService,
     private readonly options: BuildCoordinatorOptions,
   ) {}
@@ -76,7 +74,11 @@ export class BuildCoordinator {
     await jsm.consumers.add(stream, config).catch((error: unknown) => {
       if (!(error instanceof JetStreamApiError)) throw error;
     });
-    this.tasks.push(this.follow(), this.record(stream));
+    this.view.onChange((_change, caughtUp) => {
+      if (caughtUp) this.schedule();
+    });
+    if (this.view.isCaughtUp()) this.schedule();
+    this.tasks.push(this.record(stream));
   }
 
   async stop(): Promise<void> {
@@ -87,48 +89,16 @@ export class BuildCoordinator {
 
   /** The commit the builds' fold is held at, if any: no build is decided past it until it is voided. */
   held(): LogHold | undefined {
-    return this.hold;
+    return this.view.held();
   }
 
-  private async follow(): Promise<void> {
-    const logger = this.options.logger;
-    while (!this.abort.signal.aborted) {
-      try {
-        for await (const item of this.log.follow({ fromSeq: this.state.seq + 1, signal: this.abort.signal })) {
-          switch (item.kind) {
-            case 'caught-up':
-              this.caughtUp = true;
-              break;
-            case 'event':
-              evolveMesh(this.state, item.event);
-              break;
-            case 'held':
-              if (this.hold?.seq === item.seq) continue; // said once
-              this.hold = { seq: item.seq, aggregate: item.aggregate, problem: item.problem, since: new Date() };
-              logger.error(
-                { seq: item.seq, aggregate: item.aggregate, problem: item.problem },
-                `the log holds the build coordinator at seq ${item.seq}: no build is decided past it until an operator voids it (mesh log void ${item.seq} --reason "…")`,
-              );
-              continue;
-            case 'passed':
-              this.hold = undefined;
-              this.state.seq = Math.max(this.state.seq, item.commit.seq);
-              logger.warn({ seq: item.commit.seq, voidSeq: item.commit.voidSeq, by: item.commit.actor, reason: item.commit.reason }, passedLine(item.commit));
-              break;
-          }
-          if (this.caughtUp) this.schedule();
-        }
-      } catch (error) {
-        if (this.abort.signal.aborted) return;
-        logger.error({ err: error, seq: this.state.seq }, 'following the log failed; following again shortly');
-        await new Promise((r) => setTimeout(r, 1_000));
-      }
-    }
+  private get state(): MeshState {
+    return this.view.mesh();
   }
 
   /** One pass at a time; bursts of events coalesce into one more. */
   private schedule(): void {
-    if (this.dirty || this.abort.signal.aborted) return;
+    if (this.dirty || this.abort.signal.aborted || this.view.held()) return;
     this.dirty = true;
     this.pending = this.pending.then(async () => {
       await new Promise((r) => setImmediate(r));

@@ -2,25 +2,27 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
-import { passedLine } from '../adapters/eventlog/chain-reader.js';
 import { assertControlStreams } from '../adapters/nats/control-streams.js';
 import { sha256Digest } from '../domain/canonical.js';
 import { composeDeclaration } from '../domain/declarations/compose.js';
 import { DeclarationRefused } from '../domain/declarations/events.js';
-import { emptyMeshState, evolveMesh, type MeshState } from '../domain/mesh/state.js';
+import type { MeshState } from '../domain/mesh/state.js';
+import { DeclarationInputs } from '../domain/declarations/inputs.js';
 import { loadConfig } from '../config.js';
 import { schemasFromEnv, type ProjectorSchemas } from '../projections/control.js';
 import type { Projector } from '../projections/projector.js';
 import type { BusAuthority } from './bus-authority.js';
 import { DeclarationPublisher, type PublishOutcome } from './declaration-publisher.js';
 import type { LogHold } from './mesh-service.js';
+import type { MeshView } from './mesh-view.js';
 import { runMeshProjector } from './projections.js';
 
-// The controller process: follows the log, keeps the mesh folded, and after every change derives
-// each node's declaration, publishing those whose content changed. It publishes nothing until it
-// has caught up with the log, so a restart never sends a declaration older than the last one.
-// A commit that does not verify or read holds the fold there (said once, at error level, and
-// available to the overview); the controller keeps serving, and goes on once an operator voids it.
+// Derives each node's declaration from the process's view of the mesh (mesh-view.ts) and publishes
+// those whose content changed. Incremental, as a reconciler is: each folded event marks the nodes
+// whose declaration inputs it changes (declarations/inputs.ts), and a pass composes only those —
+// every node once, after the view has caught up, and nothing before it has, so a restart never
+// sends a declaration older than the last. While the view is held at a commit that does not
+// verify or read, nothing past it is declared.
 
 export interface ControllerNames {
   nodesStream: string;
@@ -48,43 +50,67 @@ export interface DeclarationPass {
   published: string[];
   unchanged: number;
   refused: string[];
+  /** how many nodes were composed: those the events since the last pass reached */
+  composed: number;
   millis: number;
 }
 
+const OVERCOME = Symbol('a declaration was published since the last refusal');
+
 export class Controller {
-  private state: MeshState = emptyMeshState();
   private readonly publisher: DeclarationPublisher;
   private readonly abort = new AbortController();
-  private running: Promise<void> | undefined;
-  private caughtUp = false;
   private pending: Promise<void> = Promise.resolve();
   private dirty = false;
   private projector: Promise<Projector | undefined> | undefined;
-  private hold: LogHold | undefined;
-  /** the last sequence the follower took (folded or passed): the state is also folded into by the report ingester, so its seq is not this */
-  private followedTo = 0;
+  /** what each node's last composition read, so an event recomposes only the nodes it reaches */
+  private readonly inputs = new DeclarationInputs();
+  /** reached by the events folded since the last pass */
+  private readonly reachedSincePass = { nodes: new Set<string>(), inputs: new Set<string>(), all: true };
+  /**
+   * What this controller knows beyond the log about each node's refusal: the one it just stated
+   * (before its follower has folded it), or that a declaration was published since. The fold
+   * keeps only what the log says: the last refusal stated.
+   */
+  private readonly refusalsStated = new Map<string, { reason: string; seq: number } | typeof OVERCOME>();
 
   constructor(
     private readonly nc: NatsConnection,
+    private readonly view: MeshView,
     private readonly log: EventLog,
     private readonly options: ControllerOptions,
   ) {
     this.publisher = new DeclarationPublisher(nc, { nodesStream: options.names.nodesStream, prefix: options.names.prefix });
   }
 
-  /** The mesh as this controller has folded it so far. */
+  /** The mesh as this process's view has folded it so far. */
   mesh(): MeshState {
-    return this.state;
+    return this.view.mesh();
   }
 
   /** The commit the fold is held at, if any: nothing after it is folded or declared until it is voided. */
   held(): LogHold | undefined {
-    return this.hold;
+    return this.view.held();
+  }
+
+  /** Resolves once this process's view has folded `seq`. */
+  reached(seq: number): Promise<void> {
+    return this.view.reached(seq);
   }
 
   async start(): Promise<void> {
     await assertControlStreams(await jetstreamManager(this.nc), { nodes: this.options.names.nodesStream, control: this.options.names.controlStream, prefix: this.options.names.prefix });
-    this.running = this.follow();
+    this.view.onChange((change, caughtUp) => {
+      if (change.kind === 'event') {
+        const touched = this.inputs.touched(this.view.mesh(), change.event);
+        if (touched.all) this.reachedSincePass.all = true;
+        for (const node of touched.nodes) this.reachedSincePass.nodes.add(node);
+        for (const input of touched.inputs) this.reachedSincePass.inputs.add(input);
+      }
+      // Nothing is published until the view has caught up: a restart never sends a declaration older than the last.
+      if (caughtUp) this.schedule();
+    });
+    if (this.view.isCaughtUp()) this.schedule();
     if (this.options.databaseUrl) {
       const config = loadConfig();
       this.projector = runMeshProjector({
@@ -107,48 +133,7 @@ export class Controller {
     const projector = this.projector;
     this.projector = undefined;
     await (await projector)?.stop();
-    await this.running?.catch(() => undefined);
     await this.pending.catch(() => undefined);
-  }
-
-  private async follow(): Promise<void> {
-    const logger = this.options.logger;
-    while (!this.abort.signal.aborted) {
-      try {
-        for await (const item of this.log.follow({ fromSeq: this.followedTo + 1, signal: this.abort.signal })) {
-          switch (item.kind) {
-            case 'caught-up':
-              this.caughtUp = true;
-              logger.info({ seq: item.seq }, 'caught up with the log');
-              break;
-            case 'event':
-              evolveMesh(this.state, item.event);
-              this.followedTo = item.event.seq;
-              break;
-            case 'held':
-              if (this.hold?.seq === item.seq) continue; // said once
-              this.hold = { seq: item.seq, aggregate: item.aggregate, problem: item.problem, since: new Date() };
-              logger.error(
-                { seq: item.seq, aggregate: item.aggregate, problem: item.problem },
-                `the log holds the controller at seq ${item.seq}: nothing after it is folded or declared until an operator voids it (mesh log void ${item.seq} --reason "…")`,
-              );
-              continue;
-            case 'passed':
-              this.hold = undefined;
-              this.followedTo = item.commit.seq;
-              this.state.seq = Math.max(this.state.seq, item.commit.seq);
-              logger.warn({ seq: item.commit.seq, voidSeq: item.commit.voidSeq, by: item.commit.actor, reason: item.commit.reason }, passedLine(item.commit));
-              break;
-          }
-          if (this.caughtUp) this.schedule();
-        }
-      } catch (error) {
-        // The bus or the stream went away under the follower: follow again from where the fold is.
-        if (this.abort.signal.aborted) return;
-        logger.error({ err: error, seq: this.followedTo }, 'following the log failed; following again shortly');
-        await new Promise((r) => setTimeout(r, 1_000));
-      }
-    }
   }
 
   /** Coalesces bursts: one pass runs at a time, and one more follows if anything changed meanwhile. */
@@ -159,8 +144,8 @@ export class Controller {
       await new Promise((r) => setImmediate(r));
       this.dirty = false;
       try {
-        await this.options.busAuthority?.sync(this.state);
-        await this.declareAll();
+        await this.options.busAuthority?.sync(this.view.mesh());
+        await this.declareReached();
       } catch (error) {
         this.options.logger.error({ err: error }, 'deriving declarations failed; trying again shortly');
         if (!this.abort.signal.aborted) setTimeout(() => this.schedule(), 500).unref();
@@ -168,12 +153,24 @@ export class Controller {
     });
   }
 
-  private async declareAll(): Promise<void> {
+  /** Composes the nodes the events since the last pass reached (every node after catching up), publishing what changed. */
+  private async declareReached(): Promise<void> {
     const started = Date.now();
-    const seq = this.state.seq;
-    const pass: DeclarationPass = { seq, published: [], unchanged: 0, refused: [], millis: 0 };
-    for (const node of [...this.state.nodes.keys()].sort()) {
-      const composition = composeDeclaration(this.state, node);
+    const state = this.view.mesh();
+    const seq = state.seq;
+    const nodes = this.reachedSincePass.all ? [...state.nodes.keys()] : [...this.inputs.nodesReached(state, { nodes: [...this.reachedSincePass.nodes], inputs: [...this.reachedSincePass.inputs], all: false })];
+    this.reachedSincePass.all = false;
+    this.reachedSincePass.nodes.clear();
+    this.reachedSincePass.inputs.clear();
+    const pass: DeclarationPass = { seq, published: [], unchanged: 0, refused: [], composed: 0, millis: 0 };
+    for (const node of nodes.sort()) {
+      if (!state.nodes.has(node)) {
+        this.inputs.forget(node);
+        continue;
+      }
+      const composition = composeDeclaration(state, node);
+      this.inputs.record(state, node);
+      pass.composed++;
       if (!composition.ok) {
         await this.stateRefusal(node, composition.problems, seq);
         pass.refused.push(node);
@@ -182,7 +179,7 @@ export class Controller {
       const outcome: PublishOutcome = await this.publisher.publish(composition.declaration, seq);
       if (outcome.published) {
         pass.published.push(node);
-        this.state.declarationRefusals.delete(node);
+        this.refusalsStated.set(node, OVERCOME);
         this.options.logger.info({ node, sequence: outcome.declaration.sequence, digest: outcome.declaration.digest, derivedFromSeq: seq }, 'declaration published');
       } else pass.unchanged++;
     }
@@ -193,13 +190,14 @@ export class Controller {
   /** A refusal is stated once per distinct reason while it lasts. */
   private async stateRefusal(node: string, unresolved: { what: string; why: string; remedy: string }[], seq: number): Promise<void> {
     const reason = sha256Digest(unresolved);
-    if (this.state.declarationRefusals.get(node)?.reason === reason) return;
+    const stated = this.refusalsStated.get(node) ?? this.view.mesh().declarationRefusals.get(node);
+    if (stated !== OVERCOME && stated?.reason === reason) return;
     const aggregate = `node.${node}`;
-    await this.log.append(aggregate, [{ type: DeclarationRefused.type, data: { node, derivedFromSeq: seq, reason, unresolved } }], this.state.versions.get(aggregate) ?? 0, {
+    const appended = await this.log.append(aggregate, [{ type: DeclarationRefused.type, data: { node, derivedFromSeq: seq, reason, unresolved } }], this.view.mesh().versions.get(aggregate) ?? 0, {
       commandId: `declaration-refused:${node}:${reason.slice(7, 23)}:${seq}`,
       actor: this.options.actor,
     });
-    this.state.declarationRefusals.set(node, { reason, seq });
+    this.refusalsStated.set(node, { reason, seq: appended.seq });
     this.options.logger.warn({ node, unresolved }, 'declaration not composed; the previous one stands');
   }
 }

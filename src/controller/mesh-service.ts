@@ -64,90 +64,49 @@ export class LogHeldRefusal extends Refusal {
   }
 }
 
-export class MeshService {
-  private state: MeshState = emptyMeshState();
+/**
+ * Where a command service reads the mesh: the controller process's one followed view
+ * (mesh-view.ts), or, in a process that follows nothing, a fold that catches up when asked.
+ */
+export interface MeshReader {
+  /** The mesh as of the log's head, or up to the commit the fold is held at (`held` then says which). */
+  atHead(): Promise<{ state: MeshState; held?: LogHold }>;
+  /** Resolves once the fold has taken `seq` (or is held before it). */
+  reached(seq: number): Promise<void>;
+}
+
+/** A fold that reads the log from where it stopped each time it is asked: for a process that follows nothing. */
+export class CatchUpFold implements MeshReader {
+  private readonly state: MeshState = emptyMeshState();
   /** the catch-up under way; callers queue behind it */
   private catchingUp: Promise<void> = Promise.resolve();
   private held: LogHold | undefined;
   private retryAt = 0;
   private retryMs = RETRY.initialMs;
-  private readonly maxAttempts: number;
 
   constructor(
     private readonly log: EventLog,
-    private readonly options: MeshServiceOptions = {},
-  ) {
-    this.maxAttempts = options.maxAttempts ?? 20;
-  }
+    private readonly options: Pick<MeshServiceOptions, 'onHeld' | 'onPassed'> = {},
+  ) {}
 
   /**
-   * The mesh as far as the log can be read: at its head, or up to the commit the fold is held at
-   * (`held` then says which). One catch-up runs at a time: callers served in parallel (tool calls,
-   * the page) would otherwise read from the same sequence and fold the same events twice.
+   * One catch-up runs at a time: callers served in parallel (tool calls, the page) would
+   * otherwise read from the same sequence and fold the same events twice.
    */
-  async view(): Promise<{ state: MeshState; held?: LogHold }> {
+  async atHead(): Promise<{ state: MeshState; held?: LogHold }> {
     const run = this.catchingUp.then(() => this.catchUp());
     this.catchingUp = run.catch(() => undefined);
     await run;
     return this.held ? { state: this.state, held: this.held } : { state: this.state };
   }
 
-  /** The mesh as of the log's head; throws, naming the sequence, while the fold is held. */
-  async current(): Promise<MeshState> {
-    const { state, held } = await this.view();
-    if (held) throw heldError(held.seq, held.aggregate, held.problem);
-    return state;
+  async reached(seq: number): Promise<void> {
+    if (this.state.seq < seq) await this.atHead();
   }
 
-  /** `signed`: the operator's signed command, kept in the log with the events it caused. */
-  async execute(command: MeshCommand, metadata: CommandMetadata, options: { signed?: SignedCommand } = {}): Promise<CommandResult> {
-    if (command.type === 'void-commit') return this.voidCommit(command, metadata, options);
-    for (let attempt = 1; ; attempt++) {
-      const { state, held } = await this.view();
-      if (held) throw new LogHeldRefusal(held, `${command.type} (command ${metadata.commandId})`);
-      const earlier = state.commands.get(metadata.commandId);
-      if (earlier) return { summary: `command ${metadata.commandId} was already carried out at seq ${earlier.seq}`, seq: earlier.seq, events: [], duplicate: true };
-      const decision = decideMeshCommand(command, state);
-      if (decision.events.length === 0) return { summary: decision.summary, seq: state.seq, events: [], duplicate: false };
-      try {
-        const result = await this.log.append(decision.aggregate, decision.events, state.versions.get(decision.aggregate) ?? 0, metadata, {
-          expectedLogSeq: state.seq,
-          ...(options.signed ? { signed: options.signed } : {}),
-        });
-        // Folded here unless a catch-up for another caller has folded this commit already.
-        if (!result.duplicate && result.seq > this.state.seq) for (const event of result.events) evolveMesh(this.state, event);
-        return { summary: decision.summary, seq: result.seq, events: result.events, duplicate: result.duplicate };
-      } catch (error) {
-        if (!(error instanceof ConcurrencyError) || attempt >= this.maxAttempts) throw error;
-        // Someone appended in between: back off a little, with jitter, and decide again.
-        await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
-      }
-    }
-  }
-
-  /**
-   * A void is judged by the log itself, not by the fold (which may be held right there): what the
-   * log holds at the sequence, read now. It is appended with its own aggregate's expectation only,
-   * so it lands whatever was appended after the commit it voids.
-   */
-  private async voidCommit(command: VoidCommit, metadata: CommandMetadata, options: { signed?: SignedCommand }): Promise<CommandResult> {
-    const aggregate = voidAggregate(command.seq);
-    for (let attempt = 1; ; attempt++) {
-      const history = await this.log.readAggregate(aggregate);
-      const earlier = history.events.find((event) => event.commandId === metadata.commandId);
-      if (earlier) return { summary: `command ${metadata.commandId} was already carried out at seq ${earlier.seq}`, seq: earlier.seq, events: [], duplicate: true };
-      // What the operator sent says which sequence and why; what is there is read here, never taken from the sender.
-      const decision = decideMeshCommand({ type: 'void-commit', seq: command.seq, reason: command.reason, found: await this.log.inspect(command.seq) }, this.state);
-      try {
-        const result = await this.log.append(decision.aggregate, decision.events, history.version, metadata, options.signed ? { signed: options.signed } : {});
-        // The fold looks again at once instead of at its next backoff.
-        this.retryAt = 0;
-        return { summary: decision.summary, seq: result.seq, events: result.events, duplicate: result.duplicate };
-      } catch (error) {
-        // Another void of the same sequence landed in between: judged again, it is refused as done.
-        if (!(error instanceof ConcurrencyError) || attempt >= 3) throw error;
-      }
-    }
+  /** After a void is recorded the fold looks again at once instead of at its next backoff. */
+  lookAgain(): void {
+    this.retryAt = 0;
   }
 
   private async catchUp(): Promise<void> {
@@ -172,5 +131,82 @@ export class MeshService {
   private pass(passed: PassedCommit): void {
     this.state.seq = Math.max(this.state.seq, passed.seq);
     (this.options.onPassed ?? warnPassed)(passed);
+  }
+}
+
+export class MeshService {
+  private readonly reader: MeshReader;
+  private readonly maxAttempts: number;
+
+  /** `reader`: the process's view of the mesh; without one, a fold of its own that catches up when asked. */
+  constructor(
+    private readonly log: EventLog,
+    private readonly options: MeshServiceOptions = {},
+    reader?: MeshReader,
+  ) {
+    this.reader = reader ?? new CatchUpFold(log, options);
+    this.maxAttempts = options.maxAttempts ?? 20;
+  }
+
+  /** The mesh as far as the log can be read: at its head, or up to the commit the fold is held at (`held` then says which). */
+  view(): Promise<{ state: MeshState; held?: LogHold }> {
+    return this.reader.atHead();
+  }
+
+  /** The mesh as of the log's head; throws, naming the sequence, while the fold is held. */
+  async current(): Promise<MeshState> {
+    const { state, held } = await this.view();
+    if (held) throw heldError(held.seq, held.aggregate, held.problem);
+    return state;
+  }
+
+  /** `signed`: the operator's signed command, kept in the log with the events it caused. */
+  async execute(command: MeshCommand, metadata: CommandMetadata, options: { signed?: SignedCommand } = {}): Promise<CommandResult> {
+    if (command.type === 'void-commit') return this.voidCommit(command, metadata, options);
+    for (let attempt = 1; ; attempt++) {
+      const { state, held } = await this.view();
+      if (held) throw new LogHeldRefusal(held, `${command.type} (command ${metadata.commandId})`);
+      const earlier = state.commands.get(metadata.commandId);
+      if (earlier) return { summary: `command ${metadata.commandId} was already carried out at seq ${earlier.seq}`, seq: earlier.seq, events: [], duplicate: true };
+      const decision = decideMeshCommand(command, state);
+      if (decision.events.length === 0) return { summary: decision.summary, seq: state.seq, events: [], duplicate: false };
+      try {
+        const result = await this.log.append(decision.aggregate, decision.events, state.versions.get(decision.aggregate) ?? 0, metadata, {
+          expectedLogSeq: state.seq,
+          ...(options.signed ? { signed: options.signed } : {}),
+        });
+        // The next command is decided on a view that holds this one.
+        await this.reader.reached(result.seq);
+        return { summary: decision.summary, seq: result.seq, events: result.events, duplicate: result.duplicate };
+      } catch (error) {
+        if (!(error instanceof ConcurrencyError) || attempt >= this.maxAttempts) throw error;
+        // Someone appended in between: back off a little, with jitter, and decide again.
+        await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
+      }
+    }
+  }
+
+  /**
+   * A void is judged by the log itself, not by the fold (which may be held right there): what the
+   * log holds at the sequence, read now. It is appended with its own aggregate's expectation only,
+   * so it lands whatever was appended after the commit it voids.
+   */
+  private async voidCommit(command: VoidCommit, metadata: CommandMetadata, options: { signed?: SignedCommand }): Promise<CommandResult> {
+    const aggregate = voidAggregate(command.seq);
+    for (let attempt = 1; ; attempt++) {
+      const history = await this.log.readAggregate(aggregate);
+      const earlier = history.events.find((event) => event.commandId === metadata.commandId);
+      if (earlier) return { summary: `command ${metadata.commandId} was already carried out at seq ${earlier.seq}`, seq: earlier.seq, events: [], duplicate: true };
+      // What the operator sent says which sequence and why; what is there is read here, never taken from the sender.
+      const decision = decideMeshCommand({ type: 'void-commit', seq: command.seq, reason: command.reason, found: await this.log.inspect(command.seq) }, (await this.reader.atHead()).state);
+      try {
+        const result = await this.log.append(decision.aggregate, decision.events, history.version, metadata, options.signed ? { signed: options.signed } : {});
+        if (this.reader instanceof CatchUpFold) this.reader.lookAgain();
+        return { summary: decision.summary, seq: result.seq, events: result.events, duplicate: result.duplicate };
+      } catch (error) {
+        // Another void of the same sequence landed in between: judged again, it is refused as done.
+        if (!(error instanceof ConcurrencyError) || attempt >= 3) throw error;
+      }
+    }
   }
 }

@@ -7,7 +7,7 @@ import type { EventLog } from '../adapters/eventlog/event-log.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
 import { deriveFacts } from '../domain/facts/derive.js';
 import { factAggregate, factSubject } from '../domain/facts/events.js';
-import { evolveMesh, type MeshState } from '../domain/mesh/state.js';
+import type { MeshState } from '../domain/mesh/state.js';
 import { reportSchema, type Report } from '../domain/reports/report.js';
 import { ConcurrencyError } from '../errors.js';
 import { ensureNodeStatus, recordHeartbeats, recordReport } from './node-status.js';
@@ -28,6 +28,8 @@ export interface ReportIngesterOptions {
   state: () => MeshState;
   /** where the controller's fold is held, if it is: facts are not derived from a fold that stops short of the log */
   held?: () => { seq: number; problem: string } | undefined;
+  /** resolves once the controller's fold has taken `seq`: facts just appended are folded before the next report is judged */
+  reached: (seq: number) => Promise<void>;
   /** a durable consumer name, shared by every controller process */
   consumer?: string;
 }
@@ -147,7 +149,8 @@ export class ReportIngester {
       if (error instanceof ConcurrencyError) throw new Error(`the controller's view of ${aggregate} is behind the log; retrying`, { cause: error });
       throw error;
     }
-    if (!result.duplicate) for (const event of result.events) evolveMesh(state, event);
+    // The next report is judged on a view that holds these facts, so none is stated twice.
+    await this.options.reached(result.seq);
     for (const event of result.events) {
       await this.js.publish(factSubject(event.type, this.options.names.prefix), JSON.stringify(event), { msgID: event.id });
     }

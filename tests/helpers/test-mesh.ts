@@ -24,6 +24,7 @@ import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { MeshService } from '../../src/controller/mesh-service.js';
+import { MeshView } from '../../src/controller/mesh-view.js';
 import type { MeshCommand } from '../../src/domain/mesh/commands.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../../src/domain/declarations/declaration.js';
 import { meshEventRegistry } from '../../src/domain/registry.js';
@@ -55,6 +56,14 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
   await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: name, actor: 'test', controllerKey: controllerKey.publicKey });
   const mesh = new MeshService(newLog());
   const controllers: Controller[] = [];
+  const views: MeshView[] = [];
+  /** A view of this mesh as one controller process holds it: one follower, one fold. */
+  const newView = (): MeshView => {
+    const view = new MeshView(newLog(), { logger: pino({ level: 'silent' }) });
+    view.start();
+    views.push(view);
+    return view;
+  };
   const services: { stop(): void }[] = [];
   const ingesters: ReportIngester[] = [];
   const toolServers: ToolServer[] = [];
@@ -68,7 +77,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
    * with `busAuthority`, it composes the bus's user list before each pass.
    */
   const startController = async (options: { projector?: { databaseUrl: string; schemas: ProjectorSchemas }; busAuthority?: BusAuthority } = {}): Promise<Controller> => {
-    const controller = new Controller(nc, newLog(), {
+    const controller = new Controller(nc, newView(), newLog(), {
       names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
       ...(options.projector
         ? { databaseUrl: options.projector.databaseUrl, projector: { log: { stream: names.logStream, subjectPrefix: names.logPrefix }, schemas: options.projector.schemas } }
@@ -102,7 +111,8 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
   const coordinators: BuildCoordinator[] = [];
   /** Turns moved branches into builds and builds into versions, with a short ack wait so a dead builder's job moves on quickly. */
   const startBuilds = async (ackWaitMs = 3_000): Promise<BuildCoordinator> => {
-    const coordinator = new BuildCoordinator(nc, newLog(), new MeshService(newLog()), {
+    const view = newView();
+    const coordinator = new BuildCoordinator(nc, view, new MeshService(newLog(), {}, view), {
       names: streamNames,
       actor: 'controller',
       logger: pino({ level: process.env.MESH_TEST_LOG ?? 'silent' }),
@@ -125,6 +135,8 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
       actor: 'controller',
       logger: pino({ level: 'silent' }),
       state: () => controller.mesh(),
+      held: () => controller.held(),
+      reached: (seq) => controller.reached(seq),
     });
     await ingester.start();
     ingesters.push(ingester);
@@ -189,6 +201,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
       for (const dir of keyDirs) rmSync(dir, { recursive: true, force: true });
       for (const coordinator of coordinators) await coordinator.stop();
       for (const controller of controllers) await controller.stop();
+      for (const view of views) await view.stop();
       for (const stream of [names.logStream, names.nodesStream, names.controlStream, eventsStreamName(streamNames), jobsStreamName(names), `OBJ_${artifactBucketName(names)}`]) await jsm.streams.delete(stream).catch(() => undefined);
       await nc.close();
     },

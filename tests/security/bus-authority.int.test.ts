@@ -15,6 +15,7 @@ import { LogWriter } from '../../src/adapters/eventlog/log-writer.js';
 import { bootstrapControlPlane } from '../../src/controller/bootstrap.js';
 import { BusAuthority } from '../../src/controller/bus-authority.js';
 import { Controller } from '../../src/controller/controller.js';
+import { MeshView } from '../../src/controller/mesh-view.js';
 import { EnrolmentService } from '../../src/controller/enrolment-service.js';
 import { MeshService } from '../../src/controller/mesh-service.js';
 import { composeBusUsers, CONTROLLER_INBOX, hostInbox, personInbox, type BusWire } from '../../src/domain/bus/users.js';
@@ -45,6 +46,7 @@ describe('the bus, enforced by the server from the composed user list', () => {
   let controllerNc: NatsConnection;
   let authority: BusAuthority;
   let controller: Controller;
+  let view: MeshView;
   let enrolment: EnrolmentService;
   let mesh: MeshService;
   let n = 0;
@@ -81,7 +83,9 @@ describe('the bus, enforced by the server from the composed user list', () => {
     await run({ type: 'assign', module: 'local-bus', node: 'alpha', hold: ['mesh-broker'], pins: {}, values: {}, placements: {} });
     await run({ type: 'assign', module: 'greeter', node: 'alpha', hold: ['front-desk'], pins: {}, values: {}, placements: {} });
     authority = new BusAuthority({ file: { file: usersFile, serverPidFile: natsPidFile(dir), monitorUrl: `http://127.0.0.1:${server.monitorPort}` }, wire: WIRE, controller: controllerKey, logger: pino({ level: 'silent' }) });
-    controller = new Controller(controllerNc, log(), { names: { nodesStream: WIRE.nodesStream, controlStream: WIRE.controlStream, prefix: WIRE.prefix }, actor: 'controller', logger: pino({ level: 'silent' }), busAuthority: authority });
+    view = new MeshView(log(), { logger: pino({ level: 'silent' }) });
+    view.start();
+    controller = new Controller(controllerNc, view, log(), { names: { nodesStream: WIRE.nodesStream, controlStream: WIRE.controlStream, prefix: WIRE.prefix }, actor: 'controller', logger: pino({ level: 'silent' }), busAuthority: authority });
     await controller.start();
     enrolment = new EnrolmentService(controllerNc, new MeshService(log()), { prefix: WIRE.prefix, natsUrl: url, logger: pino({ level: 'silent' }) });
     enrolment.start();
@@ -91,6 +95,7 @@ describe('the bus, enforced by the server from the composed user list', () => {
   afterAll(async () => {
     enrolment?.stop();
     await controller?.stop();
+    await view?.stop();
     for (const { nc } of connectionsOpen) await nc.close().catch(() => undefined);
     await controllerNc?.close();
     if (server) await stopNatsServer(server, 'SIGKILL');

@@ -27,7 +27,7 @@ export const overviewSource = (options: OverviewSourceOptions) => async (): Prom
   // The mesh as far as the log can be read: a commit that does not verify holds the fold there,
   // and the overview still answers, naming it.
   const { state, held } = await options.mesh.view();
-  const holds = [...heldReaders({ 'the mesh fold': held }), ...(options.holds?.() ?? [])];
+  const holds = [...heldReaders({ 'the controller': held }), ...(options.holds?.() ?? [])];
   const declared = new Map<string, { sequence: number; digest: string; derivedFromSeq: number }>();
   for (const node of state.nodes.keys()) {
     const head = await options.publisher.lastPublished(node, { fresh: true });

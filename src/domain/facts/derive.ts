@@ -2,6 +2,7 @@ import type { Declaration } from '../declarations/declaration.js';
 import type { ProposedEvent } from '../events/envelope.js';
 import type { MeshState } from '../mesh/state.js';
 import type { Report } from '../reports/report.js';
+import { runningOn, statedCrashLoop, statedRefusal, statedRunning } from './state.js';
 import { FactApplied, FactCrashLooping, FactRefused, FactReportMismatch, FactStopped, type RunningVersion } from './events.js';
 
 // From one report about the outstanding declaration to the facts it changes (ADR 0134: stated on
@@ -26,15 +27,14 @@ export const deriveFacts = (state: MeshState, declaration: Declaration, report: 
     const where = { node, module: assignment.module, declarationSequence: declaration.sequence };
     for (const resource of assignment.resources) {
       const outcome = outcomes.get(resource.key);
-      const factKey = `${node}/${resource.key}`;
       if (outcome?.outcome === 'refused') {
         const reason = outcome.reason ?? 'refused without a reason';
-        const stated = state.facts.refused.get(factKey);
+        const stated = statedRefusal(state.facts, node, assignment.module, resource.key);
         if (stated?.reason !== reason || stated.definitionVersion !== version.definitionVersion || stated.artifact !== version.artifact) {
           facts.push({ type: FactRefused.type, data: { ...where, version, resource: resource.key, kind: resource.kind, reason } });
         }
       } else if (outcome?.outcome === 'crash-looping') {
-        const stated = state.facts.crashLooping.get(factKey);
+        const stated = statedCrashLoop(state.facts, node, assignment.module, resource.key);
         if (!stated || stated.definitionVersion !== version.definitionVersion || stated.artifact !== version.artifact) {
           facts.push({ type: FactCrashLooping.type, data: { ...where, version, resource: resource.key, restarts: outcome.restarts ?? 0, reason: outcome.reason ?? 'it keeps exiting' } });
         }
@@ -43,15 +43,14 @@ export const deriveFacts = (state: MeshState, declaration: Declaration, report: 
     const running = report.running.find((r) => r.module === assignment.module);
     if (running) {
       const now = { definitionVersion: running.definitionVersion, artifact: running.artifact };
-      const previous = state.facts.running.get(`${node}/${assignment.module}`);
+      const previous = statedRunning(state.facts, node, assignment.module);
       if (!sameVersion(previous, now)) facts.push({ type: FactApplied.type, data: { ...where, version: now, previous: previous ?? null } });
     }
   }
 
   const declared = new Set(declaration.assignments.map((a) => a.module));
-  for (const [key, previous] of state.facts.running) {
-    const [factNode, module = ''] = key.split('/');
-    if (factNode === node && !declared.has(module) && !report.running.some((r) => r.module === module)) {
+  for (const [module, previous] of runningOn(state.facts, node)) {
+    if (!declared.has(module) && !report.running.some((r) => r.module === module)) {
       facts.push({ type: FactStopped.type, data: { node, module, declarationSequence: declaration.sequence, previous } });
     }
   }

@@ -5,6 +5,7 @@ import type { StoredEvent } from '../events/envelope.js';
 import type { AssignmentRef, SeatDefined } from '../seats/events.js';
 import { DEFAULT_NODE_ROOT } from '../nodes/events.js';
 import { emptyBuildsState, evolveBuilds, type BuildsState } from '../builds/state.js';
+import { emptyFactsState, evolveFacts, type FactsState } from '../facts/state.js';
 
 // The mesh as the log says it is: the one state every rule is judged against. Folded from the
 // whole log in order; `seq` is the last log sequence folded in, the point a decision was made at.
@@ -80,15 +81,8 @@ export interface MeshState {
   operators: Map<string, { operator: string; publicKey: string; revoked: boolean }>;
   /** sources' heads, builds, module versions and what rolls out (src/domain/builds) */
   builds: BuildsState;
-  /** what the control plane has stated about machines (fact.* events), so it states each change once */
-  facts: {
-    /** `<node>/<module>` → the version the last applied fact named */
-    running: Map<string, { definitionVersion: number; artifact: string | null }>;
-    /** `<node>/<resource key>` → the last refusal stated */
-    refused: Map<string, { reason: string; definitionVersion: number; artifact: string | null }>;
-    /** `<node>/<resource key>` → the version a crash loop was stated for */
-    crashLooping: Map<string, { definitionVersion: number; artifact: string | null }>;
-  };
+  /** what the control plane has stated about machines (fact.* events), so it states each change once (src/domain/facts) */
+  facts: FactsState;
 }
 
 export const emptyMeshState = (): MeshState => ({
@@ -104,7 +98,7 @@ export const emptyMeshState = (): MeshState => ({
   enrolmentTokens: new Map(),
   operators: new Map(),
   builds: emptyBuildsState(),
-  facts: { running: new Map(), refused: new Map(), crashLooping: new Map() },
+  facts: emptyFactsState(),
 });
 
 export const assignmentKey = (ref: AssignmentRef): string => `${ref.node}/${ref.module}`;
@@ -229,32 +223,12 @@ export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
       if (operator) operator.revoked = true;
       break;
     }
-    case 'fact.applied': {
-      const data = event.data as { node: string; module: string; version: { definitionVersion: number; artifact: string | null } };
-      state.facts.running.set(`${data.node}/${data.module}`, data.version);
-      for (const key of [...state.facts.refused.keys(), ...state.facts.crashLooping.keys()]) {
-        if (key.startsWith(`${data.node}/${data.module}/`)) {
-          state.facts.refused.delete(key);
-          state.facts.crashLooping.delete(key);
-        }
-      }
+    case 'fact.applied':
+    case 'fact.refused':
+    case 'fact.crash-looping':
+    case 'fact.stopped':
+      evolveFacts(state.facts, event);
       break;
-    }
-    case 'fact.refused': {
-      const data = event.data as { node: string; resource: string; reason: string; version: { definitionVersion: number; artifact: string | null } };
-      state.facts.refused.set(`${data.node}/${data.resource}`, { reason: data.reason, ...data.version });
-      break;
-    }
-    case 'fact.crash-looping': {
-      const data = event.data as { node: string; resource: string; version: { definitionVersion: number; artifact: string | null } };
-      state.facts.crashLooping.set(`${data.node}/${data.resource}`, data.version);
-      break;
-    }
-    case 'fact.stopped': {
-      const data = event.data as { node: string; module: string };
-      state.facts.running.delete(`${data.node}/${data.module}`);
-      break;
-    }
     case 'assignment.created': {
       const data = event.data as z.infer<typeof AssignmentCreated.schema>;
       state.assignments.set(assignmentKey(data), {

@@ -1,0 +1,142 @@
+import type { Logger } from 'pino';
+import type { EventLog } from '../adapters/eventlog/event-log.js';
+import { passedLine } from '../adapters/eventlog/chain-reader.js';
+import type { StoredEvent } from '../domain/events/envelope.js';
+import { emptyMeshState, evolveMesh, type MeshState } from '../domain/mesh/state.js';
+import type { LogHold, MeshReader } from './mesh-service.js';
+
+// The controller process's one view of the mesh: one follower of the log, one fold. Every part of
+// the process reads it — the command service deciding, the declarations derived, the builds
+// coordinated, the facts stated, the page — as controller-runtime's components share one cache.
+// Nothing but the follower changes it: a part that appends waits until the follower has folded
+// its commit, so what it decides next is judged on the log, never on its own copy of its writes.
+// A commit that does not verify or read holds the fold there (said once), and the view says so to
+// every reader until an operator's void lets it pass.
+
+/** What was folded: the events, or the sequence an operator's void let the view pass. */
+export type ViewChange = { kind: 'event'; event: StoredEvent } | { kind: 'passed'; seq: number };
+
+export interface MeshViewOptions {
+  logger: Logger;
+  /** told once per sequence the fold is held at */
+  onHeld?: (hold: LogHold) => void;
+}
+
+export class MeshView implements MeshReader {
+  private readonly state: MeshState = emptyMeshState();
+  private readonly abort = new AbortController();
+  private running: Promise<void> | undefined;
+  private hold: LogHold | undefined;
+  private caughtUp = false;
+  /** the last sequence the follower took (folded or passed) */
+  private followedTo = 0;
+  private readonly listeners: ((change: ViewChange, caughtUp: boolean) => void)[] = [];
+  private waiters: { seq: number; resolve: () => void }[] = [];
+
+  constructor(
+    private readonly log: EventLog,
+    private readonly options: MeshViewOptions,
+  ) {}
+
+  /** Starts following the log; the view is current once it has caught up (`atHead`). */
+  start(): void {
+    this.running ??= this.follow();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.running?.catch(() => undefined);
+    for (const waiter of this.waiters) waiter.resolve();
+    this.waiters = [];
+  }
+
+  /** The mesh as folded so far. Read it; never change it. */
+  mesh(): MeshState {
+    return this.state;
+  }
+
+  /** The commit the fold is held at, if any. */
+  held(): LogHold | undefined {
+    return this.hold;
+  }
+
+  /** Whether the follower has read everything the log held when it started. */
+  isCaughtUp(): boolean {
+    return this.caughtUp;
+  }
+
+  /** Told of every change, in log order, with whether the view had caught up by then. */
+  onChange(listener: (change: ViewChange, caughtUp: boolean) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** The mesh at the log's head as it is now, or up to the commit the fold is held at. */
+  async atHead(): Promise<{ state: MeshState; held?: LogHold }> {
+    await this.reached(await this.log.headSeq());
+    return this.hold ? { state: this.state, held: this.hold } : { state: this.state };
+  }
+
+  /** Resolves once the fold has taken `seq` (or is held before it, or stopped). */
+  reached(seq: number): Promise<void> {
+    if (this.followedTo >= seq || (this.hold && this.hold.seq <= seq) || this.abort.signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ seq, resolve }));
+  }
+
+  private wake(): void {
+    if (this.waiters.length === 0) return;
+    const still: typeof this.waiters = [];
+    for (const waiter of this.waiters) {
+      if (this.followedTo >= waiter.seq || (this.hold && this.hold.seq <= waiter.seq)) waiter.resolve();
+      else still.push(waiter);
+    }
+    this.waiters = still;
+  }
+
+  private tell(change: ViewChange): void {
+    for (const listener of this.listeners) listener(change, this.caughtUp);
+  }
+
+  private async follow(): Promise<void> {
+    const logger = this.options.logger;
+    while (!this.abort.signal.aborted) {
+      try {
+        for await (const item of this.log.follow({ fromSeq: this.followedTo + 1, signal: this.abort.signal })) {
+          switch (item.kind) {
+            case 'caught-up':
+              this.caughtUp = true;
+              logger.info({ seq: item.seq }, 'caught up with the log');
+              this.tell({ kind: 'passed', seq: this.followedTo });
+              break;
+            case 'event':
+              evolveMesh(this.state, item.event);
+              this.followedTo = item.event.seq;
+              this.tell({ kind: 'event', event: item.event });
+              break;
+            case 'held':
+              if (this.hold?.seq === item.seq) continue; // said once
+              this.hold = { seq: item.seq, aggregate: item.aggregate, problem: item.problem, since: new Date() };
+              logger.error(
+                { seq: item.seq, aggregate: item.aggregate, problem: item.problem },
+                `the log holds the controller at seq ${item.seq}: nothing after it is folded or declared until an operator voids it (mesh log void ${item.seq} --reason "…")`,
+              );
+              this.options.onHeld?.(this.hold);
+              break;
+            case 'passed':
+              this.hold = undefined;
+              this.followedTo = item.commit.seq;
+              this.state.seq = Math.max(this.state.seq, item.commit.seq);
+              logger.warn({ seq: item.commit.seq, voidSeq: item.commit.voidSeq, by: item.commit.actor, reason: item.commit.reason }, passedLine(item.commit));
+              this.tell({ kind: 'passed', seq: item.commit.seq });
+              break;
+          }
+          this.wake();
+        }
+      } catch (error) {
+        // The bus or the stream went away under the follower: follow again from where the fold is.
+        if (this.abort.signal.aborted) return;
+        logger.error({ err: error, seq: this.followedTo }, 'following the log failed; following again shortly');
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    }
+  }
+}

@@ -1,0 +1,149 @@
+import type { StoredEvent } from '../events/envelope.js';
+import { seatNamed, type MeshState } from '../mesh/state.js';
+
+// Which nodes' declarations an event can change, as a controller-runtime reconciler maps a watched
+// object to the keys it enqueues. A node's declaration is composed from its own record (root,
+// address), the modules assigned to it (their manifests and deployed artifacts), and, for each of
+// their requirements, the providers of the contract it names and the holders of the seats that
+// deliver it — and, one level on, what those providers answer with. Each composition records the
+// inputs it read (`record`); an event names the inputs it changes (`touched`); the nodes that read
+// any of them are composed again, and no other. An event that changes no input (a fact, an
+// operator, a refusal stated) marks nothing.
+
+const nodeKey = (node: string): string => `node:${node}`;
+const MODULE = 'module:';
+const moduleKey = (module: string): string => `${MODULE}${module}`;
+const provisionKey = (provision: string): string => `provision:${provision}`;
+const seatKey = (seat: string): string => `seat:${seat}`;
+
+/** What one event changes among the declarations' inputs: nodes to compose again, inputs whose readers must be, or everything. */
+export interface Touched {
+  nodes: string[];
+  inputs: string[];
+  all: boolean;
+}
+
+const NOTHING: Touched = { nodes: [], inputs: [], all: false };
+
+interface RefData {
+  node: string;
+  module: string;
+}
+
+export class DeclarationInputs {
+  /** node → the inputs its last composition read */
+  private readonly readBy = new Map<string, Set<string>>();
+  /** input → the nodes whose last composition read it */
+  private readonly readers = new Map<string, Set<string>>();
+  /** module → the provisions its manifest provided when last seen, so a registration that drops one still reaches its consumers */
+  private readonly provided = new Map<string, string[]>();
+  /** node → where it was last placed, so a node added again somewhere else is told apart from a new one */
+  private readonly placed = new Map<string, { address: string | null; root: string }>();
+
+  /** Records what composing `node` reads in `state` now. */
+  record(state: MeshState, node: string): void {
+    const inputs = new Set<string>([nodeKey(node)]);
+    for (const assignment of state.assignments.values()) {
+      if (assignment.node !== node) continue;
+      inputs.add(moduleKey(assignment.module));
+      const manifest = state.modules.get(assignment.module)?.manifest;
+      for (const requirement of manifest?.requires ?? []) {
+        inputs.add(provisionKey(requirement.contract));
+        if (requirement.seat) inputs.add(seatKey(seatNamed(state, requirement.seat)?.id ?? requirement.seat));
+      }
+      // The seats this module holds are named in the declaration.
+      for (const claim of manifest?.canHold ?? []) {
+        const seat = typeof claim === 'string' ? claim : claim.seat;
+        inputs.add(seatKey(seatNamed(state, seat)?.id ?? seat));
+      }
+    }
+    this.forget(node);
+    this.readBy.set(node, inputs);
+    for (const input of inputs) {
+      let nodes = this.readers.get(input);
+      if (!nodes) this.readers.set(input, (nodes = new Set()));
+      nodes.add(node);
+    }
+  }
+
+  forget(node: string): void {
+    for (const input of this.readBy.get(node) ?? []) {
+      const nodes = this.readers.get(input);
+      nodes?.delete(node);
+      if (nodes?.size === 0) this.readers.delete(input);
+    }
+    this.readBy.delete(node);
+  }
+
+  /** The nodes whose declarations `touched` reaches, given the state the event was folded into. */
+  nodesReached(state: MeshState, touched: Touched): Set<string> {
+    const reached = new Set<string>(touched.nodes);
+    for (const input of touched.inputs) for (const node of this.readers.get(input) ?? []) reached.add(node);
+    // One level on: a provider's answers are filled from its own node and requirements, so what
+    // reaches a node reaches the consumers of what its modules provide.
+    for (const node of [...reached]) {
+      for (const input of this.readBy.get(node) ?? []) {
+        if (!input.startsWith(MODULE)) continue;
+        for (const provision of this.provisionsOf(state, input.slice(MODULE.length))) for (const consumer of this.readers.get(provisionKey(provision)) ?? []) reached.add(consumer);
+      }
+    }
+    return reached;
+  }
+
+  /** What `event`, just folded into `state`, changes among the declarations' inputs. */
+  touched(state: MeshState, event: StoredEvent): Touched {
+    switch (event.type) {
+      case 'assignment.created':
+      case 'assignment.removed': {
+        const data = event.data as RefData;
+        return { nodes: [data.node], inputs: this.provisionsOf(state, data.module).map(provisionKey), all: false };
+      }
+      case 'module.registered': {
+        const module = (event.data as { module: string }).module;
+        const before = this.provided.get(module) ?? [];
+        const now = this.provisionsOf(state, module, true);
+        const seats = state.modules.get(module)?.manifest.seats.map((s) => seatKey(seatNamed(state, s.name)?.id ?? s.name)) ?? [];
+        return { nodes: [], inputs: [moduleKey(module), ...[...new Set([...before, ...now])].map(provisionKey), ...seats], all: false };
+      }
+      case 'seat.defined':
+      case 'seat.renamed': {
+        const seat = (event.data as { seat: string }).seat;
+        const delivers = state.seats.get(seat)?.delivers;
+        return { nodes: [], inputs: [seatKey(seat), ...(delivers ? [provisionKey(delivers)] : [])], all: false };
+      }
+      case 'seat.held':
+      case 'seat.handed-over':
+      case 'seat.released': {
+        const data = event.data as { seat: string; to?: RefData; from?: RefData | null; node?: string };
+        const delivers = state.seats.get(data.seat)?.delivers;
+        const nodes = [data.to?.node, data.from?.node, data.node].filter((n): n is string => typeof n === 'string');
+        return { nodes, inputs: [seatKey(data.seat), ...(delivers ? [provisionKey(delivers)] : [])], all: false };
+      }
+      case 'node.added': {
+        const node = (event.data as { node: string }).node;
+        const now = state.nodes.get(node);
+        const placed = this.placed.get(node);
+        this.placed.set(node, { address: now?.address ?? null, root: now?.root ?? '' });
+        // A node's address and root reach whoever is answered by its modules: rare, so everyone.
+        const moved = placed !== undefined && (placed.address !== (now?.address ?? null) || placed.root !== (now?.root ?? ''));
+        return { nodes: [node], inputs: [], all: moved };
+      }
+      case 'node.enrolled':
+        return { nodes: [(event.data as { node: string }).node], inputs: [], all: false };
+      case 'build.succeeded':
+      case 'module.rollout-set': {
+        // What a module runs is the artifact deployed for it.
+        const module = (event.data as { module: string }).module;
+        return { nodes: [], inputs: [moduleKey(module)], all: false };
+      }
+      default:
+        return NOTHING;
+    }
+  }
+
+  private provisionsOf(state: MeshState, module: string, remember = false): string[] {
+    const provisions = state.modules.get(module)?.manifest.provides.map((p) => p.provision) ?? this.provided.get(module) ?? [];
+    if (remember || !this.provided.has(module)) this.provided.set(module, provisions);
+    return provisions;
+  }
+}

@@ -1,0 +1,98 @@
+import type { StoredEvent } from '../events/envelope.js';
+import type { RunningVersion } from './events.js';
+
+// What the control plane has stated about machines (fact.* events), so it states each change
+// once (derive.ts). Kept by node and then by module: a fact touches one module of one node, and
+// folding it costs the same however many refusals stand elsewhere in the mesh.
+
+export interface StatedRefusal extends RunningVersion {
+  reason: string;
+}
+
+interface NodeFacts {
+  /** module → the version the last applied fact named */
+  running: Map<string, RunningVersion>;
+  /** module → resource key → the last refusal stated */
+  refused: Map<string, Map<string, StatedRefusal>>;
+  /** module → resource key → the version a crash loop was stated for */
+  crashLooping: Map<string, Map<string, RunningVersion>>;
+}
+
+export interface FactsState {
+  byNode: Map<string, NodeFacts>;
+}
+
+export const emptyFactsState = (): FactsState => ({ byNode: new Map() });
+
+const factsOf = (state: FactsState, node: string): NodeFacts => {
+  let facts = state.byNode.get(node);
+  if (!facts) {
+    facts = { running: new Map(), refused: new Map(), crashLooping: new Map() };
+    state.byNode.set(node, facts);
+  }
+  return facts;
+};
+
+const setIn = <V>(byModule: Map<string, Map<string, V>>, module: string, resource: string, value: V): void => {
+  let resources = byModule.get(module);
+  if (!resources) {
+    resources = new Map();
+    byModule.set(module, resources);
+  }
+  resources.set(resource, value);
+};
+
+interface RunningData {
+  node: string;
+  module: string;
+  version: RunningVersion;
+}
+interface ResourceData extends RunningData {
+  resource: string;
+}
+
+/** Folds one fact into the state, in place; any other event changes nothing. */
+export const evolveFacts = (state: FactsState, event: StoredEvent): void => {
+  switch (event.type) {
+    case 'fact.applied': {
+      const data = event.data as RunningData;
+      const facts = factsOf(state, data.node);
+      facts.running.set(data.module, data.version);
+      // Running the version now: what was refused or crash-looping of this module is over.
+      facts.refused.delete(data.module);
+      facts.crashLooping.delete(data.module);
+      break;
+    }
+    case 'fact.refused': {
+      const data = event.data as ResourceData & { reason: string };
+      setIn(factsOf(state, data.node).refused, data.module, data.resource, { reason: data.reason, ...data.version });
+      break;
+    }
+    case 'fact.crash-looping': {
+      const data = event.data as ResourceData;
+      setIn(factsOf(state, data.node).crashLooping, data.module, data.resource, data.version);
+      break;
+    }
+    case 'fact.stopped': {
+      const data = event.data as Omit<RunningData, 'version'>;
+      state.byNode.get(data.node)?.running.delete(data.module);
+      break;
+    }
+    default:
+      break;
+  }
+};
+
+/** The refusal last stated for a resource of a module on a node, while it stands. */
+export const statedRefusal = (state: FactsState, node: string, module: string, resource: string): StatedRefusal | undefined =>
+  state.byNode.get(node)?.refused.get(module)?.get(resource);
+
+/** The version a crash loop was last stated for, while it stands. */
+export const statedCrashLoop = (state: FactsState, node: string, module: string, resource: string): RunningVersion | undefined =>
+  state.byNode.get(node)?.crashLooping.get(module)?.get(resource);
+
+/** The version a node was last stated to run of a module. */
+export const statedRunning = (state: FactsState, node: string, module: string): RunningVersion | undefined => state.byNode.get(node)?.running.get(module);
+
+/** Every module a node was last stated to run, with its version. */
+export const runningOn = (state: FactsState, node: string): ReadonlyMap<string, RunningVersion> => state.byNode.get(node)?.running ?? new Map();
