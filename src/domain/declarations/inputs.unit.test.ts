@@ -44,7 +44,7 @@ const randomCommand = (mesh: MeshFixture, random: ReturnType<typeof seeded>, nod
   if (roll === 'node') return { type: 'add-node', node: random.pick(nodes), address: random.pick(['10.0.0.1', '10.0.0.2', 'host.example']) };
   if (roll === 'rename' && seats.length > 0) {
     const seat = random.pick(seats);
-    return { type: 'rename-seat', from: seat.name, to: `${seat.name.replace(/-r\d+$/, '')}-r${random.pick([1, 2, 3, 4, 5, 6, 7, 8, 9])}` };
+    return { type: 'rename-seat', seat: seat.name, to: `${seat.name.replace(/-r\d+$/, '')}-r${random.pick([1, 2, 3, 4, 5, 6, 7, 8, 9])}` };
   }
   const module = random.pick(MODULES);
   const manifest = mesh.state.modules.get(module)?.manifest;

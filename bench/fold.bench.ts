@@ -1,0 +1,61 @@
+// Folding one event costs the same whatever stands in the mesh: the time per event of folding
+// 20,000 facts into a mesh with no outstanding refusal and into one with 10,000 (target ratio
+// ≤ 1.2). Pure: the fold alone, no server.
+//
+//   npx tsx bench/fold.bench.ts        (EVENTS=20000 REFUSALS=10000 ROUNDS=5 to change them)
+
+import type { StoredEvent } from '../src/domain/events/envelope.js';
+import { emptyMeshState, evolveMesh, type MeshState } from '../src/domain/mesh/state.js';
+
+const EVENTS = Number(process.env.EVENTS ?? 20_000);
+const REFUSALS = Number(process.env.REFUSALS ?? 10_000);
+const ROUNDS = Number(process.env.ROUNDS ?? 5);
+
+let seq = 0;
+const event = (type: string, aggregate: string, data: unknown): StoredEvent => {
+  seq++;
+  return { id: `e${seq}`, type, schemaVersion: 1, aggregate, time: '2026-01-01T00:00:00.000Z', actor: 'bench', commandId: `c${seq}`, causationId: `c${seq}`, correlationId: `c${seq}`, data, seq, index: 0, version: seq };
+};
+const version = { definitionVersion: 1, artifact: null };
+
+/** A mesh with `refusals` refusals outstanding, spread over 100 nodes. */
+const meshWithRefusals = (refusals: number): MeshState => {
+  const state = emptyMeshState();
+  for (let i = 0; i < refusals; i++) {
+    const node = `r${i % 100}`;
+    const module = `m${Math.floor(i / 100)}`;
+    evolveMesh(state, event('fact.refused', `fact.${node}`, { node, module, declarationSequence: 1, version, resource: `${module}/data`, kind: 'directory', reason: 'no space' }));
+  }
+  return state;
+};
+
+/** Facts applied on other nodes, as reports state them. */
+const facts = Array.from({ length: EVENTS }, (_, i) => {
+  const node = `a${i % 500}`;
+  return event('fact.applied', `fact.${node}`, { node, module: `svc${i % 7}`, declarationSequence: i + 1, version: { definitionVersion: 1 + (i % 3), artifact: null }, previous: null });
+});
+
+const nanosPerEvent = (refusals: number): number => {
+  let best = Number.POSITIVE_INFINITY;
+  for (let round = 0; round < ROUNDS; round++) {
+    const state = meshWithRefusals(refusals);
+    const started = process.hrtime.bigint();
+    for (const fact of facts) evolveMesh(state, fact);
+    best = Math.min(best, Number(process.hrtime.bigint() - started) / facts.length);
+  }
+  return best;
+};
+
+nanosPerEvent(0); // warm up
+const none = nanosPerEvent(0);
+const many = nanosPerEvent(REFUSALS);
+const print = (text: string): void => void process.stdout.write(`${text}\n`);
+print(`\nfolding ${EVENTS} facts (best of ${ROUNDS})`);
+print(`${'outstanding refusals'.padStart(22)} ${'ns/event'.padStart(10)} ${'events/s'.padStart(12)}`);
+for (const [refusals, ns] of [
+  [0, none],
+  [REFUSALS, many],
+] as const) {
+  print(`${String(refusals).padStart(22)} ${ns.toFixed(0).padStart(10)} ${Math.round(1e9 / ns).toLocaleString('en').padStart(12)}`);
+}
+print(`ratio ${REFUSALS} : 0 = ${(many / none).toFixed(2)} (target ≤ 1.2)`);
