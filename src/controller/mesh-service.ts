@@ -73,6 +73,8 @@ export interface MeshReader {
   atHead(): Promise<{ state: MeshState; held?: LogHold }>;
   /** Resolves once the fold has taken `seq` (or is held before it). */
   reached(seq: number): Promise<void>;
+  /** Told of a commit this process appended, so the next command is decided on a view that holds it. */
+  appended(seq: number, events: readonly StoredEvent[], duplicate: boolean): Promise<void>;
 }
 
 /** A fold that reads the log from where it stopped each time it is asked: for a process that follows nothing. */
@@ -102,6 +104,11 @@ export class CatchUpFold implements MeshReader {
 
   async reached(seq: number): Promise<void> {
     if (this.state.seq < seq) await this.atHead();
+  }
+
+  /** Its own commit, as the log stored it, folded here unless a catch-up for another caller has folded it already. */
+  async appended(seq: number, events: readonly StoredEvent[], duplicate: boolean): Promise<void> {
+    if (!duplicate && seq > this.state.seq) for (const event of events) evolveMesh(this.state, event);
   }
 
   /** After a void is recorded the fold looks again at once instead of at its next backoff. */
@@ -176,7 +183,7 @@ export class MeshService {
           ...(options.signed ? { signed: options.signed } : {}),
         });
         // The next command is decided on a view that holds this one.
-        await this.reader.reached(result.seq);
+        await this.reader.appended(result.seq, result.events, result.duplicate);
         return { summary: decision.summary, seq: result.seq, events: result.events, duplicate: result.duplicate };
       } catch (error) {
         if (!(error instanceof ConcurrencyError) || attempt >= this.maxAttempts) throw error;

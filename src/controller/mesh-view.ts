@@ -82,6 +82,11 @@ export class MeshView implements MeshReader {
     return new Promise((resolve) => this.waiters.push({ seq, resolve }));
   }
 
+  /** A commit this process appended: the follower folds it like any other, and the caller waits for that. */
+  appended(seq: number): Promise<void> {
+    return this.reached(seq);
+  }
+
   private wake(): void {
     if (this.waiters.length === 0) return;
     const still: typeof this.waiters = [];
