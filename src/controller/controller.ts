@@ -195,11 +195,11 @@ export class Controller {
     const reason = sha256Digest(unresolved);
     if (this.state.declarationRefusals.get(node)?.reason === reason) return;
     const aggregate = `node.${node}`;
-    await this.log.append(aggregate, [{ type: DeclarationRefused.type, data: { node, derivedFromSeq: seq, reason, unresolved } }], this.state.versions.get(aggregate) ?? 0, {
+    const stated = await this.log.append(aggregate, [{ type: DeclarationRefused.type, data: { node, derivedFromSeq: seq, reason, unresolved } }], this.state.versions.get(aggregate) ?? 0, {
       commandId: `declaration-refused:${node}:${reason.slice(7, 23)}:${seq}`,
       actor: this.options.actor,
     });
-    this.state.declarationRefusals.set(node, { reason, seq });
+    this.state.declarationRefusals.set(node, { reason, seq: stated.seq, derivedFromSeq: seq });
     this.options.logger.warn({ node, unresolved }, 'declaration not composed; the previous one stands');
   }
 }
