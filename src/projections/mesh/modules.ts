@@ -1,5 +1,6 @@
 import type { Manifest } from '../../domain/catalogue/manifest.js';
 import { foldingProjection } from './folding.js';
+import type { ReadViews } from './read-views.js';
 import { RowImage } from './rows.js';
 
 // `modules` (each module's newest definition, as evolveMesh keeps it) and `module_definitions`
@@ -27,3 +28,13 @@ export const modulesProjection = foldingProjection<Batch>({
     await batch.definitions.save(tx);
   },
 });
+
+/** Every module that follows a source, with it, in the order the modules were first registered. */
+export const readModuleSources = async ({ db, view }: ReadViews): Promise<{ module: string; source: NonNullable<Manifest['source']> }[]> =>
+  (
+    await db.query<{ module: string; source: NonNullable<Manifest['source']> }>(
+      `SELECT m.name AS module, m.manifest->'source' AS source FROM ${view('modules')} m
+        WHERE jsonb_typeof(m.manifest->'source') = 'object'
+        ORDER BY (SELECT min(d.registered_seq) FROM ${view('module_definitions')} d WHERE d.module = m.name), m.name`,
+    )
+  ).rows;
