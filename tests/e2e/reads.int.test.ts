@@ -91,4 +91,18 @@ describe('reads never fold the log in the CLI', () => {
     expect(shown.asked.length).toBeGreaterThan(0);
     expect(beyondTheHead(shown.asked, shown.head)).toEqual([]);
   });
+
+  it('mesh seat handover without --from hands over from the holder the seats projection names', async () => {
+    await t.run({ type: 'assign', module: 'local-bus', node: 'beta', hold: [], pins: {}, values: { 'nats-port': '4223' }, placements: {} });
+    const handed = await runMesh(['seat', 'handover', 'mesh-broker', '--to', 'beta/local-bus', '--json'], env);
+    expect(handed.code).toBe(0);
+    const holding = await t.log.readAggregate('seat.mesh-broker');
+    expect(holding.events.at(-1)?.data).toMatchObject({ from: { node: 'alpha', module: 'local-bus' }, to: { node: 'beta', module: 'local-bus' } });
+  });
+
+  it('mesh operator list answers from the operators projection', async () => {
+    const listed = await runMesh(['operator', 'list', '--json'], env);
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout)).toEqual([{ operator: 'ada', publicKey: expect.any(String), revoked: false }]);
+  });
 });
