@@ -38,3 +38,18 @@ export const readModuleSources = async ({ db, view }: ReadViews): Promise<{ modu
         ORDER BY (SELECT min(d.registered_seq) FROM ${view('module_definitions')} d WHERE d.module = m.name), m.name`,
     )
   ).rows;
+
+/** The catalogue: each module's newest definition version and digest, and what it provides, by name. */
+export const readCatalogue = async ({ db, view }: ReadViews): Promise<{ name: string; definition_version: number; digest: string; provides: string[] }[]> =>
+  (
+    await db.query<{ name: string; definition_version: number; digest: string; provides: string[] }>(
+      `SELECT name, definition_version, digest, ARRAY(SELECT p->>'provision' FROM jsonb_array_elements(manifest->'provides') p) AS provides FROM ${view('modules')} ORDER BY name`,
+    )
+  ).rows;
+
+/** One module's newest definition, whole. */
+export const readModule = async ({ db, view }: ReadViews, name: string): Promise<{ name: string; definitionVersion: number; digest: string; manifest: unknown } | undefined> =>
+  (await db.query<{ name: string; definitionVersion: number; digest: string; manifest: unknown }>(`SELECT name, definition_version AS "definitionVersion", digest, manifest FROM ${view('modules')} WHERE name = $1`, [name])).rows[0];
+
+/** Every registered module's name, in name order. */
+export const moduleNames = async ({ db, view }: ReadViews): Promise<string[]> => (await db.query<{ name: string }>(`SELECT name FROM ${view('modules')} ORDER BY name`)).rows.map((r) => r.name);
