@@ -7,7 +7,6 @@
 // It starts a nats-server and a PostgreSQL cluster of its own with the dev stack's scripts, in
 // .mesh/tmp, and removes them. It runs node as the controller runs it (FOLDING_NODE_FLAGS).
 
-import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -32,9 +31,9 @@ import { ensureControlSchema } from '../src/projections/control.js';
 import { terminalProgress } from '../src/projections/progress.js';
 import { connectClient } from '../src/projections/projector.js';
 import { BuildRunner, DEFAULT_RUNNER_SETTINGS } from '../src/projections/runner.js';
-import { FOLDING_NODE_FLAGS } from '../src/projections/runtime.js';
 import { newIdentity } from '../src/adapters/identity.js';
 import { ChainedPublisher } from './chained.js';
+import { runAsFolding } from './folding-process.js';
 
 const EVENTS = Number(process.env.EVENTS ?? 300_000);
 const PER_COMMIT = Number(process.env.EVENTS_PER_COMMIT ?? 1);
@@ -179,9 +178,4 @@ const main = async (): Promise<void> => {
   }
 };
 
-if (FOLDING_NODE_FLAGS.every((flag) => process.execArgv.includes(flag))) {
-  await main();
-} else {
-  const run = spawnSync(process.execPath, [...FOLDING_NODE_FLAGS, ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit' });
-  process.exitCode = run.status ?? 1;
-}
+await runAsFolding(main);

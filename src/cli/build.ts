@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { ROLLOUT_POLICIES, type RolloutPolicy } from '../domain/builds/events.js';
-import { policyOf } from '../domain/builds/state.js';
+import { rolloutPolicyOf } from '../domain/builds/state.js';
+import { nodesAssigned } from '../projections/mesh/assignments.js';
+import { readRollout } from '../projections/mesh/builds.js';
 import { ValidationError } from '../errors.js';
-import { describeGraph, readGraph } from './graph-read.js';
+import { describeGraph } from './graph-read.js';
+import { readGraph } from '../projections/mesh/graph.js';
 import { parseFlags } from './flags.js';
 import { printResult, withMesh } from './mesh-session.js';
 import { output } from './output.js';
@@ -17,13 +20,14 @@ export const buildCommand = async (args: string[]): Promise<number> => {
   const module = positionals[0];
   if (!module) throw new ValidationError('usage: mesh build MODULE [--register-only]', { field: 'module' });
   const registerOnly = values['register-only'] ?? false;
-  return withMesh(async ({ mesh, metadata }) => {
-    const result = await mesh.execute({ type: 'submit-build', module, buildId: randomUUID(), registerOnly, requestedBy: 'operator' }, metadata(values['command-id']));
-    const state = await mesh.current();
-    const nodes = [...state.assignments.values()].filter((a) => a.module === module).map((a) => a.node).sort();
-    const policy = policyOf(state.builds, module);
+  const result = await withMesh(async ({ mesh, metadata }) => mesh.execute({ type: 'submit-build', module, buildId: randomUUID(), registerOnly, requestedBy: 'operator' }, metadata(values['command-id'])));
+  // What the build will do once built, as the projections say it once they hold the submission.
+  return withReads(['assignments', 'builds'], { atLeast: result.seq }, async (session) => {
+    const nodes = (await nodesAssigned(session, module)).sort();
+    const rollout = await readRollout(session, module);
+    const policy = rolloutPolicyOf(rollout.policy);
     const rollsOut = !registerOnly && policy === 'roll-out';
-    const deployed = state.builds.deployed.get(module);
+    const deployed = rollout.deployedDigest ?? undefined;
     const then = rollsOut
       ? nodes.length > 0
         ? `when built, a new version rolls out to ${nodes.join(', ')} (policy roll-out)`

@@ -5,14 +5,15 @@ import type { EventLog } from '../adapters/eventlog/event-log.js';
 import { warnPassed, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
-import { MeshService } from '../controller/mesh-service.js';
 import type { StoredEvent } from '../domain/events/envelope.js';
-import { seatNamed } from '../domain/mesh/state.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { ValidationError } from '../errors.js';
 import { parseFlags } from './flags.js';
 import { HEADER, print, printPassed } from './log.js';
 import { output } from './output.js';
+import { withReads } from './reads.js';
+import { findSeat } from '../projections/mesh/seats.js';
+import { SeatHeld, SeatReleased } from '../domain/assignments/events.js';
 
 // `mesh history AGGREGATE`: everything that happened to one node, module, seat or assignment, in
 // log order, with who caused it and why — read from the log itself. A node's history includes
@@ -36,9 +37,15 @@ const related = (aggregate: string): string[] => {
 /**
  * Everything that happened to one aggregate and what belongs to it, in log order. A commit among
  * them that does not verify stops the read (naming it); each one an operator voided is handed to
- * `onPassed`, once.
+ * `onPassed`, once. A seat's history needs `seatIdOf`: a seat is filed under its first name, which
+ * the seats projection knows from any of its names.
  */
-export const readHistory = async (log: EventLog, aggregate: string, onPassed: (passed: PassedCommit) => void = warnPassed): Promise<StoredEvent[]> => {
+export const readHistory = async (
+  log: EventLog,
+  aggregate: string,
+  options: { onPassed?: (passed: PassedCommit) => void; seatIdOf?: (name: string) => Promise<string | undefined> } = {},
+): Promise<StoredEvent[]> => {
+  const onPassed = options.onPassed ?? warnPassed;
   const events: StoredEvent[] = [];
   const told = new Set<number>();
   const pass = (passed: PassedCommit): void => {
@@ -48,18 +55,29 @@ export const readHistory = async (log: EventLog, aggregate: string, onPassed: (p
   };
   if (aggregate.startsWith('seat.')) {
     // A seat is filed under its first name; its holdings under the assignments that held it.
-    const state = await new MeshService(log, { onPassed: pass }).current();
-    const seat = seatNamed(state, aggregate.slice('seat.'.length));
-    if (!seat) throw new ValidationError(`no seat ${aggregate.slice('seat.'.length)}`, { field: 'aggregate' });
-    for await (const event of log.read({ aggregate: `seat.${seat.id}`, onPassed: pass })) events.push(event);
+    const name = aggregate.slice('seat.'.length);
+    if (!options.seatIdOf) throw new Error(`the history of ${aggregate} needs a way to find the seat by its name`);
+    const seatId = await options.seatIdOf(name);
+    if (seatId === undefined) throw new ValidationError(`no seat ${name}`, { field: 'aggregate' });
+    for await (const event of log.read({ aggregate: `seat.${seatId}`, onPassed: pass })) events.push(event);
     for await (const event of log.read({ aggregate: 'assignment', onPassed: pass })) {
-      if ((event.type === 'seat.held' || event.type === 'seat.released') && (event.data as { seat: string }).seat === seat.id) events.push(event);
+      if (heldSeatOf(event) === seatId) events.push(event);
     }
   } else {
     for (const filter of related(aggregate)) for await (const event of log.read({ aggregate: filter, onPassed: pass })) events.push(event);
   }
   return events.sort((a, b) => a.seq - b.seq || a.index - b.index);
 };
+
+/** The seat a seat.held or seat.released event is about; undefined for any other event. */
+const heldSeatOf = (event: StoredEvent): string | undefined => {
+  const definition = event.type === SeatHeld.type ? SeatHeld : event.type === SeatReleased.type ? SeatReleased : undefined;
+  const parsed = definition?.schema.safeParse(event.data);
+  return parsed?.success ? parsed.data.seat : undefined;
+};
+
+/** A seat's id (its first name) from any of its names, as the seats projection holds them. */
+const seatIdFromProjection = (name: string): Promise<string | undefined> => withReads(['seats'], {}, async (session) => (await findSeat(session, name))?.id);
 
 export const historyCommand = async (args: string[]): Promise<number> => {
   const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false } }, 1);
@@ -75,7 +93,7 @@ export const historyCommand = async (args: string[]): Promise<number> => {
     await verifyLogStream(await jetstreamManager(nc), settings, config.natsUrl);
     const log = new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() });
     const passed: PassedCommit[] = [];
-    const events = await readHistory(log, aggregate, (commit) => passed.push(commit));
+    const events = await readHistory(log, aggregate, { onPassed: (commit) => passed.push(commit), seatIdOf: seatIdFromProjection });
     if (!out.json) out.line(HEADER);
     // Each voided commit in its place among the events: what was passed by is seen.
     passed.sort((a, b) => a.seq - b.seq);

@@ -2,23 +2,19 @@ import { randomUUID } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { loadConfig, type MeshConfig } from '../config.js';
 import { connectAsOperator } from './bus-connection.js';
-import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { sendSignedCommand } from '../adapters/command-client.js';
-import { MeshService, type CommandResult } from '../controller/mesh-service.js';
+import type { CommandResult } from '../controller/mesh-service.js';
 import type { CommandMetadata } from '../domain/events/envelope.js';
 import type { MeshCommand } from '../domain/mesh/commands.js';
-import type { MeshState } from '../domain/mesh/state.js';
-import { meshEventRegistry } from '../domain/registry.js';
 import type { Output } from './output.js';
 
-// One CLI invocation's view of the mesh. Reads fold the log here; commands are signed with the
-// operator's key and sent to the controller as the mesh-controller seat's tools, which verify and
-// decide them (a request is never persisted; the events it causes are).
+// One CLI invocation's way to command the mesh: commands are signed with the operator's key and
+// sent to the controller as the mesh-controller seat's tools, which verify and decide them (a
+// request is never persisted; the events it causes are). Reads never fold the log here: they read
+// the projections (reads.ts).
 
 export interface MeshClient {
-  /** the mesh as the log says it is now, folded locally */
-  current(): Promise<MeshState>;
   /** signs the command and has the controller decide it */
   execute(command: MeshCommand, metadata: CommandMetadata): Promise<CommandResult>;
 }
@@ -35,10 +31,9 @@ export const withMesh = async <T>(work: (session: MeshSession) => Promise<T>): P
   try {
     const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
     await verifyLogStream(await jetstreamManager(nc), settings, config.natsUrl);
-    const reads = new MeshService(new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() }));
     return await work({
       config,
-      mesh: { current: () => reads.current(), execute: (command, metadata) => sendSignedCommand(nc, config, command, metadata.commandId) },
+      mesh: { execute: (command, metadata) => sendSignedCommand(nc, config, command, metadata.commandId) },
       metadata: (commandId) => ({ commandId: commandId ?? randomUUID(), actor: config.actor }),
     });
   } finally {

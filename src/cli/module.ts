@@ -5,6 +5,7 @@ import { moduleMovedCommand, moduleRolloutCommand } from './build.js';
 import { withMesh, printResult } from './mesh-session.js';
 import { output, reportError } from './output.js';
 import { atLeastFlag, withReads } from './reads.js';
+import { moduleNames, readCatalogue, readModule } from '../projections/mesh/modules.js';
 
 // mesh module register <manifest.json> [--source SRC] | list | show NAME | moved NAME COMMIT | rollout NAME POLICY
 
@@ -66,21 +67,17 @@ export const moduleCommand = async (args: string[]): Promise<number> => {
       });
     }
     case 'list':
-      return withReads(['modules'], { atLeast: atLeastFlag(values['at-least']) }, async ({ db, view }) => {
-        const { rows } = await db.query<{ name: string; definition_version: number; digest: string; provides: string[] }>(
-          `SELECT name, definition_version, digest, ARRAY(SELECT p->>'provision' FROM jsonb_array_elements(manifest->'provides') p) AS provides FROM ${view('modules')} ORDER BY name`,
-        );
+      return withReads(['modules'], { atLeast: atLeastFlag(values['at-least']) }, async (session) => {
+        const rows = await readCatalogue(session);
         if (out.json) out.data(rows.map((m) => ({ module: m.name, definitionVersion: m.definition_version, digest: m.digest, provides: m.provides })));
         else for (const m of rows) out.line(`${m.name.padEnd(24)} v${String(m.definition_version).padEnd(4)} provides ${m.provides.join(', ') || '-'}`);
         return 0;
       });
     case 'show':
-      return withReads(['modules'], { atLeast: atLeastFlag(values['at-least']) }, async ({ db, view }) => {
-        const module = argument
-          ? (await db.query<{ name: string; definitionVersion: number; digest: string; manifest: unknown }>(`SELECT name, definition_version AS "definitionVersion", digest, manifest FROM ${view('modules')} WHERE name = $1`, [argument])).rows[0]
-          : undefined;
+      return withReads(['modules'], { atLeast: atLeastFlag(values['at-least']) }, async (session) => {
+        const module = argument ? await readModule(session, argument) : undefined;
         if (!module) {
-          const known = (await db.query<{ name: string }>(`SELECT name FROM ${view('modules')} ORDER BY name`)).rows.map((r) => r.name);
+          const known = await moduleNames(session);
           throw new ValidationError(`no module ${argument ?? ''} is registered (registered: ${known.join(', ') || 'none'})`, { field: 'module' });
         }
         if (out.json) out.data(module);

@@ -6,6 +6,11 @@ import { parseFlags } from './flags.js';
 import { printResult, withMesh } from './mesh-session.js';
 import { output } from './output.js';
 import { atLeastFlag, withReads } from './reads.js';
+import { assignmentsOf } from '../projections/mesh/assignments.js';
+import { lastFactsOf } from '../projections/mesh/facts.js';
+import { nodeNames, readNode, readNodesWithModules } from '../projections/mesh/nodes.js';
+import { OVERVIEW_PROJECTIONS } from '../projections/mesh/overview.js';
+import { holdingsOf } from '../projections/mesh/seats.js';
 
 // mesh node add NAME [--root PATH] [--address HOST] | list | token [--node NAME] [--ttl 1h]
 
@@ -34,31 +39,23 @@ export const nodeCommand = async (args: string[]): Promise<number> => {
         ),
       );
     case 'list':
-      return withReads(['nodes', 'assignments'], { atLeast: atLeastFlag(values['at-least']) }, async ({ db, view }) => {
-        const { rows } = await db.query<{ name: string; root: string; modules: string[] }>(
-          `SELECT n.name, n.root, coalesce((SELECT array_agg(a.module ORDER BY a.module) FROM ${view('assignments')} a WHERE a.node = n.name), '{}') AS modules
-             FROM ${view('nodes')} n ORDER BY n.name`,
-        );
+      return withReads(['nodes', 'assignments'], { atLeast: atLeastFlag(values['at-least']) }, async (session) => {
+        const rows = await readNodesWithModules(session, { assignments: true });
         if (out.json) out.data(rows.map((n) => ({ node: n.name, root: n.root, modules: n.modules })));
         else for (const n of rows) out.line(`${n.name.padEnd(20)} ${n.root.padEnd(20)} ${n.modules.join(', ') || '(nothing assigned)'}`);
         return 0;
       });
     case 'show':
       if (!name) throw new ValidationError('usage: mesh node show NAME', { field: 'node' });
-      return withReads(['nodes', 'assignments', 'seats', 'facts'], { atLeast: atLeastFlag(values['at-least']) }, async ({ db, view, nc, config }) => {
-        const node = (await db.query<{ name: string; root: string; address: string | null; public_key: string | null; enrolled_at: Date | null }>(`SELECT * FROM ${view('nodes')} WHERE name = $1`, [name])).rows[0];
+      return withReads([...new Set([...OVERVIEW_PROJECTIONS, 'facts'])], { atLeast: atLeastFlag(values['at-least']) }, async (session) => {
+        const node = await readNode(session, name);
         if (!node) {
-          const known = (await db.query<{ name: string }>(`SELECT name FROM ${view('nodes')} ORDER BY name`)).rows.map((r) => r.name);
+          const known = await nodeNames(session);
           throw new NotFoundError(`no node ${name} in the mesh (nodes: ${known.join(', ') || 'none'})`, { node: name });
         }
-        const assignments = (await db.query<{ module: string; definition_version: number }>(`SELECT module, definition_version FROM ${view('assignments')} WHERE node = $1 ORDER BY module`, [name])).rows;
-        const seats = (
-          await db.query<{ seat: string; module: string }>(
-            `SELECT coalesce(s.name, h.seat_id) AS seat, h.module FROM ${view('holdings')} h LEFT JOIN ${view('seats')} s ON s.id = h.seat_id WHERE h.node = $1 ORDER BY 1`,
-            [name],
-          )
-        ).rows;
-        const facts = (await db.query<{ seq: string; type: string; module: string | null; time: Date; data: unknown }>(`SELECT seq, type, module, time, data FROM ${view('facts')} WHERE node = $1 ORDER BY seq DESC LIMIT 10`, [name])).rows;
+        const assignments = await assignmentsOf(session, name);
+        const seats = await holdingsOf(session, name);
+        const facts = await lastFactsOf(session, name, 10);
         const shown = {
           node: node.name,
           root: node.root,
@@ -69,7 +66,7 @@ export const nodeCommand = async (args: string[]): Promise<number> => {
           seats: seats.map((h) => ({ seat: h.seat, module: h.module })),
           lastFacts: facts.map((f) => ({ seq: Number(f.seq), type: f.type, module: f.module, time: new Date(f.time).toISOString(), data: f.data })),
           // What the machine itself last said: heard when, running what, and its holds with their reasons.
-          machine: (await machineOverview(nc, db, config)).nodes.find((m) => m.node === node.name) ?? null,
+          machine: (await machineOverview(session)).nodes.find((m) => m.node === node.name) ?? null,
         };
         if (out.json) {
           out.data(shown);

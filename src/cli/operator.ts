@@ -5,6 +5,8 @@ import { ValidationError } from '../errors.js';
 import { parseFlags } from './flags.js';
 import { printResult, withMesh } from './mesh-session.js';
 import { output } from './output.js';
+import { atLeastFlag, withReads } from './reads.js';
+import { readOperators } from '../projections/mesh/operators.js';
 
 // mesh operator key NAME [--out FILE] | add NAME --key PUBLIC-KEY | revoke NAME | list
 //
@@ -12,7 +14,7 @@ import { output } from './output.js';
 // operator who adds them; from then on their commands are signed with it and told apart.
 
 export const operatorCommand = async (args: string[]): Promise<number> => {
-  const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false }, key: { type: 'string' }, out: { type: 'string' }, 'command-id': { type: 'string' } }, 2);
+  const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false }, 'at-least': { type: 'string' }, key: { type: 'string' }, out: { type: 'string' }, 'command-id': { type: 'string' } }, 2);
   const out = output(values.json ?? false);
   const [sub, name] = positionals;
   switch (sub) {
@@ -36,8 +38,8 @@ export const operatorCommand = async (args: string[]): Promise<number> => {
       if (!name) throw new ValidationError('usage: mesh operator revoke NAME', { field: 'name' });
       return withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute({ type: 'revoke-operator', operator: name }, metadata(values['command-id']))));
     case 'list':
-      return withMesh(async ({ mesh }) => {
-        const operators = [...(await mesh.current()).operators.values()].sort((a, b) => (a.operator < b.operator ? -1 : 1));
+      return withReads(['operators'], { atLeast: atLeastFlag(values['at-least']) }, async (session) => {
+        const operators = (await readOperators(session)).sort((a, b) => (a.operator < b.operator ? -1 : 1));
         if (out.json) out.data(operators);
         else for (const o of operators) out.line(`${o.operator.padEnd(20)} ${o.revoked ? 'revoked' : 'active '} ${o.publicKey}`);
         return 0;

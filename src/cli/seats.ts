@@ -1,10 +1,11 @@
 import { ValidationError } from '../errors.js';
-import { holderOf } from '../domain/mesh/state.js';
 import type { AssignmentRef } from '../domain/seats/events.js';
 import { parseFlags } from './flags.js';
 import { printResult, withMesh } from './mesh-session.js';
 import { output } from './output.js';
 import { atLeastFlag, withReads } from './reads.js';
+import { findSeat, holderAt, readHoldings, readSeatSet } from '../projections/mesh/seats.js';
+import { nodeNames } from '../projections/mesh/nodes.js';
 
 // mesh seats | mesh seat handover SEAT --to NODE/MODULE [--from NODE/MODULE|none] | mesh seat rename SEAT NEW
 
@@ -14,30 +15,24 @@ export const assignmentRefFlag = (flag: string, value: string): AssignmentRef =>
   return { node: match[1] ?? '', module: match[2] ?? '' };
 };
 
-interface SeatRow {
-  id: string;
-  name: string;
-  aliases: string[];
-  scope: 'mesh' | 'node';
-  delivers: string | null;
-  definer: string;
-  definer_module: string | null;
-  protocol: unknown;
-}
+/**
+ * Who holds `seat` (by its name or a former one) where a handover to a module on `node` would take
+ * it — the mesh for a mesh seat, that node for a node seat — as the seats projection says now; none
+ * for a seat not in the set (the controller refuses that handover, naming it).
+ */
+const currentHolder = (seat: string, node: string): Promise<AssignmentRef | null> =>
+  withReads(['seats'], {}, async (session) => {
+    const found = await findSeat(session, seat);
+    return found ? ((await holderAt(session, found.id, found.scope === 'mesh' ? 'mesh' : node)) ?? null) : null;
+  });
 
 export const seatsCommand = async (args: string[]): Promise<number> => {
   const { values } = parseFlags(args, { json: { type: 'boolean', default: false }, 'at-least': { type: 'string' } });
   const out = output(values.json ?? false);
-  return withReads(['seats', 'nodes'], { atLeast: atLeastFlag(values['at-least']) }, async ({ db, view }) => {
-    const seats = (
-      await db.query<SeatRow>(
-        `SELECT s.id, s.name, s.scope, s.delivers, s.definer, s.definer_module, s.protocol,
-                coalesce((SELECT array_agg(a.alias ORDER BY a.position) FROM ${view('seat_aliases')} a WHERE a.seat_id = s.id), '{}') AS aliases
-           FROM ${view('seats')} s`,
-      )
-    ).rows.sort((a, b) => (a.scope === b.scope ? a.name.localeCompare(b.name) : a.scope === 'mesh' ? -1 : 1));
-    const holdings = (await db.query<{ seat_id: string; scope_key: string; node: string; module: string }>(`SELECT seat_id, scope_key, node, module FROM ${view('holdings')} ORDER BY since_seq`)).rows;
-    const nodes = (await db.query<{ name: string }>(`SELECT name FROM ${view('nodes')}`)).rows.map((n) => n.name).sort((a, b) => a.localeCompare(b));
+  return withReads(['seats', 'nodes'], { atLeast: atLeastFlag(values['at-least']) }, async (session) => {
+    const seats = (await readSeatSet(session)).sort((a, b) => (a.scope === b.scope ? a.name.localeCompare(b.name) : a.scope === 'mesh' ? -1 : 1));
+    const holdings = await readHoldings(session);
+    const nodes = (await nodeNames(session)).sort((a, b) => a.localeCompare(b));
     const heldBy = (seat: string, scopeKey: string): AssignmentRef | undefined => {
       const held = holdings.find((h) => h.seat_id === seat && h.scope_key === scopeKey);
       return held ? { node: held.node, module: held.module } : undefined;
@@ -85,17 +80,9 @@ export const seatCommand = async (args: string[]): Promise<number> => {
     case 'handover': {
       if (!seat || !values.to) throw new ValidationError('usage: mesh seat handover SEAT --to NODE/MODULE [--from NODE/MODULE|none]', { field: seat ? '--to' : 'seat' });
       const to = assignmentRefFlag('--to', values.to);
-      return withMesh(async ({ mesh, metadata }) => {
-        // The holder this operator is handing over from: given, or as the mesh is now.
-        let expectedHolder: AssignmentRef | null;
-        if (values.from !== undefined) expectedHolder = values.from === 'none' ? null : assignmentRefFlag('--from', values.from);
-        else {
-          const state = await mesh.current();
-          const found = [...state.seats.values()].find((s) => s.name === seat || s.aliases.includes(seat));
-          expectedHolder = found ? (holderOf(state, found.id, found.scope === 'mesh' ? 'mesh' : to.node) ?? null) : null;
-        }
-        return printResult(out, await mesh.execute({ type: 'hand-over-seat', seat, to, expectedHolder }, metadata(values['command-id'])));
-      });
+      // The holder this operator is handing over from: given, or as the mesh is now.
+      const expectedHolder = values.from !== undefined ? (values.from === 'none' ? null : assignmentRefFlag('--from', values.from)) : await currentHolder(seat, to.node);
+      return withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute({ type: 'hand-over-seat', seat, to, expectedHolder }, metadata(values['command-id']))));
     }
     case 'rename': {
       if (!seat || !newName) throw new ValidationError('usage: mesh seat rename SEAT NEW-NAME', { field: seat ? 'new-name' : 'seat' });

@@ -1,8 +1,13 @@
-import { jetstreamManager } from '@nats-io/jetstream';
-import { declarationSubject } from '../domain/declarations/declaration.js';
+import { DeclarationPublisher } from '../controller/declaration-publisher.js';
+import type { Overview } from '../controller/overview.js';
+import { refusalOvercome } from '../domain/declarations/events.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { meshProjections } from '../projections/catalogue.js';
 import { CommitReader } from '../projections/commit-reader.js';
+import { readRefusals, type StatedRefusal } from '../projections/mesh/declarations.js';
+import { readNodesWithModules } from '../projections/mesh/nodes.js';
+import { OVERVIEW_PROJECTIONS } from '../projections/mesh/overview.js';
+import { unheldMeshSeats } from '../projections/mesh/seats.js';
 import { allHealthy, projectionsStatus, type BuildState } from '../projections/status.js';
 import { parseFlags } from './flags.js';
 import { output } from './output.js';
@@ -15,15 +20,13 @@ import { machineOverview } from './machine-overview.js';
 // was told — a stalled, lagging or unbuilt projection, or a declaration refused and not since
 // replaced by one that was sent.
 
-interface Refusal {
-  node: string;
-  seq: number;
-  time: string;
-  derivedFromSeq: number;
-  unresolved: { what: string; why: string; remedy: string }[];
-  /** a declaration derived after the refusal has been published since */
+interface Refusal extends StatedRefusal {
+  /** a declaration derived after the refused attempt has been published since; null: NODES could not be read */
   resolved: boolean | null;
 }
+
+/** The machines when the projections they are read from are not built: nothing judged, nothing claimed. */
+const NOT_JUDGED: Overview & { unknown: string[] } = { healthy: false, problems: [], notKnown: [], held: [], nodes: [], seats: [], unknown: [] };
 
 const describeProjection = (s: BuildState): string => {
   const version = s.version === undefined ? `(code v${s.codeVersion})` : `v${s.version}`;
@@ -39,56 +42,41 @@ export const statusCommand = async (args: string[]): Promise<number> => {
   return withReads(
     projections.map((p) => p.name),
     { atLeast: atLeastFlag(values['at-least']), readBehind: true },
-    async ({ config, nc, db, schemas, view, behind }) => {
+    async (session) => {
+      const { config, nc, db, schemas, behind } = session;
       const reader = new CommitReader(nc, { stream: config.logStream, subjectPrefix: config.logSubjectPrefix, registry: meshEventRegistry() });
       const states = await projectionsStatus(db, schemas, reader, projections);
       const serving = (name: string) => states.some((s) => s.projection === name && s.status === 'serving');
       const unknown: string[] = [];
       if (behind) unknown.push(`the tables below are older than the log: ${behind.message}`);
 
-      const nodes = serving('nodes')
-        ? (
-            await db.query<{ name: string; enrolled: boolean; modules: string[] }>(
-              `SELECT n.name, n.public_key IS NOT NULL AS enrolled,
-                      ${serving('assignments') ? `coalesce((SELECT array_agg(a.module ORDER BY a.module) FROM ${view('assignments')} a WHERE a.node = n.name), '{}')` : `'{}'::text[]`} AS modules
-                 FROM ${view('nodes')} n ORDER BY n.name`,
-            )
-          ).rows
-        : [];
+      const nodes = serving('nodes') ? await readNodesWithModules(session, { assignments: serving('assignments') }) : [];
       if (!serving('nodes')) unknown.push('which nodes there are: the nodes projection is not built');
       for (const node of nodes) if (!node.enrolled) unknown.push(`what runs on ${node.name}: no agent has enrolled as it, so nothing reports from it`);
 
-      const unheld = serving('seats')
-        ? (
-            await db.query<{ name: string }>(
-              `SELECT s.name FROM ${view('seats')} s WHERE s.scope = 'mesh' AND NOT EXISTS (SELECT 1 FROM ${view('holdings')} h WHERE h.seat_id = s.id AND h.scope_key = 'mesh') ORDER BY s.name`,
-            )
-          ).rows.map((r) => r.name)
-        : [];
+      const unheld = serving('seats') ? await unheldMeshSeats(session) : [];
       if (!serving('seats')) unknown.push('who holds which seat: the seats projection is not built');
 
       const refusals: Refusal[] = [];
-      if (serving('facts')) {
-        const { rows } = await db.query<{ node: string; seq: string; time: Date; data: { derivedFromSeq: number; unresolved: Refusal['unresolved'] } }>(
-          `SELECT DISTINCT ON (node) node, seq, time, data FROM ${view('facts')} WHERE type = 'declaration.refused' ORDER BY node, seq DESC`,
-        );
-        const jsm = await jetstreamManager(nc);
-        for (const row of rows) {
-          // Refused, unless a declaration derived later than the refusal has been published since.
+      if (serving('declarations')) {
+        const publisher = new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix });
+        for (const refusal of await readRefusals(session)) {
+          // Refused, unless a declaration derived later than the refused attempt has been published since.
           let resolved: boolean | null = null;
           try {
-            const message = await jsm.streams.getMessage(config.nodesStream, { last_by_subj: declarationSubject(row.node, config.subjectPrefix) });
-            resolved = message ? (message.json<{ derivedFromSeq: number }>().derivedFromSeq ?? 0) > row.data.derivedFromSeq : false;
+            resolved = refusalOvercome(refusal, await publisher.lastPublished(refusal.node, { fresh: true }));
           } catch {
-            unknown.push(`whether ${row.node}'s refused declaration has been replaced since: the ${config.nodesStream} stream could not be read`);
+            unknown.push(`whether ${refusal.node}'s refused declaration has been replaced since: the ${config.nodesStream} stream could not be read`);
           }
-          refusals.push({ node: row.node, seq: Number(row.seq), time: new Date(row.time).toISOString(), derivedFromSeq: row.data.derivedFromSeq, unresolved: row.data.unresolved, resolved });
+          refusals.push({ ...refusal, resolved });
         }
-      } else unknown.push('whether any declaration was refused: the facts projection is not built');
+      } else unknown.push('whether any declaration was refused: the declarations projection is not built');
 
       const refused = refusals.filter((r) => r.resolved !== true);
       // The machines: heard from, applying their newest declaration, nothing held, refused or crash-looping.
-      const machines = await machineOverview(nc, db, config);
+      const missing = OVERVIEW_PROJECTIONS.filter((name) => !serving(name));
+      if (missing.length > 0) unknown.push(`what the machines are doing: the ${missing.join(', ')} projection${missing.length > 1 ? 's are' : ' is'} not built`);
+      const machines = missing.length === 0 ? await machineOverview(session) : NOT_JUDGED;
       const healthy = allHealthy(states) && !behind && refused.length === 0 && machines.healthy;
       if (out.json) {
         out.data({

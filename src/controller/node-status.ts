@@ -1,9 +1,10 @@
 import type pg from 'pg';
+import { migrateSchema } from '../adapters/migrations.js';
 import type { Report } from '../domain/reports/report.js';
 
 // The controller's own record of what each node last said and when it was last heard: not a
 // projection of the log (reports and heartbeats are not mesh changes), so it lives in a schema of
-// the controller's, written only here.
+// the controller's, written only here. Its tables are made by `migrations/controller`.
 
 export const DEFAULT_STATUS_SCHEMA = 'controller';
 
@@ -12,18 +13,8 @@ export const statusSchemaFromEnv = (env: NodeJS.ProcessEnv = process.env): strin
 
 const ident = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
-export const ensureNodeStatus = async (pool: pg.Pool, schema: string): Promise<void> => {
-  await pool.query(`CREATE SCHEMA IF NOT EXISTS ${ident(schema)}`);
-  await pool.query(`
-    CREATE TABLE IF NOT EXISTS ${ident(schema)}.node_status (
-      node text PRIMARY KEY,
-      report_sequence bigint,
-      report_digest text,
-      report jsonb,
-      reported_at timestamptz,
-      heartbeat_at timestamptz
-    )`);
-};
+/** Creates the controller's schema and applies its migrations (`migrations/controller`) once each; safe to run concurrently. */
+export const ensureNodeStatus = (pool: pg.Pool, schema: string): Promise<void> => migrateSchema(pool, { schema, folder: 'controller' });
 
 export const recordReport = async (pool: pg.Pool, schema: string, report: Report, receivedAt: Date): Promise<void> => {
   await pool.query(

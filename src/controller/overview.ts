@@ -1,5 +1,6 @@
 import { sourceKey } from '../domain/builds/events.js';
-import { holderOf, type MeshState } from '../domain/mesh/state.js';
+import { refusalOvercome } from '../domain/declarations/events.js';
+import type { MeshState } from '../domain/mesh/state.js';
 import type { Report } from '../domain/reports/report.js';
 
 // What the mesh is doing, said plainly, never claiming health from absence: a node not heard from
@@ -38,6 +39,40 @@ const LAG_TOLERATED = 50;
 
 /** How long a node may be silent before the overview says so: MESH_HEARTBEAT_THRESHOLD_MS, else 15 s. */
 export const heartbeatThresholdMs = (env: NodeJS.ProcessEnv = process.env): number => Number(env.MESH_HEARTBEAT_THRESHOLD_MS ?? 15_000);
+
+/**
+ * The mesh as the overview judges it: what nodes there are, what is assigned and held, which
+ * sources are followed, and the last refusal stated for each node's declaration. The controller
+ * takes it from its fold of the log; `mesh status` from the projections.
+ */
+export interface OverviewMesh {
+  nodes: { name: string; address: string | null }[];
+  assignments: { node: string; module: string }[];
+  seats: { id: string; name: string; scope: string; delivers: string | null }[];
+  holdings: { seatId: string; scopeKey: string; node: string; module: string }[];
+  /** every module that follows a source, in the order the modules were first registered */
+  sources: { module: string; key: string }[];
+  /** a followed source's key → the log sequence its last trigger was heard at */
+  heads: ReadonlyMap<string, number>;
+  /** node → the last refusal stated for its declaration */
+  refusals: ReadonlyMap<string, { seq: number; derivedFromSeq: number }>;
+}
+
+export const overviewMeshOf = (state: MeshState): OverviewMesh => ({
+  nodes: [...state.nodes.values()].map((node) => ({ name: node.name, address: node.address })),
+  assignments: [...state.assignments.values()].map((a) => ({ node: a.node, module: a.module })),
+  seats: [...state.seats.values()].map((seat) => ({ id: seat.id, name: seat.name, scope: seat.scope, delivers: seat.delivers })),
+  holdings: [...state.holdings.entries()].map(([key, holder]) => {
+    const at = key.indexOf('@');
+    return { seatId: key.slice(0, at), scopeKey: key.slice(at + 1), node: holder.node, module: holder.module };
+  }),
+  sources: [...state.modules.values()].flatMap((module) => {
+    const source = module.manifest.source;
+    return source ? [{ module: module.name, key: sourceKey(source, source.ref) }] : [];
+  }),
+  heads: new Map([...state.builds.heads].map(([key, head]) => [key, head.seq])),
+  refusals: state.declarationRefusals,
+});
 
 export interface OverviewInput {
   state: MeshState;
@@ -80,8 +115,10 @@ export interface Overview {
 
 const when = (date: Date | null): string | null => (date ? date.toISOString() : null);
 
-export const overview = (input: OverviewInput): Overview => {
-  const { state } = input;
+export const overview = ({ state, ...input }: OverviewInput): Overview => overviewOf({ ...input, mesh: overviewMeshOf(state) });
+
+export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: OverviewMesh }): Overview => {
+  const { mesh } = input;
   const problems: string[] = [];
   // First, because everything below is judged from a fold that stops there.
   const holds = input.holds ?? [];
@@ -92,9 +129,10 @@ export const overview = (input: OverviewInput): Overview => {
     );
   }
   const byNode = new Map(input.nodes.map((n) => [n.node, n]));
+  const holderAt = (seatId: string, scopeKey: string) => mesh.holdings.find((h) => h.seatId === seatId && h.scopeKey === scopeKey);
   const nodes: NodeOverview[] = [];
 
-  for (const node of [...state.nodes.values()].sort((a, b) => (a.name < b.name ? -1 : 1))) {
+  for (const node of [...mesh.nodes].sort((a, b) => (a.name < b.name ? -1 : 1))) {
     const health = byNode.get(node.name);
     const declared = input.declared.get(node.name);
     const report = health?.report ?? null;
@@ -107,7 +145,7 @@ export const overview = (input: OverviewInput): Overview => {
     }
     if (report?.refusal) nodeProblems.push(`${node.name}: refused declaration ${report.sequence}: ${report.refusal}`);
 
-    const assigned = [...state.assignments.values()].filter((a) => a.node === node.name).map((a) => a.module).sort();
+    const assigned = mesh.assignments.filter((a) => a.node === node.name).map((a) => a.module).sort();
     const holds: string[] = [];
     for (const module of assigned) {
       const outcomes = (report?.resources ?? []).filter((r) => r.module === module);
@@ -124,16 +162,12 @@ export const overview = (input: OverviewInput): Overview => {
       for (const r of looping) nodeProblems.push(`${node.name}/${module}: ${r.key} crash-looping (${r.restarts ?? '?'} restarts): ${r.reason ?? ''}`.trim());
       if (report && report.digest === declared?.digest && !running && held.length + refused.length + looping.length === 0) nodeProblems.push(`${node.name}/${module}: assigned but not running`);
     }
-    // A refusal stands until a declaration derived after it has been published: a fold of the log
-    // keeps the last refusal stated, and only the published declaration says it was overcome.
-    const refusal = state.declarationRefusals.get(node.name);
-    if (refusal && !(declared && declared.derivedFromSeq >= refusal.seq)) nodeProblems.push(`${node.name}: its declaration cannot be composed (stated at log sequence ${refusal.seq}); the previous one stands`);
+    // A refusal stands until a declaration derived after the refused attempt has been published:
+    // the log keeps the last refusal stated, and only the published declaration says it was overcome.
+    const refusal = mesh.refusals.get(node.name);
+    if (refusal && !refusalOvercome(refusal, declared)) nodeProblems.push(`${node.name}: its declaration cannot be composed (stated at log sequence ${refusal.seq}); the previous one stands`);
 
-    const seats = [...state.seats.values()].filter((seat) => {
-      const holder = holderOf(state, seat.id, seat.scope === 'mesh' ? 'mesh' : node.name);
-      return holder?.node === node.name;
-    }).map((seat) => seat.name).sort();
-
+    const seats = mesh.seats.filter((seat) => holderAt(seat.id, seat.scope === 'mesh' ? 'mesh' : node.name)?.node === node.name).map((seat) => seat.name).sort();
     problems.push(...nodeProblems);
     nodes.push({
       node: node.name,
@@ -161,24 +195,19 @@ export const overview = (input: OverviewInput): Overview => {
   // Sources: a branch no push or merge was ever heard from may be moving unseen.
   const notKnown: string[] = [];
   const sources = new Map<string, string[]>();
-  for (const module of state.modules.values()) {
-    const source = module.manifest.source;
-    if (!source) continue;
-    const key = sourceKey(source, source.ref);
-    sources.set(key, [...(sources.get(key) ?? []), module.name]);
-  }
+  for (const { module, key } of mesh.sources) sources.set(key, [...(sources.get(key) ?? []), module]);
   for (const [key, modules] of [...sources].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    const head = state.builds.heads.get(key);
-    notKnown.push(head ? `${key}: last trigger heard at log sequence ${head.seq} (${modules.join(', ')})` : `${key}: no trigger heard from it yet, so a change there is not known (${modules.join(', ')})`);
+    const head = mesh.heads.get(key);
+    notKnown.push(head !== undefined ? `${key}: last trigger heard at log sequence ${head} (${modules.join(', ')})` : `${key}: no trigger heard from it yet, so a change there is not known (${modules.join(', ')})`);
   }
 
-  const seats = [...state.seats.values()]
+  const seats = [...mesh.seats]
     .sort((a, b) => (a.name < b.name ? -1 : 1))
     .map((seat) => ({
       seat: seat.name,
       scope: seat.scope,
       delivers: seat.delivers,
-      holders: [...state.holdings.entries()].filter(([key]) => key.startsWith(`${seat.id}@`)).map(([, h]) => `${h.node}/${h.module}`).sort(),
+      holders: mesh.holdings.filter((h) => h.seatId === seat.id).map((h) => `${h.node}/${h.module}`).sort(),
     }));
   return { healthy: problems.length === 0, problems, notKnown, held: holds, nodes, seats, ...(input.projections ? { projections: input.projections } : {}) };
 };

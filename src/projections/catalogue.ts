@@ -1,6 +1,7 @@
 import { auditProjection } from './audit.js';
 import { assignmentsProjection } from './mesh/assignments.js';
 import { buildsProjection } from './mesh/builds.js';
+import { declarationsProjection } from './mesh/declarations.js';
 import { factsProjection } from './mesh/facts.js';
 import { modulesProjection } from './mesh/modules.js';
 import { nodesProjection } from './mesh/nodes.js';
@@ -9,4 +10,4 @@ import { seatsProjection } from './mesh/seats.js';
 import type { ProjectionDefinition } from './projection.js';
 
 /** Every projection the control plane maintains. */
-export const meshProjections = (): ProjectionDefinition[] => [auditProjection, nodesProjection, modulesProjection, seatsProjection, assignmentsProjection, buildsProjection, factsProjection, operatorsProjection];
+export const meshProjections = (): ProjectionDefinition[] => [auditProjection, nodesProjection, modulesProjection, seatsProjection, assignmentsProjection, buildsProjection, factsProjection, operatorsProjection, declarationsProjection];

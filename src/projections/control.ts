@@ -1,7 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { ClientBase, Pool } from 'pg';
-import { projectRoot } from '../config.js';
+import { migrateSchema } from '../adapters/migrations.js';
 import type { ProjectionDefinition } from './projection.js';
 import { ident, LOCK_SPACE, lockKey } from './sql.js';
 
@@ -126,31 +124,12 @@ export const lockProjectionXact = async (client: ClientBase, schemas: ProjectorS
 /** The key of the session lock a build's one builder holds. */
 export const buildLockKey = (schemas: ProjectorSchemas, buildId: number): number => lockKey(`${schemas.control}:build:${buildId}`);
 
-const MIGRATIONS = join(projectRoot, 'migrations', 'projector');
-
 /** Creates the control and read schemas and applies the engine's own migrations once each; safe to run concurrently. */
 export const ensureControlSchema = async (pool: Pool, schemas: ProjectorSchemas): Promise<void> => {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_SPACE, lockKey(`${schemas.control}:migrate`)]);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${ident(schemas.control)}`);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${ident(schemas.read)}`);
-    await client.query(`SET LOCAL search_path TO ${ident(schemas.control)}`);
-    await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (file text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
-    const applied = new Set((await client.query<{ file: string }>('SELECT file FROM schema_migrations')).rows.map((r) => r.file));
-    for (const file of readdirSync(MIGRATIONS).filter((f) => f.endsWith('.sql')).sort()) {
-      if (applied.has(file)) continue;
-      await client.query(readFileSync(join(MIGRATIONS, file), 'utf8'));
-      await client.query('INSERT INTO schema_migrations (file) VALUES ($1)', [file]);
-    }
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  // Names the engine builds every statement from: refused here, before anything is created.
+  ident(schemas.control);
+  ident(schemas.read);
+  await migrateSchema(pool, { schema: schemas.control, folder: 'projector', alsoCreate: [schemas.read] });
 };
 
 export const listBuilds = async (db: Pool | ClientBase, schemas: ProjectorSchemas, projection?: string): Promise<Build[]> => {

@@ -6,22 +6,31 @@ import { runMesh } from '../helpers/cli.js';
 import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, type TestMesh } from '../helpers/test-mesh.js';
+import type pg from 'pg';
+import { dropSchemas, freshSchemas, openPool, testDatabaseUrl } from '../projections/harness.js';
 
 // Operators from the command line: a new one makes a key, is added by an existing one, is told
-// apart in the log, and once revoked is refused.
+// apart in the log, and once revoked is refused. `mesh operator list` answers from the operators
+// projection, so the mesh's controller folds its log into schemas of this test's own.
 
 describe('mesh operator', () => {
   let t: TestMesh;
   let env: Record<string, string>;
+  let pool: pg.Pool;
+  const schemas = freshSchemas();
   const dir = join(meshHome(), 'tmp', uniqueName('operators-cli-'));
   const graceKey = join(dir, 'grace.key');
 
   beforeAll(async () => {
     t = await openTestMesh();
-    env = { MESH_NATS_URL: testNatsUrl(), ...(await t.operatorCommands()) };
+    pool = openPool();
+    await t.startController({ projector: { databaseUrl: testDatabaseUrl(), schemas } });
+    env = { MESH_NATS_URL: testNatsUrl(), MESH_PROJECTOR_SCHEMA: schemas.control, MESH_READ_SCHEMA: schemas.read, ...(await t.operatorCommands()) };
   });
   afterAll(async () => {
     await t.close();
+    await dropSchemas(pool, schemas);
+    await pool.end();
     rmSync(dir, { recursive: true, force: true });
   });
 

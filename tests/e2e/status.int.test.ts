@@ -43,15 +43,8 @@ describe('mesh status tells what machines are doing, and never claims health fro
     mkdirSync(root, { recursive: true });
     t = await openTestMesh();
     pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 2 });
-    const controller = await t.startController({ projector: { databaseUrl: testDatabaseUrl(), schemas } });
-    await t.startIngester(controller);
     env = {
-      ...(await t.operatorCommands()),
-      MESH_NATS_URL: testNatsUrl(),
-      MESH_NODES_STREAM: t.names.nodesStream,
-      MESH_PROJECTOR_SCHEMA: schemas.control,
-      MESH_READ_SCHEMA: schemas.read,
-      MESH_CONTROLLER_SCHEMA: `status_${t.names.prefix}`,
+      ...(await t.startControlPlane(schemas)),
       // Short enough to see a stopped agent soon, long enough not to flap on a loaded machine.
       MESH_HEARTBEAT_THRESHOLD_MS: '8000',
     };

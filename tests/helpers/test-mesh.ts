@@ -167,6 +167,23 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
     return { MESH_OPERATOR_KEY: keyFile, MESH_CONTROLLER_KEY: controllerKeyFile, MESH_SUBJECT_PREFIX: names.prefix, MESH_LOG_STREAM: names.logStream, MESH_LOG_SUBJECT_PREFIX: names.logPrefix };
   };
 
+  /**
+   * The control plane a `mesh` read needs: the controller folding into `schemas`, the report
+   * ingester, the command tools. Returns the environment a `mesh` child process reads this mesh with.
+   */
+  const startControlPlane = async (schemas: ProjectorSchemas): Promise<Record<string, string>> => {
+    const controller = await startController({ projector: { databaseUrl: testDatabaseUrl(), schemas } });
+    await startIngester(controller);
+    return {
+      ...(await operatorCommands()),
+      MESH_NATS_URL: options.url ?? testNatsUrl(),
+      MESH_NODES_STREAM: names.nodesStream,
+      MESH_PROJECTOR_SCHEMA: schemas.control,
+      MESH_READ_SCHEMA: schemas.read,
+      MESH_CONTROLLER_SCHEMA: `status_${name}`,
+    };
+  };
+
   return {
     nc,
     jsm,
@@ -185,6 +202,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
     mesh,
     passes,
     startController,
+    startControlPlane,
     run: (command: MeshCommand) => mesh.execute(command, { commandId: `${name}-${++commands}`, actor: 'operator:test' }),
     /** The declaration NODES holds for a node now, if any. */
     declarationOf: async (node: string): Promise<Declaration | undefined> => {

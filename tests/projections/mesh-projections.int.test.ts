@@ -174,10 +174,14 @@ describe('the mesh projections', () => {
     );
 
     // The last refusal stated for each node, as the controller remembers it.
-    const refusals = new Map<string, { reason: string; seq: number }>();
+    const refusals = new Map<string, { reason: string; seq: number; derivedFromSeq: number }>();
     for (const fact of (await rows(schemas, 'facts')).sort((a, b) => Number(a.seq) - Number(b.seq))) {
-      if (fact.type === 'declaration.refused') refusals.set(fact.node as string, { reason: (fact.data as { reason: string }).reason, seq: Number(fact.seq) });
+      const data = fact.data as { reason: string; derivedFromSeq: number };
+      if (fact.type === 'declaration.refused') refusals.set(fact.node as string, { reason: data.reason, seq: Number(fact.seq), derivedFromSeq: data.derivedFromSeq });
     }
     expect(sorted(refusals)).toEqual(sorted(state.declarationRefusals as MeshState['declarationRefusals']));
+    // The declarations projection keeps the same, one row per node.
+    const stated = (await rows(schemas, 'declaration_refusals')).map((r) => [r.node as string, { reason: r.reason, seq: Number(r.seq), derivedFromSeq: Number(r.derived_from_seq) }] as [string, unknown]);
+    expect(byKey(stated)).toEqual(sorted(state.declarationRefusals as MeshState['declarationRefusals']));
   };
 });

@@ -2,10 +2,11 @@ import type pg from 'pg';
 import type { DeclarationPublisher } from '../declaration-publisher.js';
 import type { LogHold, MeshService } from '../mesh-service.js';
 import { readNodeStatus } from '../node-status.js';
-import { overview, type HeldReader, type Overview, type ProjectionHealthInput } from '../overview.js';
+import { overviewMeshOf, overviewOf, type HeldReader, type Overview, type OverviewMesh, type ProjectionHealthInput } from '../overview.js';
 
-// Gathers what the overview is judged from: the mesh as the log says it is now, what each node was
-// last told and last said, and the projections' health when known.
+// Gathers what the overview is judged from: the mesh (as the controller's fold of the log says it
+// is now, or as the projections hold it), what each node was last told (NODES) and last said (the
+// controller's node status), and the projections' health when known.
 
 export interface OverviewSourceOptions {
   mesh: MeshService;
@@ -23,15 +24,22 @@ export const heldReaders = (readers: Record<string, LogHold | undefined>): HeldR
   Object.entries(readers).flatMap(([reader, hold]) => (hold ? [{ reader, seq: hold.seq, aggregate: hold.aggregate, problem: hold.problem, since: hold.since.toISOString() }] : []));
 
 export const overviewSource = (options: OverviewSourceOptions) => async (): Promise<Overview & { unknown: string[] }> => {
-  const unknown: string[] = [];
   // The mesh as far as the log can be read: a commit that does not verify holds the fold there,
   // and the overview still answers, naming it.
   const { state, held } = await options.mesh.view();
   const holds = [...heldReaders({ 'the controller': held }), ...(options.holds?.() ?? [])];
+  return overviewOfMesh({ ...options, mesh: overviewMeshOf(state), holds });
+};
+
+/** The overview of `mesh`, with what NODES says each node was last told and what node status says it last said. */
+export const overviewOfMesh = async (
+  options: Omit<OverviewSourceOptions, 'mesh' | 'holds'> & { mesh: OverviewMesh; holds: HeldReader[] },
+): Promise<Overview & { unknown: string[] }> => {
+  const unknown: string[] = [];
   const declared = new Map<string, { sequence: number; digest: string; derivedFromSeq: number }>();
-  for (const node of state.nodes.keys()) {
-    const head = await options.publisher.lastPublished(node, { fresh: true });
-    if (head) declared.set(node, { sequence: head.sequence, digest: head.digest, derivedFromSeq: head.derivedFromSeq });
+  for (const node of options.mesh.nodes) {
+    const head = await options.publisher.lastPublished(node.name, { fresh: true });
+    if (head) declared.set(node.name, { sequence: head.sequence, digest: head.digest, derivedFromSeq: head.derivedFromSeq });
   }
   let nodes: Awaited<ReturnType<typeof readNodeStatus>> = [];
   try {
@@ -45,6 +53,6 @@ export const overviewSource = (options: OverviewSourceOptions) => async (): Prom
   } catch (error) {
     unknown.push(`the projections' state is unknown: ${(error as Error).message}`);
   }
-  const result = overview({ state, nodes, declared, now: new Date(), heartbeatThresholdMs: options.heartbeatThresholdMs, holds, ...(projections ? { projections } : {}) });
+  const result = overviewOf({ mesh: options.mesh, nodes, declared, now: new Date(), heartbeatThresholdMs: options.heartbeatThresholdMs, holds: options.holds, ...(projections ? { projections } : {}) });
   return { ...result, healthy: result.healthy && unknown.length === 0, problems: [...unknown, ...result.problems], unknown };
 };

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { StoredEvent } from '../events/envelope.js';
 import type { Base, BuildFailed, BuildSubmitted, BuildSucceeded, RolloutPolicy, SourceMoved } from './events.js';
-import { sourceKey } from './events.js';
+import { ROLLOUT_POLICIES, sourceKey } from './events.js';
 
 // What the log says about sources, builds and module versions: one fold, used by the mesh's rules
 // (evolveMesh), by the build coordinator and by the projections, so all three judge alike.
@@ -42,7 +42,13 @@ export const BUILD_EVENT_TYPES = ['source.moved', 'build.submitted', 'build.succ
 export const versionKey = (module: string, digest: string): string => `${module}@${digest}`;
 
 /** The policy a module rolls out by: `roll-out` unless an operator said `record`. */
-export const policyOf = (state: BuildsState, module: string): RolloutPolicy => state.policies.get(module) ?? 'roll-out';
+/** What a module's new versions do when no operator has set its policy. */
+export const DEFAULT_ROLLOUT_POLICY: RolloutPolicy = 'roll-out';
+
+export const policyOf = (state: BuildsState, module: string): RolloutPolicy => state.policies.get(module) ?? DEFAULT_ROLLOUT_POLICY;
+
+/** A policy as stored (null or unknown: never set), as the module's builds follow it. */
+export const rolloutPolicyOf = (stored: string | null): RolloutPolicy => ROLLOUT_POLICIES.find((policy) => policy === stored) ?? DEFAULT_ROLLOUT_POLICY;
 
 /** Folds one build event, in place. Never throws; an event about an unknown build changes nothing. */
 export const evolveBuilds = (state: BuildsState, event: StoredEvent): BuildsState => {

@@ -18,3 +18,12 @@ export const DeclarationRefused = defineEvent({
 });
 
 export const declarationEvents = [DeclarationRefused] as const;
+
+/**
+ * Whether a refusal has been overcome: a declaration composed from a later log sequence than the
+ * refused attempt has been published since. A publisher never publishes a declaration derived
+ * earlier than the one it holds, so the newest published one answers for every attempt before it.
+ * The one comparison every reader of refusals makes (the overview, `mesh status`).
+ */
+export const refusalOvercome = (refusal: { derivedFromSeq: number }, published: { derivedFromSeq: number } | null | undefined): boolean =>
+  published !== null && published !== undefined && published.derivedFromSeq > refusal.derivedFromSeq;

@@ -74,8 +74,8 @@ export interface MeshState {
   commands: Map<string, { seq: number; aggregate: string }>;
   /** each aggregate's version (its event count), for the append's expectation */
   versions: Map<string, number>;
-  /** the last reason each node's declaration could not be composed, and the log sequence it was stated at */
-  declarationRefusals: Map<string, { reason: string; seq: number }>;
+  /** the last reason each node's declaration could not be composed, the log sequence it was stated at, and the one the refused composition was derived at */
+  declarationRefusals: Map<string, { reason: string; seq: number; derivedFromSeq: number }>;
   enrolmentTokens: Map<string, EnrolmentTokenState>;
   /** operators by name, with the key their commands are signed with */
   operators: Map<string, { operator: string; publicKey: string; revoked: boolean }>;
@@ -243,8 +243,8 @@ export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
       break;
     }
     case 'declaration.refused': {
-      const data = event.data as { node: string; reason: string };
-      state.declarationRefusals.set(data.node, { reason: data.reason, seq: event.seq });
+      const data = event.data as { node: string; reason: string; derivedFromSeq: number };
+      state.declarationRefusals.set(data.node, { reason: data.reason, seq: event.seq, derivedFromSeq: data.derivedFromSeq });
       break;
     }
     case 'assignment.removed': {

@@ -1,6 +1,7 @@
 import type { AssignmentCreated } from '../../domain/assignments/events.js';
 import type { z } from 'zod';
 import { foldingProjection } from './folding.js';
+import type { ReadViews } from './read-views.js';
 import { RowImage, replaceRows } from './rows.js';
 
 // `assignments` and `assignment_resolutions`, as evolveMesh folds assignment.created (the
@@ -53,3 +54,15 @@ export const assignmentsProjection = foldingProjection<Batch>({
     );
   },
 });
+
+/** Every assignment: which module on which node. */
+export const readAssignedModules = async ({ db, view }: ReadViews): Promise<{ node: string; module: string }[]> =>
+  (await db.query<{ node: string; module: string }>(`SELECT node, module FROM ${view('assignments')} ORDER BY node, module`)).rows;
+
+/** What is assigned to one node, at which definition version, by module. */
+export const assignmentsOf = async ({ db, view }: ReadViews, node: string): Promise<{ module: string; definition_version: number }[]> =>
+  (await db.query<{ module: string; definition_version: number }>(`SELECT module, definition_version FROM ${view('assignments')} WHERE node = $1 ORDER BY module`, [node])).rows;
+
+/** The nodes one module is assigned to. */
+export const nodesAssigned = async ({ db, view }: ReadViews, module: string): Promise<string[]> =>
+  (await db.query<{ node: string }>(`SELECT node FROM ${view('assignments')} WHERE module = $1`, [module])).rows.map((r) => r.node);

@@ -3,6 +3,7 @@ import type { Base, BuildFailed, BuildSubmitted, BuildSucceeded, SourceMoved } f
 import { sourceKey } from '../../domain/builds/events.js';
 import { BUILD_EVENT_TYPES } from '../../domain/builds/state.js';
 import { dataOf, foldingProjection } from './folding.js';
+import type { ReadViews } from './read-views.js';
 import { RowImage, replaceRows } from './rows.js';
 
 // `source_heads`, `builds`, `module_versions`, `module_rollouts` and `graph_edges`, as evolveBuilds
@@ -112,3 +113,13 @@ export const buildsProjection = foldingProjection<Batch>({
     );
   },
 });
+
+/** Each followed branch's key and the log sequence its last trigger was heard at. */
+export const readSourceHeads = async ({ db, view }: ReadViews): Promise<Map<string, number>> =>
+  new Map((await db.query<{ source_key: string; moved_seq: string }>(`SELECT source_key, moved_seq FROM ${view('source_heads')}`)).rows.map((r) => [r.source_key, Number(r.moved_seq)]));
+
+/** One module's roll-out: the policy an operator set (null: never set) and the artifact its nodes are declared to run. */
+export const readRollout = async ({ db, view }: ReadViews, module: string): Promise<{ policy: string | null; deployedDigest: string | null }> => {
+  const row = (await db.query<{ policy: string | null; deployed_digest: string | null }>(`SELECT policy, deployed_digest FROM ${view('module_rollouts')} WHERE module = $1`, [module])).rows[0];
+  return { policy: row?.policy ?? null, deployedDigest: row?.deployed_digest ?? null };
+};

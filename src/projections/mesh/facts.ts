@@ -1,5 +1,6 @@
 import type { StoredEvent } from '../../domain/events/envelope.js';
 import { foldingProjection } from './folding.js';
+import type { ReadViews } from './read-views.js';
 import { replaceRows } from './rows.js';
 
 // `facts`: one row per event that states what the control plane observed rather than what an
@@ -33,3 +34,7 @@ export const factsProjection = foldingProjection<Record<string, unknown>[]>({
   apply: (rows, event) => void rows.push(rowOf(event)),
   save: (rows, tx) => replaceRows(tx, 'facts', ['seq', 'event_index'], [], rows),
 });
+
+/** The newest facts stated about one node, newest first. */
+export const lastFactsOf = async ({ db, view }: ReadViews, node: string, limit: number): Promise<{ seq: string; type: string; module: string | null; time: Date; data: unknown }[]> =>
+  (await db.query<{ seq: string; type: string; module: string | null; time: Date; data: unknown }>(`SELECT seq, type, module, time, data FROM ${view('facts')} WHERE node = $1 ORDER BY seq DESC LIMIT $2`, [node, limit])).rows;

@@ -1,6 +1,7 @@
 import type { StoredEvent } from '../../domain/events/envelope.js';
 import { DEFAULT_NODE_ROOT } from '../../domain/nodes/events.js';
 import { dataOf, foldingProjection } from './folding.js';
+import type { ReadViews } from './read-views.js';
 import { RowImage } from './rows.js';
 
 // `nodes` and `enrolment_tokens`, as evolveMesh folds node.added, enrolment.token-issued and
@@ -71,3 +72,30 @@ export const nodesProjection = foldingProjection<Batch>({
     await batch.tokens.save(tx);
   },
 });
+
+/** One node as `mesh node show` tells it. */
+export const readNode = async (
+  { db, view }: ReadViews,
+  name: string,
+): Promise<{ name: string; root: string; address: string | null; public_key: string | null; enrolled_at: Date | null } | undefined> =>
+  (await db.query<{ name: string; root: string; address: string | null; public_key: string | null; enrolled_at: Date | null }>(`SELECT name, root, address, public_key, enrolled_at FROM ${view('nodes')} WHERE name = $1`, [name])).rows[0];
+
+/** Every node's name, in name order. */
+export const nodeNames = async ({ db, view }: ReadViews): Promise<string[]> => (await db.query<{ name: string }>(`SELECT name FROM ${view('nodes')} ORDER BY name`)).rows.map((r) => r.name);
+
+/** Every node with where it is reached. */
+export const readNodeAddresses = async ({ db, view }: ReadViews): Promise<{ name: string; address: string | null }[]> =>
+  (await db.query<{ name: string; address: string | null }>(`SELECT name, address FROM ${view('nodes')} ORDER BY name`)).rows;
+
+/**
+ * Every node, whether an agent has enrolled as it, and the modules assigned to it (from the
+ * assignments projection, when it serves; none otherwise), in name order.
+ */
+export const readNodesWithModules = async ({ db, view }: ReadViews, options: { assignments: boolean }): Promise<{ name: string; root: string; enrolled: boolean; modules: string[] }[]> =>
+  (
+    await db.query<{ name: string; root: string; enrolled: boolean; modules: string[] }>(
+      `SELECT n.name, n.root, n.public_key IS NOT NULL AS enrolled,
+              ${options.assignments ? `coalesce((SELECT array_agg(a.module ORDER BY a.module) FROM ${view('assignments')} a WHERE a.node = n.name), '{}')` : `'{}'::text[]`} AS modules
+         FROM ${view('nodes')} n ORDER BY n.name`,
+    )
+  ).rows;

@@ -1,4 +1,5 @@
 import { dataOf, foldingProjection } from './folding.js';
+import type { ReadViews } from './read-views.js';
 import { RowImage } from './rows.js';
 
 // `operators`, as evolveMesh folds operator.added (stated afresh, not revoked) and
@@ -25,3 +26,11 @@ export const operatorsProjection = foldingProjection<RowImage<OperatorRow>>({
   },
   save: (operators, tx) => operators.save(tx),
 });
+
+/** Every operator as evolveMesh keeps them: name, the key their commands are signed with, whether revoked. */
+export const readOperators = async ({ db, view }: ReadViews): Promise<{ operator: string; publicKey: string; revoked: boolean }[]> =>
+  (await db.query<{ name: string; public_key: string; revoked: boolean }>(`SELECT name, public_key, revoked FROM ${view('operators')}`)).rows.map((r) => ({
+    operator: r.name,
+    publicKey: r.public_key,
+    revoked: r.revoked,
+  }));

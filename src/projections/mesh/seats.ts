@@ -2,6 +2,7 @@ import type { Manifest, SeatDeclaration } from '../../domain/catalogue/manifest.
 import type { StoredEvent } from '../../domain/events/envelope.js';
 import { foldingProjection } from './folding.js';
 import type { ProjectionTx } from '../projection.js';
+import type { ReadViews } from './read-views.js';
 import { RowImage, replaceRows } from './rows.js';
 
 // `seats` with `seat_aliases`, and `holdings`, as evolveMesh folds them. The set of seats is the
@@ -161,3 +162,61 @@ export const seatsProjection = foldingProjection<Batch>({
     );
   },
 });
+
+/** A seat of the set as readers see it: its names, scope, what it delivers and who declared it. */
+export interface SeatRead {
+  id: string;
+  name: string;
+  aliases: string[];
+  scope: 'mesh' | 'node';
+  delivers: string | null;
+  definer: string;
+  definer_module: string | null;
+  protocol: unknown;
+}
+
+/** Every seat of the set, with its former names oldest first. */
+export const readSeatSet = async ({ db, view }: ReadViews): Promise<SeatRead[]> =>
+  (
+    await db.query<SeatRead>(
+      `SELECT s.id, s.name, s.scope, s.delivers, s.definer, s.definer_module, s.protocol,
+              coalesce((SELECT array_agg(a.alias ORDER BY a.position) FROM ${view('seat_aliases')} a WHERE a.seat_id = s.id), '{}') AS aliases
+         FROM ${view('seats')} s`,
+    )
+  ).rows;
+
+/** Every holding, oldest first: a seat's id, the scope key it is held at, and the holder. */
+export const readHoldings = async ({ db, view }: ReadViews): Promise<{ seat_id: string; scope_key: string; node: string; module: string }[]> =>
+  (await db.query<{ seat_id: string; scope_key: string; node: string; module: string }>(`SELECT seat_id, scope_key, node, module FROM ${view('holdings')} ORDER BY since_seq`)).rows;
+
+/** The seats one node's modules hold, by seat name (its id when it left the set). */
+export const holdingsOf = async ({ db, view }: ReadViews, node: string): Promise<{ seat: string; module: string }[]> =>
+  (
+    await db.query<{ seat: string; module: string }>(
+      `SELECT coalesce(s.name, h.seat_id) AS seat, h.module FROM ${view('holdings')} h LEFT JOIN ${view('seats')} s ON s.id = h.seat_id WHERE h.node = $1 ORDER BY 1`,
+      [node],
+    )
+  ).rows;
+
+/** The mesh-scoped seats of the set nobody holds, by name. */
+export const unheldMeshSeats = async ({ db, view }: ReadViews): Promise<string[]> =>
+  (
+    await db.query<{ name: string }>(
+      `SELECT s.name FROM ${view('seats')} s WHERE s.scope = 'mesh' AND NOT EXISTS (SELECT 1 FROM ${view('holdings')} h WHERE h.seat_id = s.id AND h.scope_key = 'mesh') ORDER BY s.name`,
+    )
+  ).rows.map((r) => r.name);
+
+/** A seat of the set by its name or any former name (evolveMesh's seatNamed), the current name first. */
+export const findSeat = async ({ db, view }: ReadViews, name: string): Promise<{ id: string; scope: 'mesh' | 'node' } | undefined> =>
+  (
+    await db.query<{ id: string; scope: 'mesh' | 'node' }>(
+      `SELECT s.id, s.scope FROM ${view('seats')} s
+        WHERE s.name = $1 OR EXISTS (SELECT 1 FROM ${view('seat_aliases')} a WHERE a.seat_id = s.id AND a.alias = $1)
+        ORDER BY s.name = $1 DESC, s.changed_seq, s.id LIMIT 1`,
+      [name],
+    )
+  ).rows[0];
+
+/** Who holds a seat at a scope key (`mesh`, or a node's name), if anyone. */
+export const holderAt = async ({ db, view }: ReadViews, seatId: string, scopeKey: string): Promise<{ node: string; module: string } | undefined> =>
+  (await db.query<{ node: string; module: string }>(`SELECT node, module FROM ${view('holdings')} WHERE seat_id = $1 AND scope_key = $2`, [seatId, scopeKey])).rows[0];
