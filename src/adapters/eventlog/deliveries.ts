@@ -7,7 +7,9 @@
 // does not move, so a projection stayed "stalled" after the void that freed it. So a delivery
 // that says more is coming is not taken on its word: when nothing comes for a while, the
 // server is asked what it holds last under the reader's filter, and if that is what was just
-// delivered, the reader is told it is at the head.
+// delivered, the reader is told it is at the head. And a consumer that delivers nothing while the
+// server holds more (seen as a projection that stopped at one sequence while the log grew) is
+// not waited on for ever: the reader is told it stalled, and starts a consumer again.
 
 import type { JetStreamManager } from '@nats-io/jetstream';
 
@@ -19,44 +21,77 @@ interface Consumed {
   info: { pending: number };
 }
 
-/** How long a reader waits for the message a delivery promised before it asks the server. */
-export const QUIET_MS = 200;
+/** How long a reader waits: for the message a delivery promised, before it asks the server; while idle, between looks; and how long the server may hold more than was delivered before the consumer counts as stalled. */
+export interface DeliveryPatience {
+  quietMs: number;
+  idleMs: number;
+  stalledMs: number;
+}
+
+export const DEFAULT_PATIENCE: DeliveryPatience = { quietMs: 200, idleMs: 5_000, stalledMs: 30_000 };
+
+/** The consumer delivers nothing while the server holds more: the reader starts again rather than go quiet. */
+export class ConsumerStalledError extends Error {
+  constructor(
+    readonly deliveredTo: number,
+    readonly storedTo: number,
+    stalledMs: number,
+  ) {
+    super(`the log's consumer delivered nothing after seq ${deliveredTo} for ${Math.round(stalledMs / 1000)} s while the log holds up to seq ${storedTo}; reading again from there`);
+    this.name = 'ConsumerStalledError';
+  }
+}
 
 const QUIET = Symbol('quiet');
+const WAITING = Symbol('waiting');
+const NOT_YET: Promise<typeof WAITING> = Promise.resolve(WAITING);
 
 /**
  * The messages of a consumer, in order, and an `at-head` after a message that claimed more would
  * follow when nothing followed for `quietMs` and `lastStoredSeq` (the newest sequence under the
- * consumer's filter) is that message's.
+ * consumer's filter) is that message's. While nothing comes, the server is asked every `idleMs`
+ * what it holds; when it has held more than was delivered for `stalledMs`, the consumer is
+ * stalled and this throws `ConsumerStalledError`, so the reader starts a consumer again from
+ * where it is instead of going quiet.
  */
-export async function* deliveriesOf<M extends Consumed>(messages: AsyncIterable<M>, lastStoredSeq: () => Promise<number>, quietMs = QUIET_MS): AsyncGenerator<Delivery<M>> {
+export async function* deliveriesOf<M extends Consumed>(messages: AsyncIterable<M>, lastStoredSeq: () => Promise<number>, patience: DeliveryPatience = DEFAULT_PATIENCE): AsyncGenerator<Delivery<M>> {
   const iterator = messages[Symbol.asyncIterator]();
   let next = iterator.next();
   // the sequence of the last message delivered with a pending count above 0, until one follows it
   let promised: number | undefined;
+  let delivered = 0;
+  // since when the server has held more than was delivered, while nothing came
+  let behindSince: number | undefined;
   for (;;) {
-    let result: IteratorResult<M> | typeof QUIET;
-    if (promised === undefined) {
-      result = await next;
-    } else {
+    // A message already there is taken without a timer: catching up costs no clock per message.
+    let result: IteratorResult<M> | typeof QUIET | typeof WAITING = await Promise.race([next, NOT_YET]);
+    if (result === WAITING) {
       let timer: NodeJS.Timeout | undefined;
       const quiet = new Promise<typeof QUIET>((resolve) => {
-        timer = setTimeout(() => resolve(QUIET), quietMs);
+        timer = setTimeout(() => resolve(QUIET), promised === undefined ? patience.idleMs : patience.quietMs);
       });
       result = await Promise.race([next, quiet]);
       clearTimeout(timer);
     }
     if (result === QUIET) {
       // Unanswered (the server away): not sure either way, so wait on, and ask again.
-      const last = await lastStoredSeq().catch(() => Number.POSITIVE_INFINITY);
-      if (last <= (promised as number)) {
-        yield { kind: 'at-head', seq: promised as number };
+      const last = await lastStoredSeq().catch(() => undefined);
+      if (last === undefined) continue;
+      if (promised !== undefined && last <= promised) {
+        yield { kind: 'at-head', seq: promised };
         promised = undefined;
+      } else if (last > delivered) {
+        behindSince ??= Date.now();
+        if (Date.now() - behindSince >= patience.stalledMs) throw new ConsumerStalledError(delivered, last, Date.now() - behindSince);
+      } else {
+        behindSince = undefined;
       }
       continue;
     }
     if (result.done) return;
     next = iterator.next();
+    behindSince = undefined;
+    delivered = result.value.seq;
     promised = result.value.info.pending > 0 ? result.value.seq : undefined;
     yield { kind: 'message', message: result.value, pending: result.value.info.pending };
   }

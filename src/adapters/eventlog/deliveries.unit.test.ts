@@ -1,22 +1,35 @@
-import { describe, expect, it } from '@jest/globals';
-import { deliveriesOf, type Delivery } from './deliveries.js';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { ConsumerStalledError, deliveriesOf, type Delivery, type DeliveryPatience } from './deliveries.js';
 
 interface Message {
   seq: number;
   info: { pending: number };
 }
 
-/** A consumer that delivers `first`, then `later` once `release` is called, then waits for ever. */
+const opened: (() => void)[] = [];
+afterEach(() => {
+  for (const end of opened.splice(0)) end();
+});
+
+/** A consumer that delivers `first`, then `later` once `release` is called, then nothing until the test ends. */
 const consumerOf = (first: Message[], later: Message[] = []): { messages: AsyncIterable<Message>; release: () => void } => {
   let release: () => void = () => undefined;
   const released = new Promise<void>((resolve) => {
     release = resolve;
   });
+  let end: () => void = () => undefined;
+  const ended = new Promise<void>((resolve) => {
+    end = resolve;
+  });
+  opened.push(() => {
+    release();
+    end();
+  });
   async function* messages(): AsyncGenerator<Message> {
     yield* first;
-    await released;
+    await Promise.race([released, ended]);
     yield* later;
-    await new Promise(() => undefined);
+    await ended;
   }
   return { messages: messages(), release };
 };
@@ -33,10 +46,13 @@ const take = async (deliveries: AsyncIterator<Delivery<Message>>, count: number)
 
 const message = (seq: number, pending: number): Message => ({ seq, info: { pending } });
 
+/** Waits `quietMs` for what a delivery promised; idle looks and the stall far off unless a test is about them. */
+const patience = (quietMs: number, more: Partial<DeliveryPatience> = {}): DeliveryPatience => ({ quietMs, idleMs: 10_000, stalledMs: 60_000, ...more });
+
 describe('deliveries of a consumer whose pending count can be wrong', () => {
   it('passes messages on as they come, with the pending the server gave', async () => {
     const { messages } = consumerOf([message(1, 2), message(2, 1), message(3, 0)]);
-    const taken = await take(deliveriesOf(messages, async () => 3, 20)[Symbol.asyncIterator](), 3);
+    const taken = await take(deliveriesOf(messages, async () => 3, patience(20))[Symbol.asyncIterator](), 3);
     expect(taken).toEqual([
       { kind: 'message', message: message(1, 2), pending: 2 },
       { kind: 'message', message: message(2, 1), pending: 1 },
@@ -50,7 +66,7 @@ describe('deliveries of a consumer whose pending count can be wrong', () => {
     const deliveries = deliveriesOf(messages, async () => {
       asked.push(39);
       return 39;
-    }, 20)[Symbol.asyncIterator]();
+    }, patience(20))[Symbol.asyncIterator]();
     const taken = await take(deliveries, 3);
     expect(taken.map((d) => (d.kind === 'message' ? d.message.seq : `head ${d.seq}`))).toEqual([38, 39, 'head 39']);
     expect(asked.length).toBe(1);
@@ -63,19 +79,19 @@ describe('deliveries of a consumer whose pending count can be wrong', () => {
       asks++;
       if (asks === 2) release();
       return 41;
-    }, 20)[Symbol.asyncIterator]();
+    }, patience(20))[Symbol.asyncIterator]();
     const taken = await take(deliveries, 2);
     expect(taken.map((d) => (d.kind === 'message' ? d.message.seq : `head ${d.seq}`))).toEqual([40, 41]);
     expect(asks).toBeGreaterThanOrEqual(2);
   });
 
-  it('does not ask the server after a delivery that said it was the last', async () => {
+  it('asks the server no sooner than its idle interval after a delivery that said it was the last', async () => {
     let asks = 0;
     const { messages } = consumerOf([message(5, 0)]);
     const deliveries = deliveriesOf(messages, async () => {
       asks++;
       return 5;
-    }, 5)[Symbol.asyncIterator]();
+    }, patience(5))[Symbol.asyncIterator]();
     expect((await take(deliveries, 1)).length).toBe(1);
     const more = await Promise.race([deliveries.next().then(() => 'delivered'), new Promise((resolve) => setTimeout(() => resolve('quiet'), 60))]);
     expect(more).toBe('quiet');
@@ -89,8 +105,30 @@ describe('deliveries of a consumer whose pending count can be wrong', () => {
       asks++;
       if (asks === 2) release();
       throw new Error('no responders');
-    }, 10)[Symbol.asyncIterator]();
+    }, patience(10))[Symbol.asyncIterator]();
     const taken = await take(deliveries, 2);
     expect(taken.map((d) => (d.kind === 'message' ? d.message.seq : `head ${d.seq}`))).toEqual([7, 8]);
+  });
+
+  it('starts again when the consumer delivers nothing while the server holds more', async () => {
+    const { messages } = consumerOf([message(1, 0)]);
+    const deliveries = deliveriesOf(messages, async () => 5, patience(10, { idleMs: 10, stalledMs: 60 }))[Symbol.asyncIterator]();
+    expect((await take(deliveries, 1)).length).toBe(1);
+    const started = Date.now();
+    await expect(deliveries.next()).rejects.toThrow(ConsumerStalledError);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(60);
+  });
+
+  it('waits quietly, looking now and then, while the server holds nothing more', async () => {
+    let asks = 0;
+    const { messages } = consumerOf([message(1, 0)]);
+    const deliveries = deliveriesOf(messages, async () => {
+      asks++;
+      return 1;
+    }, patience(10, { idleMs: 10, stalledMs: 30 }))[Symbol.asyncIterator]();
+    expect((await take(deliveries, 1)).length).toBe(1);
+    const more = await Promise.race([deliveries.next().then(() => 'delivered'), new Promise((resolve) => setTimeout(() => resolve('quiet'), 120))]);
+    expect(more).toBe('quiet');
+    expect(asks).toBeGreaterThanOrEqual(3);
   });
 });
