@@ -6,9 +6,8 @@ import { warnPassed, type PassedCommit } from '../adapters/eventlog/chain-reader
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { MeshService } from '../controller/mesh-service.js';
-import type { StoredEvent } from '../domain/events/envelope.js';
 import { seatNamed } from '../domain/mesh/state.js';
-import { meshEventRegistry } from '../domain/registry.js';
+import { meshEventRegistry, type MeshEvent, type StoredMeshEvent } from '../domain/registry.js';
 import { ValidationError } from '../errors.js';
 import { parseFlags } from './flags.js';
 import { HEADER, print, printPassed } from './log.js';
@@ -38,8 +37,8 @@ const related = (aggregate: string): string[] => {
  * them that does not verify stops the read (naming it); each one an operator voided is handed to
  * `onPassed`, once.
  */
-export const readHistory = async (log: EventLog, aggregate: string, onPassed: (passed: PassedCommit) => void = warnPassed): Promise<StoredEvent[]> => {
-  const events: StoredEvent[] = [];
+export const readHistory = async (log: EventLog<MeshEvent>, aggregate: string, onPassed: (passed: PassedCommit) => void = warnPassed): Promise<StoredMeshEvent[]> => {
+  const events: StoredMeshEvent[] = [];
   const told = new Set<number>();
   const pass = (passed: PassedCommit): void => {
     if (told.has(passed.seq)) return;
@@ -53,7 +52,7 @@ export const readHistory = async (log: EventLog, aggregate: string, onPassed: (p
     if (!seat) throw new ValidationError(`no seat ${aggregate.slice('seat.'.length)}`, { field: 'aggregate' });
     for await (const event of log.read({ aggregate: `seat.${seat.id}`, onPassed: pass })) events.push(event);
     for await (const event of log.read({ aggregate: 'assignment', onPassed: pass })) {
-      if ((event.type === 'seat.held' || event.type === 'seat.released') && (event.data as { seat: string }).seat === seat.id) events.push(event);
+      if ((event.type === 'seat.held' || event.type === 'seat.released') && event.data.seat === seat.id) events.push(event);
     }
   } else {
     for (const filter of related(aggregate)) for await (const event of log.read({ aggregate: filter, onPassed: pass })) events.push(event);

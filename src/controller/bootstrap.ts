@@ -2,6 +2,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { heldAt } from '../adapters/eventlog/chain-reader.js';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
+import type { MeshEvent } from '../domain/registry.js';
 import { assertLogStream, type LogStreamSettings } from '../adapters/eventlog/log-stream.js';
 import { MeshInitialised, meshAggregate } from '../domain/mesh/events.js';
 import { SYSTEM_SEATS } from '../domain/seats/system-seats.js';
@@ -25,7 +26,7 @@ export interface BootstrapResult {
 
 export const bootstrapControlPlane = async (
   nc: NatsConnection,
-  log: EventLog,
+  log: EventLog<MeshEvent>,
   settings: LogStreamSettings & { meshName: string; actor: string; /** the public key of this process's writer */ controllerKey: string },
 ): Promise<BootstrapResult> => {
   const stream = await assertLogStream(await jetstreamManager(nc), settings);
@@ -36,7 +37,7 @@ export const bootstrapControlPlane = async (
     );
   }
   const aggregate = meshAggregate(settings.meshName);
-  let history: Awaited<ReturnType<EventLog['readAggregate']>>;
+  let history: Awaited<ReturnType<EventLog<MeshEvent>['readAggregate']>>;
   try {
     history = await log.readAggregate(aggregate);
   } catch (error) {
@@ -47,7 +48,7 @@ export const bootstrapControlPlane = async (
   }
   const genesisEvent = history.events[0];
   if (genesisEvent) {
-    const named = (genesisEvent.data as { controllerKey: string | null }).controllerKey;
+    const named = genesisEvent.type === MeshInitialised.type ? genesisEvent.data.controllerKey : undefined;
     if (named !== settings.controllerKey) {
       throw new RefusedError(
         `the mesh log (stream ${settings.stream}) was begun at seq ${genesisEvent.seq} by the controller with key ${named ?? '(none: before commits were signed)'}; this process holds key ${settings.controllerKey}. Only the controller a log began with appends to it: run it with that key (MESH_CONTROLLER_KEY).`,

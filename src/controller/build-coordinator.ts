@@ -3,6 +3,7 @@ import { AckPolicy, DeliverPolicy, JetStreamApiError, jetstream, jetstreamManage
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
+import type { MeshEvent } from '../domain/registry.js';
 import { heldAt, passedLine } from '../adapters/eventlog/chain-reader.js';
 import { assertBuildWire, buildJobSubject, buildOutcomeSubject } from '../adapters/nats/build-streams.js';
 import { assertControlStreams, eventsStreamName, type ControlStreamNames } from '../adapters/nats/control-streams.js';
@@ -60,7 +61,7 @@ export class BuildCoordinator {
 
   constructor(
     private readonly nc: NatsConnection,
-    private readonly log: EventLog,
+    private readonly log: EventLog<MeshEvent>,
     private readonly mesh: MeshService,
     private readonly options: BuildCoordinatorOptions,
   ) {}

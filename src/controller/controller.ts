@@ -2,6 +2,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
+import type { MeshEvent } from '../domain/registry.js';
 import { passedLine } from '../adapters/eventlog/chain-reader.js';
 import { assertControlStreams } from '../adapters/nats/control-streams.js';
 import { sha256Digest } from '../domain/canonical.js';
@@ -59,14 +60,14 @@ export class Controller {
   private caughtUp = false;
   private pending: Promise<void> = Promise.resolve();
   private dirty = false;
-  private projector: Promise<Projector | undefined> | undefined;
+  private projector: Promise<Projector<MeshEvent> | undefined> | undefined;
   private hold: LogHold | undefined;
   /** the last sequence the follower took (folded or passed): the state is also folded into by the report ingester, so its seq is not this */
   private followedTo = 0;
 
   constructor(
     private readonly nc: NatsConnection,
-    private readonly log: EventLog,
+    private readonly log: EventLog<MeshEvent>,
     private readonly options: ControllerOptions,
   ) {
     this.publisher = new DeclarationPublisher(nc, { nodesStream: options.names.nodesStream, prefix: options.names.prefix });

@@ -1,4 +1,5 @@
 import type { EventLog } from '../adapters/eventlog/event-log.js';
+import type { MeshEvent } from '../domain/registry.js';
 import { heldAt, heldError, warnPassed, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
 import type { CommandMetadata, StoredEvent } from '../domain/events/envelope.js';
 import { voidAggregate } from '../domain/log/events.js';
@@ -74,7 +75,7 @@ export class MeshService {
   private readonly maxAttempts: number;
 
   constructor(
-    private readonly log: EventLog,
+    private readonly log: EventLog<MeshEvent>,
     private readonly options: MeshServiceOptions = {},
   ) {
     this.maxAttempts = options.maxAttempts ?? 20;

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../../src/config.js';
 import { decideMeshCommand, type MeshCommand } from '../../src/domain/mesh/commands.js';
-import type { ProposedEvent, StoredEvent } from '../../src/domain/events/envelope.js';
+import type { ProposedEvent } from '../../src/domain/events/envelope.js';
+import { meshEventRegistry, type StoredMeshEvent } from '../../src/domain/registry.js';
 import { emptyMeshState, evolveMesh, type MeshState } from '../../src/domain/mesh/state.js';
 import { SYSTEM_SEATS } from '../../src/domain/seats/system-seats.js';
 import type { Problem } from '../../src/domain/refusal.js';
@@ -12,9 +13,13 @@ import { Refusal } from '../../src/domain/refusal.js';
 
 let seq = 0;
 
-export const stored = (aggregate: string, event: ProposedEvent, commandId = `c${seq + 1}`): StoredEvent => {
+const registry = meshEventRegistry();
+
+/** An event as the log would hand it back: checked by its type's schema, as the log checks it on append. */
+export const stored = (aggregate: string, event: ProposedEvent, commandId = `c${seq + 1}`): StoredMeshEvent => {
   seq++;
-  return { id: `e${seq}`, type: event.type, schemaVersion: 1, aggregate, time: '2026-01-01T00:00:00.000Z', actor: 'test', commandId, causationId: commandId, correlationId: commandId, data: event.data, seq, index: 0, version: 1 };
+  const typed = registry.validateNew(event.type, event.data, 'event');
+  return { id: `e${seq}`, schemaVersion: 1, aggregate, time: '2026-01-01T00:00:00.000Z', actor: 'test', commandId, causationId: commandId, correlationId: commandId, ...typed, seq, index: 0, version: 1 };
 };
 
 /** A mesh built by running commands through the deciders, as the log would have recorded them. */

@@ -1,5 +1,5 @@
 import type { Decision } from '../decision.js';
-import type { ProposedEvent } from '../events/envelope.js';
+import type { EventOf } from '../events/registry.js';
 import { assignmentKey, holderOf, seatNamed, type MeshState } from '../mesh/state.js';
 import { refuseIfAny, type Problem } from '../refusal.js';
 import { canHoldProblems } from '../seats/can-hold.js';
@@ -70,7 +70,7 @@ export const decideAssign = (command: Assign, state: MeshState): Decision => {
   const { resolutions, problems: unresolved } = resolveRequirements(state, command, manifest.requires);
   problems.push(...unresolved);
 
-  const holds: ProposedEvent[] = [];
+  const holds: EventOf<typeof SeatHeld>[] = [];
   for (const name of command.hold) {
     const seat = seatNamed(state, name);
     if (!seat) {
@@ -94,7 +94,7 @@ export const decideAssign = (command: Assign, state: MeshState): Decision => {
   }
   refuseIfAny(subject, problems);
 
-  const held = holds.map((event) => (event.data as { seat: string }).seat);
+  const held = holds.map((event) => event.data.seat);
   return {
     aggregate: assignmentAggregate(command.node, command.module),
     events: [
@@ -126,7 +126,7 @@ export const decideUnassign = (command: Unassign, state: MeshState): Decision =>
       remedy: `unassign ${d.node}/${d.module} first, or assign another provider and re-assign it`,
     })),
   );
-  const releases: ProposedEvent[] = [...state.holdings.entries()]
+  const releases: EventOf<typeof SeatReleased>[] = [...state.holdings.entries()]
     .filter(([, holder]) => holder.node === command.node && holder.module === command.module)
     .map(([key]) => {
       const [seat = '', scopeKey = ''] = key.split('@');
@@ -135,6 +135,6 @@ export const decideUnassign = (command: Unassign, state: MeshState): Decision =>
   return {
     aggregate: assignmentAggregate(command.node, command.module),
     events: [{ type: AssignmentRemoved.type, data: { module: command.module, node: command.node } }, ...releases],
-    summary: `${command.module} unassigned from ${command.node}${releases.length > 0 ? `; released ${releases.map((r) => (r.data as { seat: string }).seat).join(', ')}` : ''}`,
+    summary: `${command.module} unassigned from ${command.node}${releases.length > 0 ? `; released ${releases.map((r) => r.data.seat).join(', ')}` : ''}`,
   };
 };
