@@ -63,7 +63,7 @@ export const writeMeshLog = async (
     nc.publish(subject, payload, { headers });
     unflushed++;
     commit.events.forEach((envelope, index) => {
-      const stored: StoredMeshEvent = { ...envelope, ...registry.validateNew(envelope.type, envelope.data, `events.${index}`), seq, index, version: firstVersion + index };
+      const stored: StoredMeshEvent = { ...envelope, ...registry.decode(envelope.type, envelope.schemaVersion, envelope.data, { seq, field: `events.${index}` }), seq, index, version: firstVersion + index };
       evolveMesh(state, stored);
       types.add(stored.type);
       events++;
