@@ -4,8 +4,8 @@ import { loadConfig, type MeshConfig } from '../config.js';
 import { connectAsOperator } from './bus-connection.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
-import { sendSignedCommand } from '../adapters/command-client.js';
-import { MeshService, type CommandResult } from '../controller/mesh-service.js';
+import { sendSignedCommand, type CommandAnswer } from '../adapters/command-client.js';
+import { MeshService } from '../controller/mesh-service.js';
 import type { CommandMetadata } from '../domain/events/envelope.js';
 import type { MeshCommand } from '../domain/mesh/commands.js';
 import type { MeshState } from '../domain/mesh/state.js';
@@ -20,7 +20,7 @@ export interface MeshClient {
   /** the mesh as the log says it is now, folded locally */
   current(): Promise<MeshState>;
   /** signs the command and has the controller decide it */
-  execute(command: MeshCommand, metadata: CommandMetadata): Promise<CommandResult>;
+  execute(command: MeshCommand, metadata: CommandMetadata): Promise<CommandAnswer>;
 }
 
 export interface MeshSession {
@@ -46,7 +46,7 @@ export const withMesh = async <T>(work: (session: MeshSession) => Promise<T>): P
   }
 };
 
-export const printResult = (out: Output, result: CommandResult): number => {
+export const printResult = (out: Output, result: CommandAnswer): number => {
   if (out.json) out.data({ ok: true, summary: result.summary, seq: result.seq, duplicate: result.duplicate, events: result.events });
   else out.line(`${result.summary}${result.events.length > 0 ? ` (log seq ${result.seq})` : ''}`);
   return 0;

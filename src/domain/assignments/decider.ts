@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { Decision } from '../decision.js';
 import type { EventOf } from '../events/registry.js';
 import { assignmentKey, holderOf, seatNamed, type MeshState } from '../mesh/state.js';
@@ -7,21 +8,22 @@ import type { AssignmentRef } from '../seats/events.js';
 import { AssignmentCreated, AssignmentRemoved, SeatHeld, SeatReleased, assignmentAggregate } from './events.js';
 import { resolveRequirements } from './resolve.js';
 
-export interface Assign {
-  type: 'assign';
-  module: string;
-  node: string;
-  hold: string[];
-  pins: Record<string, AssignmentRef>;
-  values: Record<string, string>;
-  placements: Record<string, string>;
-}
+// Command schemas check shape only: every rule about what the values mean is the decider's, so
+// its refusals stay the ones an operator knows.
 
-export interface Unassign {
-  type: 'unassign';
-  module: string;
-  node: string;
-}
+export const assignSchema = z.strictObject({
+  type: z.literal('assign'),
+  module: z.string(),
+  node: z.string(),
+  hold: z.array(z.string()),
+  pins: z.record(z.string(), z.strictObject({ node: z.string(), module: z.string() })),
+  values: z.record(z.string(), z.string()),
+  placements: z.record(z.string(), z.string()),
+});
+export type Assign = z.infer<typeof assignSchema>;
+
+export const unassignSchema = z.strictObject({ type: z.literal('unassign'), module: z.string(), node: z.string() });
+export type Unassign = z.infer<typeof unassignSchema>;
 
 const show = (ref: AssignmentRef): string => `${ref.node}/${ref.module}`;
 
