@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { z } from 'zod';
 import { CorruptEventError } from '../../errors.js';
-import { defineEvent, EventRegistry, registryOf } from './registry.js';
+import { defineEvent, EventRegistry, isRecord, registryOf } from './registry.js';
 
 const Renamed = defineEvent({
   type: 'person.renamed',
@@ -9,10 +9,10 @@ const Renamed = defineEvent({
   schema: z.object({ first: z.string(), last: z.string(), title: z.string() }).strict(),
   upcasters: {
     1: (data) => {
-      const [first = '', ...rest] = (data as { name: string }).name.split(' ');
+      const [first = '', ...rest] = (isRecord(data) && typeof data.name === 'string' ? data.name : '').split(' ');
       return { first, last: rest.join(' ') };
     },
-    2: (data) => ({ ...(data as object), title: '' }),
+    2: (data) => (isRecord(data) ? { ...data, title: '' } : data),
   },
 });
 
