@@ -13,12 +13,12 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { projectRoot } from '../src/config.js';
-import type { Commit, ProposedEvent, StoredEvent } from '../src/domain/events/envelope.js';
+import type { Commit, ProposedEvent } from '../src/domain/events/envelope.js';
 import { sourceAggregate } from '../src/domain/builds/events.js';
 import { decideMeshCommand, type MeshCommand } from '../src/domain/mesh/commands.js';
 import { emptyMeshState, evolveMesh } from '../src/domain/mesh/state.js';
 import { tokenVerifier } from '../src/domain/nodes/enrolment.js';
-import { meshEventRegistry } from '../src/domain/registry.js';
+import { meshEventRegistry, type StoredMeshEvent } from '../src/domain/registry.js';
 import { SYSTEM_SEATS } from '../src/domain/seats/system-seats.js';
 
 const frozenFile = join(projectRoot, 'fixtures', 'event-logs', 'mesh-every-type.jsonl');
@@ -56,8 +56,7 @@ const record = (aggregate: string, proposed: readonly (ProposedEvent & { schemaV
   };
   lines.push(JSON.stringify({ subject: aggregate, commit }));
   commit.events.forEach((envelope, index) => {
-    const { version, data } = registry.upcast(envelope.type, envelope.schemaVersion, envelope.data, { seq });
-    const stored: StoredEvent = { ...envelope, schemaVersion: version, data, seq, index, version: firstVersion + index };
+    const stored: StoredMeshEvent = { ...envelope, ...registry.decode(envelope.type, envelope.schemaVersion, envelope.data, { seq, field: `events.${index}` }), seq, index, version: firstVersion + index };
     evolveMesh(state, stored);
   });
 };

@@ -2,7 +2,6 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { errors as natsErrors } from '@nats-io/nats-core';
 import type { CommandResult } from '../controller/mesh-service.js';
 import { toolSubject, type ToolAnswer } from '../controller/tool-server.js';
-import type { StoredEvent } from '../domain/events/envelope.js';
 import type { MeshCommand } from '../domain/mesh/commands.js';
 import { Refusal } from '../domain/refusal.js';
 import { MeshError, UnavailableError, type MeshErrorCode } from '../errors.js';
@@ -14,9 +13,12 @@ import { loadOperatorKey, signCommand } from './operator-keys.js';
 
 const COMMAND_TIMEOUT_MS = 30_000;
 
-export const sendSignedCommand = async (nc: NatsConnection, config: { operatorKeyFile: string; subjectPrefix: string }, command: MeshCommand, commandId: string): Promise<CommandResult> => {
+/** What the controller answered: its events as it sent them, to show, never to fold. */
+export type CommandAnswer = Omit<CommandResult, 'events'> & { events: unknown[] };
+
+export const sendSignedCommand = async (nc: NatsConnection, config: { operatorKeyFile: string; subjectPrefix: string }, command: MeshCommand, commandId: string): Promise<CommandAnswer> => {
   const key = loadOperatorKey(config.operatorKeyFile);
-  const signed = signCommand(key, commandId, command as unknown as Record<string, unknown>, new Date());
+  const signed = signCommand(key, commandId, command, new Date());
   const subject = toolSubject(command.type, config.subjectPrefix);
   let answer: ToolAnswer;
   try {
@@ -32,7 +34,7 @@ export const sendSignedCommand = async (nc: NatsConnection, config: { operatorKe
       { cause: error },
     );
   }
-  if (answer.ok) return { summary: answer.summary, seq: answer.seq, duplicate: answer.duplicate, events: answer.events as StoredEvent[] };
+  if (answer.ok) return { summary: answer.summary, seq: answer.seq, duplicate: answer.duplicate, events: answer.events };
   const { code, ...details } = answer.error;
   if (code === 'refused' && answer.refused.length > 0) throw new Refusal(typeof details.subject === 'string' ? details.subject : command.type, answer.refused);
   throw new MeshError(code as MeshErrorCode, answer.refused.map((r) => r.why).join('; '), details);

@@ -5,11 +5,11 @@ import { ChainReader, type PassedCommit } from '../adapters/eventlog/chain-reade
 import { decodeCommit } from '../adapters/eventlog/codec.js';
 import { aggregateOf } from '../adapters/eventlog/subjects.js';
 import { verifySignature } from '../adapters/operator-keys.js';
-import type { StoredEvent } from '../domain/events/envelope.js';
 import type { EventRegistry } from '../domain/events/registry.js';
 import { LogVoided } from '../domain/log/events.js';
 import { MeshInitialised } from '../domain/mesh/events.js';
 import { OperatorAdded, OperatorRevoked } from '../domain/operators/operators.js';
+import type { MeshEvent, StoredMeshEvent } from '../domain/registry.js';
 
 // `mesh audit verify`: the whole log read again from its first sequence and every commit checked:
 //
@@ -62,7 +62,7 @@ export interface VerifyReport {
 export interface VerifySource {
   stream: string;
   subjectPrefix: string;
-  registry: EventRegistry;
+  registry: EventRegistry<MeshEvent>;
   /** this machine's controller key (public half), when it has one: the genesis must name it */
   localKey?: { publicKey: string; from: string };
 }
@@ -90,7 +90,7 @@ export const verifyLog = async (nc: NatsConnection, source: VerifySource): Promi
     const aggregate = aggregateOf(source.subjectPrefix, message.subject);
     report.commits++;
     const link = linkOf({ seq: message.seq, subject: message.subject, data: message.data, headers: message.headers });
-    let events: StoredEvent[] | undefined;
+    let events: StoredMeshEvent[] | undefined;
     let unread: string | undefined;
     try {
       events = decodeCommit(source.registry, message.seq, aggregate, message.data);
@@ -127,7 +127,7 @@ export const verifyLog = async (nc: NatsConnection, source: VerifySource): Promi
       const why = operatorProblem(event, everAnOperator);
       if (why) fail(message.seq, aggregate, 'operator', why);
       if (event.type === LogVoided.type && !writer) {
-        const voidedSeq = (event.data as { seq: number }).seq;
+        const voidedSeq = event.data.seq;
         if (voidedSeq < message.seq && !report.voided.some((v) => v.seq === voidedSeq) && !report.failures.some((f) => f.seq === voidedSeq)) {
           fail(message.seq, aggregate, 'void', `it voids seq ${voidedSeq}, which reads and verifies: a void is only for a commit readers are held at`);
         }
@@ -156,9 +156,9 @@ export const verifyLog = async (nc: NatsConnection, source: VerifySource): Promi
 };
 
 /** The key the genesis names, after checking it names it in its header and its event alike, signs with it, and is this machine's. */
-const genesisKey = (headerKey: string | undefined, events: StoredEvent[] | undefined, source: VerifySource, problems: { kind: VerifyFailureKind; why: string }[]): string | undefined => {
+const genesisKey = (headerKey: string | undefined, events: StoredMeshEvent[] | undefined, source: VerifySource, problems: { kind: VerifyFailureKind; why: string }[]): string | undefined => {
   const genesis = events?.[0];
-  const named = genesis?.type === MeshInitialised.type ? (genesis.data as { controllerKey: string | null }).controllerKey : undefined;
+  const named = genesis?.type === MeshInitialised.type ? genesis.data.controllerKey : undefined;
   if (!headerKey) {
     problems.push({ kind: 'genesis', why: 'the first commit names no writer key (Mesh-Key): it was written before the log was signed, or not by a mesh writer, so no commit of this log can be verified' });
     return undefined;
@@ -172,14 +172,14 @@ const genesisKey = (headerKey: string | undefined, events: StoredEvent[] | undef
 };
 
 /** Remembers what an operator event says; true when it added an operator. */
-const learnOperator = (operators: Map<string, OperatorKeyAt>, event: StoredEvent): boolean => {
+const learnOperator = (operators: Map<string, OperatorKeyAt>, event: StoredMeshEvent): boolean => {
   if (event.type === OperatorAdded.type) {
-    const data = event.data as { operator: string; publicKey: string };
+    const data = event.data;
     if (!operators.has(data.operator)) operators.set(data.operator, { publicKey: data.publicKey });
     return true;
   }
   if (event.type === OperatorRevoked.type) {
-    const known = operators.get((event.data as { operator: string }).operator);
+    const known = operators.get(event.data.operator);
     if (known && known.revokedAt === undefined) known.revokedAt = event.seq;
   }
   return false;
@@ -190,24 +190,25 @@ const learnOperator = (operators: Map<string, OperatorKeyAt>, event: StoredEvent
  * added at genesis while there is none; every other change to the operators is an operator's
  * signed command for exactly that change (whose signature `signatureProblem` checks).
  */
-const operatorProblem = (event: StoredEvent, everAnOperator: boolean): string | undefined => {
+const operatorProblem = (event: StoredMeshEvent, everAnOperator: boolean): string | undefined => {
   if (event.type !== OperatorAdded.type && event.type !== OperatorRevoked.type) return undefined;
-  const data = event.data as { operator: string; publicKey?: string };
+  const data = event.data;
   const signed = event.signed;
   if (!signed) {
     if (event.type === OperatorAdded.type && !everAnOperator) return undefined;
     return `${event.type === OperatorAdded.type ? `operator ${data.operator} was added` : `operator ${data.operator} was revoked`} by no operator's signed command${event.type === OperatorAdded.type ? ', after the first operator: only the first is added at genesis' : ''}`;
   }
-  const command = signed.command as { type?: string; operator?: string; publicKey?: string };
+  // The command as it was signed, field by field: whatever it holds, only these are compared.
+  const command = signed.command;
   const wanted = event.type === OperatorAdded.type ? 'add-operator' : 'revoke-operator';
-  if (command.type !== wanted || command.operator !== data.operator || (event.type === OperatorAdded.type && command.publicKey !== data.publicKey)) {
-    return `${event.type} of ${data.operator} is not what the signed command ${signed.commandId} of ${signed.operator} asked (${command.type ?? '?'} ${command.operator ?? '?'})`;
+  if (command.type !== wanted || command.operator !== data.operator || (event.type === OperatorAdded.type && command.publicKey !== event.data.publicKey)) {
+    return `${event.type} of ${data.operator} is not what the signed command ${signed.commandId} of ${signed.operator} asked (${String(command.type ?? '?')} ${String(command.operator ?? '?')})`;
   }
   return undefined;
 };
 
 /** Why the signature stored with these events does not hold, or undefined when it does. */
-const signatureProblem = (events: StoredEvent[], operators: Map<string, OperatorKeyAt>, seq: number): string | undefined => {
+const signatureProblem = (events: StoredMeshEvent[], operators: Map<string, OperatorKeyAt>, seq: number): string | undefined => {
   const signed = events[0]?.signed;
   if (!signed) return undefined;
   const operator = operators.get(signed.operator);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ROLLOUT_POLICIES, type RolloutPolicy } from '../domain/builds/events.js';
+import { ROLLOUT_POLICIES } from '../domain/builds/events.js';
 import { rolloutPolicyOf } from '../domain/builds/state.js';
 import { nodesAssigned } from '../projections/mesh/assignments.js';
 import { readRollout } from '../projections/mesh/builds.js';
@@ -48,8 +48,9 @@ export const moduleMovedCommand = (module: string | undefined, commit: string | 
 };
 
 export const moduleRolloutCommand = (module: string | undefined, policy: string | undefined, json: boolean, commandId?: string): Promise<number> => {
-  if (!module || !policy || !(ROLLOUT_POLICIES as readonly string[]).includes(policy)) throw new ValidationError('usage: mesh module rollout MODULE roll-out|record', { field: 'arguments' });
-  return withMesh(async ({ mesh, metadata }) => printResult(output(json), await mesh.execute({ type: 'set-rollout-policy', module, policy: policy as RolloutPolicy }, metadata(commandId))));
+  const rollout = ROLLOUT_POLICIES.find((known) => known === policy);
+  if (!module || !rollout) throw new ValidationError('usage: mesh module rollout MODULE roll-out|record', { field: 'arguments' });
+  return withMesh(async ({ mesh, metadata }) => printResult(output(json), await mesh.execute({ type: 'set-rollout-policy', module, policy: rollout }, metadata(commandId))));
 };
 
 /** The projections `mesh graph` reads. */

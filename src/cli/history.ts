@@ -5,15 +5,14 @@ import type { EventLog } from '../adapters/eventlog/event-log.js';
 import { warnPassed, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
-import type { StoredEvent } from '../domain/events/envelope.js';
-import { meshEventRegistry } from '../domain/registry.js';
+import type { StoredMeshEvent } from '../domain/registry.js';
+import { meshEventRegistry, type MeshEvent } from '../domain/registry.js';
 import { ValidationError } from '../errors.js';
 import { parseFlags } from './flags.js';
 import { HEADER, print, printPassed } from './log.js';
 import { output } from './output.js';
 import { withReads } from './reads.js';
 import { findSeat } from '../projections/mesh/seats.js';
-import { SeatHeld, SeatReleased } from '../domain/assignments/events.js';
 
 // `mesh history AGGREGATE`: everything that happened to one node, module, seat or assignment, in
 // log order, with who caused it and why — read from the log itself. A node's history includes
@@ -41,12 +40,12 @@ const related = (aggregate: string): string[] => {
  * the seats projection knows from any of its names.
  */
 export const readHistory = async (
-  log: EventLog,
+  log: EventLog<MeshEvent>,
   aggregate: string,
   options: { onPassed?: (passed: PassedCommit) => void; seatIdOf?: (name: string) => Promise<string | undefined> } = {},
-): Promise<StoredEvent[]> => {
+): Promise<StoredMeshEvent[]> => {
   const onPassed = options.onPassed ?? warnPassed;
-  const events: StoredEvent[] = [];
+  const events: StoredMeshEvent[] = [];
   const told = new Set<number>();
   const pass = (passed: PassedCommit): void => {
     if (told.has(passed.seq)) return;
@@ -70,11 +69,7 @@ export const readHistory = async (
 };
 
 /** The seat a seat.held or seat.released event is about; undefined for any other event. */
-const heldSeatOf = (event: StoredEvent): string | undefined => {
-  const definition = event.type === SeatHeld.type ? SeatHeld : event.type === SeatReleased.type ? SeatReleased : undefined;
-  const parsed = definition?.schema.safeParse(event.data);
-  return parsed?.success ? parsed.data.seat : undefined;
-};
+const heldSeatOf = (event: StoredMeshEvent): string | undefined => (event.type === 'seat.held' || event.type === 'seat.released' ? event.data.seat : undefined);
 
 /** A seat's id (its first name) from any of its names, as the seats projection holds them. */
 const seatIdFromProjection = (name: string): Promise<string | undefined> => withReads(['seats'], {}, async (session) => (await findSeat(session, name))?.id);

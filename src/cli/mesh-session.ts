@@ -3,8 +3,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { loadConfig, type MeshConfig } from '../config.js';
 import { connectAsOperator } from './bus-connection.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
-import { sendSignedCommand } from '../adapters/command-client.js';
-import type { CommandResult } from '../controller/mesh-service.js';
+import { sendSignedCommand, type CommandAnswer } from '../adapters/command-client.js';
 import type { CommandMetadata } from '../domain/events/envelope.js';
 import type { MeshCommand } from '../domain/mesh/commands.js';
 import type { Output } from './output.js';
@@ -16,7 +15,7 @@ import type { Output } from './output.js';
 
 export interface MeshClient {
   /** signs the command and has the controller decide it */
-  execute(command: MeshCommand, metadata: CommandMetadata): Promise<CommandResult>;
+  execute(command: MeshCommand, metadata: CommandMetadata): Promise<CommandAnswer>;
 }
 
 export interface MeshSession {
@@ -41,7 +40,7 @@ export const withMesh = async <T>(work: (session: MeshSession) => Promise<T>): P
   }
 };
 
-export const printResult = (out: Output, result: CommandResult): number => {
+export const printResult = (out: Output, result: CommandAnswer): number => {
   if (out.json) out.data({ ok: true, summary: result.summary, seq: result.seq, duplicate: result.duplicate, events: result.events });
   else out.line(`${result.summary}${result.events.length > 0 ? ` (log seq ${result.seq})` : ''}`);
   return 0;

@@ -6,7 +6,7 @@ import { connectAsOperator } from './bus-connection.js';
 import { databaseUrlFor, withoutPassword } from '../adapters/database-logins.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { passedLine } from '../adapters/eventlog/chain-reader.js';
-import { meshEventRegistry } from '../domain/registry.js';
+import { meshEventRegistry, type MeshEvent } from '../domain/registry.js';
 import { NotFoundError, UnavailableError, ValidationError } from '../errors.js';
 import { requestRebuild } from '../projections/builds.js';
 import { meshProjections } from '../projections/catalogue.js';
@@ -59,7 +59,7 @@ export const projectionsCommand = async (args: string[]): Promise<number> => {
   }
 };
 
-const rebuild = async (name: string | undefined, deps: { out: Output; pool: pg.Pool; reader: CommitReader; databaseUrl: string; schemas: ProjectorSchemas }): Promise<number> => {
+const rebuild = async (name: string | undefined, deps: { out: Output; pool: pg.Pool; reader: CommitReader<MeshEvent>; databaseUrl: string; schemas: ProjectorSchemas }): Promise<number> => {
   const projections = meshProjections();
   const names = projections.map((p) => p.name).join(', ');
   if (!name) throw new ValidationError(`mesh projections rebuild needs a projection name: one of ${names}`, { field: 'name' });

@@ -2,6 +2,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { heldAt } from '../adapters/eventlog/chain-reader.js';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
+import type { MeshEvent } from '../domain/registry.js';
 import { assertLogStream, type LogStreamSettings } from '../adapters/eventlog/log-stream.js';
 import { MeshInitialised, meshAggregate } from '../domain/mesh/events.js';
 import { SYSTEM_SEATS } from '../domain/seats/system-seats.js';
@@ -26,7 +27,7 @@ export interface BootstrapResult {
 type BootstrapSettings = LogStreamSettings & { meshName: string; actor: string; /** the public key of this process's writer */ controllerKey: string };
 
 /** The stream asserted and the log begun: what must be true before anything follows the log. */
-export const beginLog = async (nc: NatsConnection, log: EventLog, settings: BootstrapSettings): Promise<Omit<BootstrapResult, 'seatsDefined'>> => {
+export const beginLog = async (nc: NatsConnection, log: EventLog<MeshEvent>, settings: BootstrapSettings): Promise<Omit<BootstrapResult, 'seatsDefined'>> => {
   const stream = await assertLogStream(await jetstreamManager(nc), settings);
   if ((await log.headSeq()) > 0 && !(await log.writerKey())) {
     throw new RefusedError(
@@ -35,7 +36,7 @@ export const beginLog = async (nc: NatsConnection, log: EventLog, settings: Boot
     );
   }
   const aggregate = meshAggregate(settings.meshName);
-  let history: Awaited<ReturnType<EventLog['readAggregate']>>;
+  let history: Awaited<ReturnType<EventLog<MeshEvent>['readAggregate']>>;
   try {
     history = await log.readAggregate(aggregate);
   } catch (error) {
@@ -46,7 +47,7 @@ export const beginLog = async (nc: NatsConnection, log: EventLog, settings: Boot
   }
   const genesisEvent = history.events[0];
   if (genesisEvent) {
-    const named = (genesisEvent.data as { controllerKey: string | null }).controllerKey;
+    const named = genesisEvent.type === MeshInitialised.type ? genesisEvent.data.controllerKey : undefined;
     if (named !== settings.controllerKey) {
       throw new RefusedError(
         `the mesh log (stream ${settings.stream}) was begun at seq ${genesisEvent.seq} by the controller with key ${named ?? '(none: before commits were signed)'}; this process holds key ${settings.controllerKey}. Only the controller a log began with appends to it: run it with that key (MESH_CONTROLLER_KEY).`,
@@ -78,7 +79,7 @@ export const defineSystemSeats = async (mesh: MeshService, settings: Pick<Bootst
 };
 
 /** Both, with a fold of its own: for a process that runs no view of the mesh (dev tooling, tests). */
-export const bootstrapControlPlane = async (nc: NatsConnection, log: EventLog, settings: BootstrapSettings): Promise<BootstrapResult> => {
+export const bootstrapControlPlane = async (nc: NatsConnection, log: EventLog<MeshEvent>, settings: BootstrapSettings): Promise<BootstrapResult> => {
   const begun = await beginLog(nc, log, settings);
   if (begun.held) return { ...begun, seatsDefined: [] };
   const seats = await defineSystemSeats(new MeshService(log), settings);

@@ -1,5 +1,5 @@
 import { verifySignature } from '../adapters/operator-keys.js';
-import type { MeshCommand } from '../domain/mesh/commands.js';
+import { parseMeshCommand, type MeshCommand } from '../domain/mesh/commands.js';
 import { signedCommandSchema, type SignedCommand } from '../domain/operators/signed-command.js';
 import { Refusal } from '../domain/refusal.js';
 import { ValidationError } from '../errors.js';
@@ -11,7 +11,7 @@ import type { CommandResult, MeshService } from './mesh-service.js';
 // refused, saying which, and appends nothing.
 
 /** The commands an operator may send; the rest are the mesh's own (genesis, enrolment, builds' outcomes). */
-export const OPERATOR_COMMANDS = new Set<MeshCommand['type']>([
+export const OPERATOR_COMMANDS: ReadonlySet<string> = new Set<MeshCommand['type']>([
   'register-module',
   'rename-seat',
   'hand-over-seat',
@@ -26,7 +26,7 @@ export const OPERATOR_COMMANDS = new Set<MeshCommand['type']>([
   'submit-build',
   'set-rollout-policy',
   'void-commit',
-] as MeshCommand['type'][]);
+]);
 
 export class CommandDispatcher {
   constructor(private readonly mesh: MeshService) {}
@@ -44,7 +44,7 @@ export class CommandDispatcher {
     const signed: SignedCommand = parsed.data;
     const type = String(signed.command.type ?? '');
     if (verb !== undefined && verb !== type) throw new ValidationError(`the ${verb} tool was sent a ${type || 'typeless'} command`, { field: 'command.type' });
-    if (!OPERATOR_COMMANDS.has(type as MeshCommand['type'])) {
+    if (!OPERATOR_COMMANDS.has(type)) {
       throw new Refusal(`command ${type}`, [{ what: type || 'command.type', why: 'it is not a command an operator sends', remedy: `send one of: ${[...OPERATOR_COMMANDS].join(', ')}` }]);
     }
     // Operators as far as the log can be read: while the fold is held at a commit, the operators
@@ -57,6 +57,8 @@ export class CommandDispatcher {
     if (!verifySignature(signed, operator.publicKey)) {
       throw new Refusal(subject, [{ what: 'signature', why: 'the signature does not match the command: it was altered, or signed with another key', remedy: 'send the command again as `mesh` signed it' }]);
     }
-    return this.mesh.execute(signed.command as unknown as MeshCommand, { commandId: signed.commandId, actor: `operator:${signed.operator}` }, { signed });
+    // Read against its type's schema only now, as the operator signed it: a malformed command is refused, naming the field, and appends nothing.
+    const command = parseMeshCommand(signed.command);
+    return this.mesh.execute(command, { commandId: signed.commandId, actor: `operator:${signed.operator}` }, { signed });
   }
 }

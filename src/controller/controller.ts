@@ -7,6 +7,7 @@ import { sha256Digest } from '../domain/canonical.js';
 import { composeDeclaration } from '../domain/declarations/compose.js';
 import { DeclarationRefused } from '../domain/declarations/events.js';
 import type { MeshState } from '../domain/mesh/state.js';
+import type { MeshEvent } from '../domain/registry.js';
 import { DeclarationInputs } from '../domain/declarations/inputs.js';
 import { loadConfig } from '../config.js';
 import { schemasFromEnv, type ProjectorSchemas } from '../projections/control.js';
@@ -62,7 +63,7 @@ export class Controller {
   private readonly abort = new AbortController();
   private pending: Promise<void> = Promise.resolve();
   private dirty = false;
-  private projector: Promise<Projector | undefined> | undefined;
+  private projector: Promise<Projector<MeshEvent> | undefined> | undefined;
   /** what each node's last composition read, so an event recomposes only the nodes it reaches */
   private readonly inputs = new DeclarationInputs();
   /** reached by the events folded since the last pass */
@@ -77,7 +78,7 @@ export class Controller {
   constructor(
     private readonly nc: NatsConnection,
     private readonly view: MeshView,
-    private readonly log: EventLog,
+    private readonly log: EventLog<MeshEvent>,
     private readonly options: ControllerOptions,
   ) {
     this.publisher = new DeclarationPublisher(nc, { nodesStream: options.names.nodesStream, prefix: options.names.prefix });

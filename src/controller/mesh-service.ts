@@ -1,6 +1,7 @@
 import type { EventLog } from '../adapters/eventlog/event-log.js';
+import type { MeshEvent, StoredMeshEvent } from '../domain/registry.js';
 import { heldAt, heldError, warnPassed, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
-import type { CommandMetadata, StoredEvent } from '../domain/events/envelope.js';
+import type { CommandMetadata } from '../domain/events/envelope.js';
 import { voidAggregate } from '../domain/log/events.js';
 import type { VoidCommit } from '../domain/log/void.js';
 import { decideMeshCommand, type MeshCommand } from '../domain/mesh/commands.js';
@@ -24,7 +25,7 @@ export interface CommandResult {
   summary: string;
   /** the log sequence the outcome is at: the commit appended, or the state the no-op was judged on */
   seq: number;
-  events: StoredEvent[];
+  events: StoredMeshEvent[];
   /** the command had been carried out before (its acknowledgement was lost): nothing was appended */
   duplicate: boolean;
 }
@@ -74,7 +75,7 @@ export interface MeshReader {
   /** Resolves once the fold has taken `seq` (or is held before it). */
   reached(seq: number): Promise<void>;
   /** Told of a commit this process appended, so the next command is decided on a view that holds it. */
-  appended(seq: number, events: readonly StoredEvent[], duplicate: boolean): Promise<void>;
+  appended(seq: number, events: readonly StoredMeshEvent[], duplicate: boolean): Promise<void>;
 }
 
 /** A fold that reads the log from where it stopped each time it is asked: for a process that follows nothing. */
@@ -87,7 +88,7 @@ export class CatchUpFold implements MeshReader {
   private retryMs = RETRY.initialMs;
 
   constructor(
-    private readonly log: EventLog,
+    private readonly log: EventLog<MeshEvent>,
     private readonly options: Pick<MeshServiceOptions, 'onHeld' | 'onPassed'> = {},
   ) {}
 
@@ -107,7 +108,7 @@ export class CatchUpFold implements MeshReader {
   }
 
   /** Its own commit, as the log stored it, folded here unless a catch-up for another caller has folded it already. */
-  async appended(seq: number, events: readonly StoredEvent[], duplicate: boolean): Promise<void> {
+  async appended(seq: number, events: readonly StoredMeshEvent[], duplicate: boolean): Promise<void> {
     if (!duplicate && seq > this.state.seq) for (const event of events) evolveMesh(this.state, event);
   }
 
@@ -147,7 +148,7 @@ export class MeshService {
 
   /** `reader`: the process's view of the mesh; without one, a fold of its own that catches up when asked. */
   constructor(
-    private readonly log: EventLog,
+    private readonly log: EventLog<MeshEvent>,
     private readonly options: MeshServiceOptions = {},
     reader?: MeshReader,
   ) {

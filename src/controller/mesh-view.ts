@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
 import { passedLine } from '../adapters/eventlog/chain-reader.js';
-import type { StoredEvent } from '../domain/events/envelope.js';
+import type { MeshEvent, StoredMeshEvent } from '../domain/registry.js';
 import { emptyMeshState, evolveMesh, type MeshState } from '../domain/mesh/state.js';
 import type { LogHold, MeshReader } from './mesh-service.js';
 
@@ -14,7 +14,7 @@ import type { LogHold, MeshReader } from './mesh-service.js';
 // every reader until an operator's void lets it pass.
 
 /** What was folded: the events, or the sequence an operator's void let the view pass. */
-export type ViewChange = { kind: 'event'; event: StoredEvent } | { kind: 'passed'; seq: number };
+export type ViewChange = { kind: 'event'; event: StoredMeshEvent } | { kind: 'passed'; seq: number };
 
 export interface MeshViewOptions {
   logger: Logger;
@@ -34,7 +34,7 @@ export class MeshView implements MeshReader {
   private waiters: { seq: number; resolve: () => void }[] = [];
 
   constructor(
-    private readonly log: EventLog,
+    private readonly log: EventLog<MeshEvent>,
     private readonly options: MeshViewOptions,
   ) {}
 

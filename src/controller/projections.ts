@@ -3,7 +3,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
 import { ProjectionStalled, projectionAggregate } from '../domain/projections/events.js';
-import { meshEventRegistry } from '../domain/registry.js';
+import { meshEventRegistry, type MeshEvent } from '../domain/registry.js';
 import { ConcurrencyError } from '../errors.js';
 import { meshProjections } from '../projections/catalogue.js';
 import type { ProjectorSchemas } from '../projections/control.js';
@@ -70,7 +70,7 @@ export const stateStall = async (setup: Pick<MeshProjectorSetup, 'log' | 'actor'
  * work (declarations) does not wait for it. Resolves with the running projector, or undefined if
  * stopped first.
  */
-export const runMeshProjector = async (setup: MeshProjectorSetup): Promise<Projector | undefined> => {
+export const runMeshProjector = async (setup: MeshProjectorSetup): Promise<Projector<MeshEvent> | undefined> => {
   const logger = setup.logger.child({ component: 'projector' });
   for (let attempt = 1; !setup.signal.aborted; attempt++) {
     const projector = new Projector({

@@ -4,6 +4,7 @@ import type { NatsConnection, Subscription } from '@nats-io/nats-core';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
+import type { MeshEvent } from '../domain/registry.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
 import { deriveFacts } from '../domain/facts/derive.js';
 import { factAggregate, factSubject } from '../domain/facts/events.js';
@@ -47,7 +48,7 @@ export class ReportIngester {
 
   constructor(
     private readonly nc: NatsConnection,
-    private readonly log: EventLog,
+    private readonly log: EventLog<MeshEvent>,
     private readonly options: ReportIngesterOptions,
   ) {
     this.js = jetstream(nc);

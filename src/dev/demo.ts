@@ -5,6 +5,7 @@ import { newEnrolmentToken } from '../adapters/enrolment-tokens.js';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { sendSignedCommand } from '../adapters/command-client.js';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
+import type { MeshEvent } from '../domain/registry.js';
 import { projectRoot } from '../config.js';
 import { MeshService } from '../controller/mesh-service.js';
 import type { MeshCommand } from '../domain/mesh/commands.js';
@@ -23,7 +24,7 @@ export interface DemoOptions {
   dir: string;
   nc: NatsConnection;
   /** the mesh log, read to learn what is already done */
-  log: EventLog;
+  log: EventLog<MeshEvent>;
   natsPort: number;
   subjectPrefix: string;
   operatorKeyFile: string;

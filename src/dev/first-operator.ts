@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
+import type { MeshEvent } from '../domain/registry.js';
 import { createOperatorKey, loadOperatorKey } from '../adapters/operator-keys.js';
 import { MeshService, type LogHold } from '../controller/mesh-service.js';
 
@@ -17,7 +18,7 @@ export const firstOperatorName = (): string => {
   }
 };
 
-export const ensureFirstOperator = async (log: EventLog, keyFile: string, name: string): Promise<{ name: string; file: string; created: boolean; held?: LogHold }> => {
+export const ensureFirstOperator = async (log: EventLog<MeshEvent>, keyFile: string, name: string): Promise<{ name: string; file: string; created: boolean; held?: LogHold }> => {
   const created = !existsSync(keyFile);
   const key = created ? createOperatorKey(keyFile, name) : loadOperatorKey(keyFile);
   const mesh = new MeshService(log);

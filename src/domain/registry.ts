@@ -2,7 +2,8 @@ import { assignmentEvents } from './assignments/events.js';
 import { buildEvents } from './builds/events.js';
 import { catalogueEvents } from './catalogue/events.js';
 import { declarationEvents } from './declarations/events.js';
-import { EventRegistry } from './events/registry.js';
+import type { StoredEvent } from './events/envelope.js';
+import { registryOf, type EventOf, type EventRegistry } from './events/registry.js';
 import { logEvents } from './log/events.js';
 import { meshEvents } from './mesh/events.js';
 import { nodeEvents } from './nodes/events.js';
@@ -12,6 +13,26 @@ import { operatorEvents } from './operators/operators.js';
 import { projectionEvents } from './projections/events.js';
 import { seatEvents } from './seats/events.js';
 
+const meshEventDefinitions = [
+  ...meshEvents,
+  ...catalogueEvents,
+  ...seatEvents,
+  ...nodeEvents,
+  ...assignmentEvents,
+  ...declarationEvents,
+  ...enrolmentEvents,
+  ...buildEvents,
+  ...factEvents,
+  ...operatorEvents,
+  ...projectionEvents,
+  ...logEvents,
+];
+
+/** Every event of the mesh at its current version: `type` says which, and `data` is as its schema parses it. */
+export type MeshEvent = EventOf<(typeof meshEventDefinitions)[number]>;
+
+/** A mesh event as read back from the log. */
+export type StoredMeshEvent = StoredEvent<MeshEvent>;
+
 /** Every event type of the mesh, as the log reads and writes them. */
-export const meshEventRegistry = (): EventRegistry =>
-  new EventRegistry([...meshEvents, ...catalogueEvents, ...seatEvents, ...nodeEvents, ...assignmentEvents, ...declarationEvents, ...enrolmentEvents, ...buildEvents, ...factEvents, ...operatorEvents, ...projectionEvents, ...logEvents]);
+export const meshEventRegistry = (): EventRegistry<MeshEvent> => registryOf(meshEventDefinitions);

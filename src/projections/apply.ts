@@ -1,5 +1,5 @@
 import type { ClientBase } from 'pg';
-import type { StoredEvent } from '../domain/events/envelope.js';
+import type { AnyEvent, StoredEvent } from '../domain/events/envelope.js';
 import type { LogCommit } from './commit-reader.js';
 import { buildsTable, progressChannel, readBuild, type Build, type ProjectorSchemas } from './control.js';
 import { handlerOf, type ProjectionDefinition, type ProjectionTx } from './projection.js';
@@ -52,12 +52,12 @@ export const projectionTx = (client: ClientBase, schemaName: string): Projection
  * checkpoint to the last one. With more than one commit the projection's `applyMany` may write
  * them at once; a single commit goes event by event, so a failure names its event.
  */
-export const applyCommits = async (
+export const applyCommits = async <E extends AnyEvent>(
   client: ClientBase,
   schemas: ProjectorSchemas,
   build: Pick<Build, 'id' | 'schemaName'>,
-  projection: ProjectionDefinition,
-  commits: readonly LogCommit[],
+  projection: ProjectionDefinition<E>,
+  commits: readonly LogCommit<E>[],
 ): Promise<Applied> => {
   await client.query('BEGIN; SET LOCAL synchronous_commit TO off');
   try {
@@ -96,7 +96,7 @@ export const applyCommits = async (
   }
 };
 
-const applyOne = async (projection: ProjectionDefinition, event: StoredEvent, tx: ProjectionTx): Promise<void> => {
+const applyOne = async <E extends AnyEvent>(projection: ProjectionDefinition<E>, event: StoredEvent<E>, tx: ProjectionTx): Promise<void> => {
   try {
     await handlerOf(projection, event.type)?.(event, tx);
   } catch (error) {

@@ -1,6 +1,6 @@
 import type { ClientBase, Pool } from 'pg';
 import { buildsTable, createBuild, listBuilds, lockProjectionXact, pointViews, progressChannel, readBuild, type Build, type ProjectorSchemas } from './control.js';
-import type { ProjectionDefinition } from './projection.js';
+import type { ProjectionSchema } from './projection.js';
 import { ident } from './sql.js';
 
 // Which builds of a projection exist and which one serves. Every decision here runs under the
@@ -31,7 +31,7 @@ const inTransaction = async <T>(pool: Pool, work: (client: ClientBase) => Promis
   }
 };
 
-const byStatus = (builds: Build[], projection: ProjectionDefinition) => ({
+const byStatus = (builds: Build[], projection: ProjectionSchema) => ({
   serving: builds.find((b) => b.status === 'serving'),
   building: builds.find((b) => b.status === 'building' && b.version === projection.version),
 });
@@ -42,7 +42,7 @@ const byStatus = (builds: Build[], projection: ProjectionDefinition) => ({
  * code version below it builds nothing — an older process must not undo an upgrade (a forced
  * rebuild can, on purpose).
  */
-export const planBuilds = (pool: Pool, schemas: ProjectorSchemas, projection: ProjectionDefinition): Promise<Plan> =>
+export const planBuilds = (pool: Pool, schemas: ProjectorSchemas, projection: ProjectionSchema): Promise<Plan> =>
   inTransaction(pool, async (client) => {
     await lockProjectionXact(client, schemas, projection.name);
     const all = await listBuilds(client, schemas, projection.name);
@@ -55,7 +55,7 @@ export const planBuilds = (pool: Pool, schemas: ProjectorSchemas, projection: Pr
   });
 
 /** A shadow build of `projection` at this code's version from sequence 1 — the one in progress, if there is one. */
-export const requestRebuild = (pool: Pool, schemas: ProjectorSchemas, projection: ProjectionDefinition): Promise<Build> =>
+export const requestRebuild = (pool: Pool, schemas: ProjectorSchemas, projection: ProjectionSchema): Promise<Build> =>
   inTransaction(pool, async (client) => {
     await lockProjectionXact(client, schemas, projection.name);
     const { serving, building } = byStatus(await listBuilds(client, schemas, projection.name), projection);

@@ -8,6 +8,7 @@ import { nodesProjection } from './mesh/nodes.js';
 import { operatorsProjection } from './mesh/operators.js';
 import { seatsProjection } from './mesh/seats.js';
 import type { ProjectionDefinition } from './projection.js';
+import type { MeshEvent } from '../domain/registry.js';
 
 /** Every projection the control plane maintains. */
-export const meshProjections = (): ProjectionDefinition[] => [auditProjection, nodesProjection, modulesProjection, seatsProjection, assignmentsProjection, buildsProjection, factsProjection, operatorsProjection, declarationsProjection];
+export const meshProjections = (): ProjectionDefinition<MeshEvent>[] => [auditProjection, nodesProjection, modulesProjection, seatsProjection, assignmentsProjection, buildsProjection, factsProjection, operatorsProjection, declarationsProjection];

@@ -2,7 +2,7 @@ import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type 
 import type { NatsConnection } from '@nats-io/nats-core';
 import { ChainReader, heldError, StretchCheck, type CheckedCommit, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
 import { deliveriesOf, lastSeqUnder } from '../adapters/eventlog/deliveries.js';
-import type { StoredEvent } from '../domain/events/envelope.js';
+import type { AnyEvent, StoredEvent } from '../domain/events/envelope.js';
 import type { EventRegistry } from '../domain/events/registry.js';
 import type { MeshError } from '../errors.js';
 
@@ -15,9 +15,9 @@ import type { MeshError } from '../errors.js';
 // builds share it); one that does not verify or read is a stall at its sequence, one an operator
 // voided comes through with no events and `passed` saying so.
 
-export interface LogCommit {
+export interface LogCommit<E extends AnyEvent = AnyEvent> {
   seq: number;
-  events: StoredEvent[];
+  events: StoredEvent<E>[];
   /** Messages stored after this one when it was delivered: 0 means this commit was the head. */
   pending: number;
   /** set when an operator voided this commit: it has no events, and the reader passes it by */
@@ -35,16 +35,16 @@ export class UnreadableCommit extends Error {
   }
 }
 
-export interface LogSource {
+export interface LogSource<E extends AnyEvent = AnyEvent> {
   stream: string;
   subjectPrefix: string;
-  registry: EventRegistry;
+  registry: EventRegistry<E>;
 }
 
 /** A commit as checked and decoded once, for every build. */
-interface Decoded {
+interface Decoded<E extends AnyEvent> {
   seq: number;
-  events: StoredEvent[];
+  events: StoredEvent<E>[];
   hash: Uint8Array;
   /** an operator voided it: it has no events */
   passed?: PassedCommit;
@@ -53,7 +53,7 @@ interface Decoded {
 /** How many decoded commits a reader keeps for the other builds reading the same stretch of log. */
 const SHARED_COMMITS = 8_192;
 
-export class CommitReader {
+export class CommitReader<E extends AnyEvent = AnyEvent> {
   private readonly js: JetStreamClient;
   private readonly jsm: Promise<JetStreamManager>;
   // Every build of a projector reads the same log, usually the same stretch of it (a rebuild starts
@@ -61,12 +61,12 @@ export class CommitReader {
   // decoded once and handed to each build: read-only events, shared. A ring indexed by sequence:
   // a Map trimmed from its oldest end costs more per commit, as deleted entries pile up in front.
   // The entry keeps the commit's hash, so a build starting right after it links without a lookup.
-  private readonly decoded: (Decoded | undefined)[] = new Array(SHARED_COMMITS);
-  private readonly chain: ChainReader;
+  private readonly decoded: (Decoded<E> | undefined)[] = new Array(SHARED_COMMITS);
+  private readonly chain: ChainReader<E>;
 
   constructor(
     nc: NatsConnection,
-    private readonly source: LogSource,
+    private readonly source: LogSource<E>,
   ) {
     this.js = jetstream(nc);
     this.jsm = jetstreamManager(nc, { checkAPI: false });
@@ -80,7 +80,7 @@ export class CommitReader {
   }
 
   /** Every commit from `fromSeq` on, then whatever arrives, until `signal` aborts. */
-  async *commits(fromSeq: number, signal: AbortSignal): AsyncIterable<LogCommit> {
+  async *commits(fromSeq: number, signal: AbortSignal): AsyncIterable<LogCommit<E>> {
     const start = Math.max(1, fromSeq);
     const filter = `${this.source.subjectPrefix}.>`;
     const consumer = await this.js.consumers.get(this.source.stream, {
@@ -97,7 +97,7 @@ export class CommitReader {
     const stretch = new StretchCheck(this.source, before);
     // What the server said was stored after each commit held back in the stretch, for when it is decided.
     const pendingOf = new Map<number, number>();
-    const entryOf = async (checked: CheckedCommit): Promise<Decoded> => {
+    const entryOf = async (checked: CheckedCommit<E>): Promise<Decoded<E>> => {
       if (checked.problem) {
         const voided = await this.chain.voidOf(checked.seq);
         if (!voided) throw new UnreadableCommit(checked.seq, heldError(checked.seq, checked.aggregate, checked.problem, checked.cause));
@@ -105,20 +105,20 @@ export class CommitReader {
       }
       return { seq: checked.seq, events: checked.events ?? [], hash: checked.link.hash };
     };
-    const commitOf = (entry: Decoded, pending: number): LogCommit => ({ seq: entry.seq, events: entry.events, pending, ...(entry.passed ? { passed: entry.passed } : {}) });
+    const commitOf = (entry: Decoded<E>, pending: number): LogCommit<E> => ({ seq: entry.seq, events: entry.events, pending, ...(entry.passed ? { passed: entry.passed } : {}) });
     // A commit the server said more follows is handed on when the next arrives, or when the head
     // turns out to be it after all (deliveries.ts): a reader never keeps the last one waiting.
-    let promised: LogCommit | undefined;
-    const ready: LogCommit[] = [];
-    const handOn = (commit: LogCommit): void => {
+    let promised: LogCommit<E> | undefined;
+    const ready: LogCommit<E>[] = [];
+    const handOn = (commit: LogCommit<E>): void => {
       if (promised) ready.push(promised);
       promised = commit.pending > 0 ? commit : undefined;
       if (!promised) ready.push(commit);
     };
     // Returns the commit it is held at, if any, having handed on everything before it.
-    const decide = async (decided: CheckedCommit[], pendingAt: (seq: number) => number): Promise<UnreadableCommit | undefined> => {
+    const decide = async (decided: CheckedCommit<E>[], pendingAt: (seq: number) => number): Promise<UnreadableCommit | undefined> => {
       for (const checked of decided) {
-        let entry: Decoded;
+        let entry: Decoded<E>;
         try {
           entry = await entryOf(checked);
         } catch (error) {

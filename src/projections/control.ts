@@ -1,6 +1,6 @@
 import type { ClientBase, Pool } from 'pg';
 import { migrateSchema } from '../adapters/migrations.js';
-import type { ProjectionDefinition } from './projection.js';
+import type { ProjectionSchema } from './projection.js';
 import { ident, LOCK_SPACE, lockKey } from './sql.js';
 
 // The engine's bookkeeping in PostgreSQL: its control schema (the `builds` table), the read schema
@@ -150,7 +150,7 @@ export const readBuild = async (db: Pool | ClientBase, schemas: ProjectorSchemas
  * tables (inside the caller's transaction). The first build of a projection serves at once, so
  * readers find its views from the start; any later one is a shadow until it has caught up.
  */
-export const createBuild = async (client: ClientBase, schemas: ProjectorSchemas, projection: ProjectionDefinition, status: 'building' | 'serving'): Promise<Build> => {
+export const createBuild = async (client: ClientBase, schemas: ProjectorSchemas, projection: ProjectionSchema, status: 'building' | 'serving'): Promise<Build> => {
   const table = buildsTable(schemas);
   const { rows: gen } = await client.query<{ next: number }>(`SELECT coalesce(max(generation), 0) + 1 AS next FROM ${table} WHERE projection = $1 AND version = $2`, [
     projection.name,

@@ -7,6 +7,7 @@ import { CommitReader, type LogSource } from './commit-reader.js';
 import { DEFAULT_SCHEMAS, ensureControlSchema, type Build, type ProjectorSchemas } from './control.js';
 import type { ProgressListener } from './progress.js';
 import type { ProjectionDefinition } from './projection.js';
+import type { AnyEvent } from '../domain/events/envelope.js';
 import { BuildRunner, DEFAULT_RUNNER_SETTINGS, type RunnerSettings, type StallReport } from './runner.js';
 
 // The projector: every projection of the catalogue folded into PostgreSQL, each independently (a
@@ -15,11 +16,11 @@ import { BuildRunner, DEFAULT_RUNNER_SETTINGS, type RunnerSettings, type StallRe
 // one runner per build. It reads the log and never writes it: a stall goes to `onStall`, and the
 // controller decides what to record.
 
-export interface ProjectorOptions {
+export interface ProjectorOptions<E extends AnyEvent = AnyEvent> {
   databaseUrl: string;
   nc: NatsConnection;
-  log: LogSource;
-  projections: readonly ProjectionDefinition[];
+  log: LogSource<E>;
+  projections: readonly ProjectionDefinition<E>[];
   schemas?: ProjectorSchemas;
   logger?: Logger;
   onStall?: (stall: StallReport) => void;
@@ -37,11 +38,11 @@ export const connectClient = async (databaseUrl: string): Promise<pg.Client> => 
   return client;
 };
 
-export class Projector {
+export class Projector<E extends AnyEvent = AnyEvent> {
   private readonly pool: pg.Pool;
   private readonly schemas: ProjectorSchemas;
   private readonly logger: Logger;
-  private readonly reader: CommitReader;
+  private readonly reader: CommitReader<E>;
   private readonly settings: RunnerSettings;
   private readonly runners = new Map<number, Promise<unknown>>();
   private readonly warned = new Set<string>();
@@ -49,7 +50,7 @@ export class Projector {
   private planning: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly options: ProjectorOptions) {
+  constructor(private readonly options: ProjectorOptions<E>) {
     this.pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4 });
     this.pool.on('error', () => undefined); // an idle client's failure; the next checkout reports it
     this.schemas = options.schemas ?? DEFAULT_SCHEMAS;
@@ -99,7 +100,7 @@ export class Projector {
     }
   }
 
-  private startRunner(projection: ProjectionDefinition, build: Build): void {
+  private startRunner(projection: ProjectionDefinition<E>, build: Build): void {
     if (this.runners.has(build.id) || this.abort.signal.aborted) return;
     const runner = new BuildRunner(
       {
@@ -124,7 +125,7 @@ export class Projector {
   }
 }
 
-export const startProjector = async (options: ProjectorOptions): Promise<Projector> => {
+export const startProjector = async <E extends AnyEvent>(options: ProjectorOptions<E>): Promise<Projector<E>> => {
   const projector = new Projector(options);
   await projector.start();
   return projector;

@@ -7,6 +7,7 @@ import { UnreadableCommit, type CommitReader, type LogCommit } from './commit-re
 import { buildLockKey, readBuild, type Build, type ProjectorSchemas, type Stall } from './control.js';
 import { ProgressMeter, type ProgressListener } from './progress.js';
 import type { ProjectionDefinition } from './projection.js';
+import type { AnyEvent } from '../domain/events/envelope.js';
 import { isConnectionFailure, LOCK_SPACE } from './sql.js';
 
 // Folds the log into one build. Exactly one process does so at a time: the one holding the
@@ -48,12 +49,12 @@ const letIoIn = (): Promise<void> => new Promise((resolve) => setImmediate(resol
 /** A stall as reported to `onStall`: once per build and sequence, however often it is retried. */
 export type StallReport = Omit<Stall, 'since' | 'attempts'> & { buildId: number };
 
-export interface RunnerDeps {
+export interface RunnerDeps<E extends AnyEvent = AnyEvent> {
   pool: pg.Pool;
   connect: () => Promise<pg.Client>;
-  reader: CommitReader;
+  reader: CommitReader<E>;
   schemas: ProjectorSchemas;
-  projection: ProjectionDefinition;
+  projection: ProjectionDefinition<E>;
   logger: Logger;
   settings: RunnerSettings;
   onStall?: (stall: StallReport) => void;
@@ -78,7 +79,7 @@ const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
     signal.addEventListener('abort', done, { once: true });
   });
 
-export class BuildRunner {
+export class BuildRunner<E extends AnyEvent = AnyEvent> {
   private client: pg.Client | undefined;
   private locked = false;
   private standingBy = false;
@@ -87,7 +88,7 @@ export class BuildRunner {
   private readonly told = new Set<number>();
 
   constructor(
-    private readonly deps: RunnerDeps,
+    private readonly deps: RunnerDeps<E>,
     private build: Build,
   ) {
     this.delay = deps.settings.retry.initialMs;
@@ -164,7 +165,7 @@ export class BuildRunner {
     // While one batch is being written, the next is read and decoded: PostgreSQL and this
     // process work at the same time. At most one batch is in flight, and batches commit in order.
     const { maxCommits, maxEvents } = this.deps.settings.batch;
-    let inFlight: { done: Promise<Applied>; last: LogCommit } | undefined;
+    let inFlight: { done: Promise<Applied>; last: LogCommit<E> } | undefined;
     const settle = async (): Promise<void> => {
       if (!inFlight) return;
       const { done, last } = inFlight;
@@ -173,7 +174,7 @@ export class BuildRunner {
       this.delay = this.deps.settings.retry.initialMs;
       meter.advance(applied.checkpoint, applied.events, last.seq + last.pending);
     };
-    let batch: LogCommit[] = [];
+    let batch: LogCommit<E>[] = [];
     let events = 0;
     let sinceIo = 0;
     try {
@@ -208,7 +209,7 @@ export class BuildRunner {
       // read before it goes in first, so the stall's checkpoint is the sequence just before.
       if (error instanceof UnreadableCommit && batch.length > 0) {
         await settle();
-        const last = batch[batch.length - 1] as LogCommit;
+        const last = batch[batch.length - 1] as LogCommit<E>;
         inFlight = { done: this.flush(client, batch), last };
         await settle();
       }
@@ -220,7 +221,7 @@ export class BuildRunner {
   }
 
   /** One transaction for the batch; if it fails, one per commit, so those before the culprit go in and the culprit is named. */
-  private async flush(client: pg.Client, batch: LogCommit[]): Promise<Applied> {
+  private async flush(client: pg.Client, batch: LogCommit<E>[]): Promise<Applied> {
     try {
       return await applyCommits(client, this.deps.schemas, this.build, this.deps.projection, batch);
     } catch (error) {

@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import type { CommitReader } from './commit-reader.js';
 import { buildsTable, listBuilds, type BuildStatus, type ProjectorSchemas, type Stall } from './control.js';
-import type { ProjectionDefinition } from './projection.js';
+import type { ProjectionSchema } from './projection.js';
 
 // What `mesh projections status` and the overview say about each projection: which version
 // serves, how far behind the log head it is, any shadow build under way, and any stall. Absence is
@@ -28,8 +28,8 @@ export interface BuildState {
 export const projectionsStatus = async (
   pool: Pool,
   schemas: ProjectorSchemas,
-  reader: CommitReader,
-  projections: readonly ProjectionDefinition[],
+  reader: Pick<CommitReader, 'head'>,
+  projections: readonly ProjectionSchema[],
 ): Promise<BuildState[]> => {
   const head = await reader.head();
   const exists = (await pool.query<{ found: string | null }>('SELECT to_regclass($1) AS found', [buildsTable(schemas)])).rows[0]?.found;

@@ -5,7 +5,7 @@ import type pg from 'pg';
 import type { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
 import { projectRoot } from '../../src/config.js';
 import type { StoredEvent } from '../../src/domain/events/envelope.js';
-import { meshEventRegistry } from '../../src/domain/registry.js';
+import { meshEventRegistry, type MeshEvent } from '../../src/domain/registry.js';
 import { PAGE_ROWS, RANGE_ABOVE_COMMITS } from '../../src/cli/log-read.js';
 import { meshProjections } from '../../src/projections/catalogue.js';
 import { Projector } from '../../src/projections/projector.js';
@@ -68,7 +68,7 @@ const commitsOf = (events: unknown[]): number => new Set(events.map((event) => (
 describe('mesh log answers from the audit projection, with the data from the log', () => {
   let testLog: TestLog;
   let log: JetStreamEventLog;
-  let projector: Projector;
+  let projector: Projector<MeshEvent>;
   let pool: pg.Pool;
   const schemas = freshSchemas();
   let env: Record<string, string>;

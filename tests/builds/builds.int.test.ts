@@ -9,7 +9,7 @@ import { storeArtifact, treeDigest } from '../../src/adapters/artifacts/artifact
 import { artifactBucketName, cloneBaseSubject } from '../../src/adapters/nats/build-streams.js';
 import { projectRoot } from '../../src/config.js';
 import type { StoredEvent } from '../../src/domain/events/envelope.js';
-import { meshEventRegistry } from '../../src/domain/registry.js';
+import { meshEventRegistry, type MeshEvent } from '../../src/domain/registry.js';
 import { meshProjections } from '../../src/projections/catalogue.js';
 import { Projector } from '../../src/projections/projector.js';
 import { runMesh } from '../helpers/cli.js';
@@ -58,7 +58,7 @@ const COPY = 'mkdir -p out && cp -r files/. out/';
 let scratch: string;
 const builders: ChildProcess[] = [];
 const meshes: TestMesh[] = [];
-const projectors: Projector[] = [];
+const projectors: Projector<MeshEvent>[] = [];
 
 beforeAll(() => {
   scratch = mkdtempSync(join(tmpdir(), 'mesh-builds-'));

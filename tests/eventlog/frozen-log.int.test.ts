@@ -6,9 +6,8 @@ import { pino } from 'pino';
 import { projectRoot } from '../../src/config.js';
 import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
 import { composeDeclaration } from '../../src/domain/declarations/compose.js';
-import type { StoredEvent } from '../../src/domain/events/envelope.js';
 import { emptyMeshState, evolveMesh, type MeshState } from '../../src/domain/mesh/state.js';
-import { meshEventRegistry } from '../../src/domain/registry.js';
+import { meshEventRegistry, type MeshEvent, type StoredMeshEvent } from '../../src/domain/registry.js';
 import type { MeshError } from '../../src/errors.js';
 import { meshProjections } from '../../src/projections/catalogue.js';
 import { listBuilds, type ProjectorSchemas } from '../../src/projections/control.js';
@@ -43,7 +42,7 @@ const plain = (value: unknown): unknown => {
 describe('the frozen log of every event type', () => {
   let pool: pg.Pool;
   const logs: TestLog[] = [];
-  const projectors: Projector[] = [];
+  const projectors: Projector<MeshEvent>[] = [];
   const schemaSets: ProjectorSchemas[] = [];
 
   beforeAll(() => {
@@ -66,7 +65,7 @@ describe('the frozen log of every event type', () => {
     await publishRaw(t, commits);
     return t;
   };
-  const meshLog = (t: TestLog): JetStreamEventLog => new JetStreamEventLog(t.nc, { ...t.settings, registry: meshEventRegistry() });
+  const meshLog = (t: TestLog): JetStreamEventLog<MeshEvent> => new JetStreamEventLog(t.nc, { ...t.settings, registry: meshEventRegistry() });
   const startProjector = async (t: TestLog, onStall?: (stall: StallReport) => void): Promise<ProjectorSchemas> => {
     const schemas = freshSchemas();
     schemaSets.push(schemas);
@@ -101,7 +100,7 @@ describe('the frozen log of every event type', () => {
     const t = await openFrozen(commits);
 
     // The reference semantics: the log folded by evolveMesh.
-    const events: StoredEvent[] = await collect(meshLog(t).read());
+    const events: StoredMeshEvent[] = await collect(meshLog(t).read());
     expect(events.length).toBe(commits.reduce((n, c) => n + c.commit.events.length, 0));
     const state: MeshState = emptyMeshState();
     for (const event of events) evolveMesh(state, event);
@@ -152,7 +151,7 @@ describe('the frozen log of every event type', () => {
     const t = await openFrozen(commits);
 
     // The reader yields everything before it, then throws naming it; it never goes past.
-    const read: StoredEvent[] = [];
+    const read: StoredMeshEvent[] = [];
     const error = await (async () => {
       for await (const event of meshLog(t).read()) read.push(event);
     })().catch((e: MeshError) => e);

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../../src/config.js';
 import { decideMeshCommand, type MeshCommand } from '../../src/domain/mesh/commands.js';
-import type { ProposedEvent, StoredEvent } from '../../src/domain/events/envelope.js';
+import type { ProposedEvent } from '../../src/domain/events/envelope.js';
+import { meshEventRegistry, type MeshEvent, type StoredMeshEvent } from '../../src/domain/registry.js';
 import { emptyMeshState, evolveMesh, type MeshState } from '../../src/domain/mesh/state.js';
 import { SYSTEM_SEATS } from '../../src/domain/seats/system-seats.js';
 import type { Problem } from '../../src/domain/refusal.js';
@@ -12,9 +13,20 @@ import { Refusal } from '../../src/domain/refusal.js';
 
 let seq = 0;
 
-export const stored = (aggregate: string, event: ProposedEvent, commandId = `c${seq + 1}`): StoredEvent => {
+const registry = meshEventRegistry();
+
+/** An event as the log would hand it back: checked by its type's schema, as the log checks it on append. */
+/** `event`, which a test expects to be of `type`: what the decider stated, typed as that type's schema has it. */
+export const eventOf = <T extends MeshEvent['type']>(event: MeshEvent | undefined, type: T): Extract<MeshEvent, { type: T }> => {
+  const found = [event].find((e): e is Extract<MeshEvent, { type: T }> => e?.type === type);
+  if (!found) throw new Error(`expected a ${type} event, not ${event?.type ?? 'none'}`);
+  return found;
+};
+
+export const stored = (aggregate: string, event: ProposedEvent, commandId = `c${seq + 1}`): StoredMeshEvent => {
   seq++;
-  return { id: `e${seq}`, type: event.type, schemaVersion: 1, aggregate, time: '2026-01-01T00:00:00.000Z', actor: 'test', commandId, causationId: commandId, correlationId: commandId, data: event.data, seq, index: 0, version: 1 };
+  const typed = registry.validateNew(event.type, event.data, 'event');
+  return { id: `e${seq}`, schemaVersion: 1, aggregate, time: '2026-01-01T00:00:00.000Z', actor: 'test', commandId, causationId: commandId, correlationId: commandId, ...typed, seq, index: 0, version: 1 };
 };
 
 /** A mesh built by running commands through the deciders, as the log would have recorded them. */
@@ -26,17 +38,17 @@ export class MeshFixture {
   }
 
   /** Decides and records a command; throws its refusal. */
-  run(command: MeshCommand): ProposedEvent[] {
+  run(command: MeshCommand): MeshEvent[] {
     const decision = decideMeshCommand(command, this.state);
     for (const event of decision.events) evolveMesh(this.state, stored(decision.aggregate, event));
     return decision.events;
   }
 
-  register(manifest: unknown): ProposedEvent[] {
+  register(manifest: unknown): MeshEvent[] {
     return this.run({ type: 'register-module', manifest });
   }
 
-  registerFixture(name: string): ProposedEvent[] {
+  registerFixture(name: string): MeshEvent[] {
     return this.register(fixtureManifest(name));
   }
 
@@ -45,7 +57,7 @@ export class MeshFixture {
     return this;
   }
 
-  assign(module: string, node: string, options: Partial<{ hold: string[]; pins: Record<string, { node: string; module: string }>; values: Record<string, string>; placements: Record<string, string> }> = {}): ProposedEvent[] {
+  assign(module: string, node: string, options: Partial<{ hold: string[]; pins: Record<string, { node: string; module: string }>; values: Record<string, string>; placements: Record<string, string> }> = {}): MeshEvent[] {
     return this.run({ type: 'assign', module, node, hold: options.hold ?? [], pins: options.pins ?? {}, values: options.values ?? {}, placements: options.placements ?? {} });
   }
 

@@ -15,7 +15,7 @@ import { LogWriter } from '../../src/adapters/eventlog/log-writer.js';
 import { newIdentity } from '../../src/adapters/identity.js';
 import { bootstrapControlPlane } from '../../src/controller/bootstrap.js';
 import { MeshService } from '../../src/controller/mesh-service.js';
-import { meshEventRegistry } from '../../src/domain/registry.js';
+import { meshEventRegistry, type MeshEvent } from '../../src/domain/registry.js';
 import { holderOf } from '../../src/domain/mesh/state.js';
 import type { MeshError } from '../../src/errors.js';
 import { runMesh } from '../helpers/cli.js';
@@ -40,14 +40,14 @@ describe('the catalogue, seats and assignments through the CLI', () => {
   const env = { MESH_LOG_STREAM: stream, MESH_LOG_SUBJECT_PREFIX: prefix, MESH_SUBJECT_PREFIX: name, MESH_OPERATOR_KEY: keyFile, MESH_PROJECTOR_SCHEMA: schemas.control, MESH_READ_SCHEMA: schemas.read };
   const mesh = (...args: string[]) => runMesh(args, env);
   let nc: NatsConnection;
-  let log: JetStreamEventLog;
+  let log: JetStreamEventLog<MeshEvent>;
   const tools: ToolServer[] = [];
-  let projector: Projector;
+  let projector: Projector<MeshEvent>;
   let pool: pg.Pool;
 
   // The controller's key; each log gets a writer of its own, as each controller process has.
   const key = newIdentity();
-  const controllerLog = (): JetStreamEventLog => new JetStreamEventLog(nc, { stream, subjectPrefix: prefix, registry: meshEventRegistry(), writer: new LogWriter(nc, { stream, key }) });
+  const controllerLog = (): JetStreamEventLog<MeshEvent> => new JetStreamEventLog(nc, { stream, subjectPrefix: prefix, registry: meshEventRegistry(), writer: new LogWriter(nc, { stream, key }) });
   const head = async (): Promise<number> => (await (await jetstreamManager(nc)).streams.info(stream)).state.last_seq;
   const typesSince = async (seq: number): Promise<string[]> => {
     const types: string[] = [];

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll } from '@jest/globals';
 import pg from 'pg';
 import { pino } from 'pino';
+import type { AnyEvent } from '../../src/domain/events/envelope.js';
 import type { EventRegistry } from '../../src/domain/events/registry.js';
+import { meshEventRegistry, type MeshEvent } from '../../src/domain/registry.js';
 import { ident } from '../../src/projections/sql.js';
 import { listBuilds, type Build, type ProjectorSchemas } from '../../src/projections/control.js';
 import { Projector, type ProjectorOptions } from '../../src/projections/projector.js';
@@ -22,12 +24,17 @@ export const freshSchemas = (): ProjectorSchemas => {
 
 export const FAST = { retry: { initialMs: 50, maxMs: 400 }, standbyMs: 100 } as const;
 
-/** A started projector over `testLog`, reading it with the test events' registry unless told another. */
-export const startTestProjector = async (
-  testLog: TestLog,
-  { registry = testRegistry(), ...options }: Omit<ProjectorOptions, 'databaseUrl' | 'nc' | 'log'> & { schemas: ProjectorSchemas; registry?: EventRegistry },
-): Promise<Projector> => {
-  const projector = new Projector({
+type TestProjectorOptions<E extends AnyEvent> = Omit<ProjectorOptions<E>, 'databaseUrl' | 'nc' | 'log'> & { schemas: ProjectorSchemas };
+
+/** A started projector over `testLog`, reading it with the test events' registry. */
+export const startTestProjector = (testLog: TestLog, options: TestProjectorOptions<AnyEvent>): Promise<Projector> => startProjectorReading(testLog, testRegistry(), options);
+
+/** A started projector over `testLog`, reading it as a mesh's log. */
+export const startMeshTestProjector = (testLog: TestLog, options: TestProjectorOptions<MeshEvent>): Promise<Projector<MeshEvent>> =>
+  startProjectorReading(testLog, meshEventRegistry(), options);
+
+const startProjectorReading = async <E extends AnyEvent>(testLog: TestLog, registry: EventRegistry<E>, options: TestProjectorOptions<E>): Promise<Projector<E>> => {
+  const projector = new Projector<E>({
     databaseUrl: testDatabaseUrl(),
     nc: testLog.nc,
     log: { stream: testLog.settings.stream, subjectPrefix: testLog.settings.subjectPrefix, registry },

@@ -5,9 +5,10 @@ import { encodeCommit } from '../../src/adapters/eventlog/codec.js';
 import { commitHash, GENESIS_PREV, sealHeaders } from '../../src/adapters/eventlog/chain.js';
 import { newIdentity, type Identity } from '../../src/adapters/identity.js';
 import { voidAggregate } from '../../src/domain/log/events.js';
-import type { Commit, ProposedEvent, StoredEvent } from '../../src/domain/events/envelope.js';
+import type { Commit, ProposedEvent } from '../../src/domain/events/envelope.js';
 import { decideMeshCommand, type MeshCommand } from '../../src/domain/mesh/commands.js';
 import { emptyMeshState, evolveMesh, type MeshState } from '../../src/domain/mesh/state.js';
+import { meshEventRegistry, type StoredMeshEvent } from '../../src/domain/registry.js';
 import { tokenVerifier } from '../../src/domain/nodes/enrolment.js';
 import { SYSTEM_SEATS } from '../../src/domain/seats/system-seats.js';
 import { fixtureManifest } from '../helpers/given.js';
@@ -28,6 +29,7 @@ export interface GeneratedLog {
 }
 
 const publicKeyOf = (n: number): string => Buffer.alloc(32, n % 251).toString('base64');
+const registry = meshEventRegistry();
 
 export const writeMeshLog = async (
   nc: NatsConnection,
@@ -61,7 +63,7 @@ export const writeMeshLog = async (
     nc.publish(subject, payload, { headers });
     unflushed++;
     commit.events.forEach((envelope, index) => {
-      const stored: StoredEvent = { ...envelope, seq, index, version: firstVersion + index };
+      const stored: StoredMeshEvent = { ...envelope, ...registry.decode(envelope.type, envelope.schemaVersion, envelope.data, { seq, field: `events.${index}` }), seq, index, version: firstVersion + index };
       evolveMesh(state, stored);
       types.add(stored.type);
       events++;

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type pg from 'pg';
 import type { MeshState } from '../../src/domain/mesh/state.js';
-import { meshEventRegistry } from '../../src/domain/registry.js';
+import { meshEventRegistry, type MeshEvent } from '../../src/domain/registry.js';
 import { meshProjections } from '../../src/projections/catalogue.js';
 import type { ProjectorSchemas } from '../../src/projections/control.js';
 import { handlerOf } from '../../src/projections/projection.js';
 import type { Projector } from '../../src/projections/projector.js';
 import { ident } from '../../src/projections/sql.js';
 import { openTestLog, type TestLog } from '../helpers/log.js';
-import { dropSchemas, freshSchemas, openPool, startTestProjector, waitServingAt } from './harness.js';
+import { dropSchemas, freshSchemas, openPool, startMeshTestProjector, waitServingAt } from './harness.js';
 import { writeMeshLog, type GeneratedLog } from './mesh-log.js';
 
 // The mesh's tables against the two things they must equal: the same projections rebuilt from
@@ -22,12 +22,11 @@ describe('the mesh projections', () => {
   let testLog: TestLog;
   let pool: pg.Pool;
   const schemaSets: ProjectorSchemas[] = [];
-  const projectors: Projector[] = [];
+  const projectors: Projector<MeshEvent>[] = [];
 
-  const startProjector = async (schemas: ProjectorSchemas, batch?: { maxCommits: number; maxEvents: number }): Promise<Projector> => {
+  const startProjector = async (schemas: ProjectorSchemas, batch?: { maxCommits: number; maxEvents: number }): Promise<Projector<MeshEvent>> => {
     schemaSets.push(schemas);
-    const projector = await startTestProjector(testLog, {
-      registry: meshEventRegistry(),
+    const projector = await startMeshTestProjector(testLog, {
       projections: meshProjections(),
       schemas,
       planIntervalMs: 1_000,

@@ -1,6 +1,6 @@
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager, type StoredMsg } from '@nats-io/jetstream';
 import type { MsgHdrs } from '@nats-io/nats-core';
-import type { StoredEvent } from '../../domain/events/envelope.js';
+import type { AnyEvent, StoredEvent } from '../../domain/events/envelope.js';
 import type { EventRegistry } from '../../domain/events/registry.js';
 import { LogVoided, VOIDS_KIND } from '../../domain/log/events.js';
 import type { CommitFinding, PassedCommit } from '../../domain/log/void.js';
@@ -17,10 +17,10 @@ export type { CommitFinding, PassedCommit } from '../../domain/log/void.js';
 // void recorded by an operator (and signed by the writer like every commit) lets them pass it,
 // and they say so.
 
-export interface LogSourceSettings {
+export interface LogSourceSettings<E extends AnyEvent = AnyEvent> {
   stream: string;
   subjectPrefix: string;
-  registry: EventRegistry;
+  registry: EventRegistry<E>;
 }
 
 /** A message as a reader holds it: a consumer's message or one got by sequence. */
@@ -33,12 +33,12 @@ export interface RawMessage {
 
 export const rawOf = (stored: StoredMsg): RawMessage => ({ seq: stored.seq, subject: stored.subject, data: stored.data, headers: stored.header });
 
-export interface CheckedCommit {
+export interface CheckedCommit<E extends AnyEvent = AnyEvent> {
   seq: number;
   aggregate: string;
   link: ChainLink;
   /** the events, when it verifies and reads */
-  events?: StoredEvent[];
+  events?: StoredEvent<E>[];
   /** why it does not, otherwise: every reason, the chain's and the decoder's */
   problem?: string;
   /** the decoder's error, when it did not read */
@@ -72,12 +72,12 @@ export const passedLine = (passed: PassedCommit): string =>
 /** How many commits a reader of the whole log holds back, at most, for one signature to answer for them. */
 const STRETCH = 512;
 
-interface Held {
+interface Held<E extends AnyEvent> {
   message: RawMessage;
   link: ChainLink;
   aggregate: string;
   linked: boolean;
-  events?: StoredEvent[];
+  events?: StoredEvent<E>[];
   unread?: { why: string; cause: unknown };
 }
 
@@ -89,20 +89,20 @@ interface Held {
  * So catching up costs about one signature per stretch the writer wrote, and at the head one per
  * commit, as before.
  */
-export class StretchCheck {
-  private held: Held[] = [];
+export class StretchCheck<E extends AnyEvent = AnyEvent> {
+  private held: Held<E>[] = [];
 
   constructor(
-    private readonly source: Pick<LogSourceSettings, 'subjectPrefix' | 'registry'>,
+    private readonly source: Pick<LogSourceSettings<E>, 'subjectPrefix' | 'registry'>,
     /** h of the commit before the first one pushed */
     private before: Uint8Array,
   ) {}
 
   /** The next message in log order. Returns the commits decided now, in order: none while it waits for a later signature, all with `decide`. */
-  push(message: RawMessage, key: string | undefined, decide: boolean): CheckedCommit[] {
+  push(message: RawMessage, key: string | undefined, decide: boolean): CheckedCommit<E>[] {
     const link = linkOf(message);
     const aggregate = aggregateOf(this.source.subjectPrefix, message.subject);
-    const item: Held = { message, link, aggregate, linked: sameBytes(link.prev, this.before) };
+    const item: Held<E> = { message, link, aggregate, linked: sameBytes(link.prev, this.before) };
     this.before = link.hash;
     try {
       item.events = decodeCommit(this.source.registry, message.seq, aggregate, message.data);
@@ -114,7 +114,7 @@ export class StretchCheck {
   }
 
   /** Decides every commit held back now. */
-  flush(key: string | undefined): CheckedCommit[] {
+  flush(key: string | undefined): CheckedCommit<E>[] {
     return this.held.length > 0 ? this.decide(key) : [];
   }
 
@@ -124,7 +124,7 @@ export class StretchCheck {
     this.before = hash;
   }
 
-  private decide(key: string | undefined): CheckedCommit[] {
+  private decide(key: string | undefined): CheckedCommit<E>[] {
     const items = this.held;
     this.held = [];
     const signature = new Map<number, string | undefined>();
@@ -132,7 +132,7 @@ export class StretchCheck {
     // broken link ends what any later signature binds.
     let answeredFrom = Number.POSITIVE_INFINITY;
     for (let i = items.length - 1; i >= 0; i--) {
-      const item = items[i] as Held;
+      const item = items[i] as Held<E>;
       if (!item.linked) {
         answeredFrom = Number.POSITIVE_INFINITY;
         continue;
@@ -151,7 +151,7 @@ export class StretchCheck {
   }
 }
 
-export class ChainReader {
+export class ChainReader<E extends AnyEvent = AnyEvent> {
   private root: string | undefined;
   private last: { seq: number; hash: Uint8Array } | undefined;
   private readonly voided = new Map<number, PassedCommit>();
@@ -160,7 +160,7 @@ export class ChainReader {
   constructor(
     private readonly jsm: Promise<JetStreamManager>,
     private readonly js: JetStreamClient,
-    private readonly source: LogSourceSettings,
+    private readonly source: LogSourceSettings<E>,
   ) {}
 
   /**
@@ -198,7 +198,7 @@ export class ChainReader {
    * Checks one message: its signature, its link when `before` (h of the commit before it) is
    * given, and that it decodes. Never throws for what the message holds.
    */
-  check(message: RawMessage, key: string | undefined, before?: Uint8Array): CheckedCommit {
+  check(message: RawMessage, key: string | undefined, before?: Uint8Array): CheckedCommit<E> {
     const link = linkOf(message);
     const aggregate = aggregateOf(this.source.subjectPrefix, message.subject);
     const chained = chainProblem(link, key, before);
@@ -263,7 +263,8 @@ export class ChainReader {
         const checked = this.check({ seq: message.seq, subject: message.subject, data: message.data, headers: message.headers }, key);
         for (const event of checked.events ?? []) {
           if (event.type !== LogVoided.type) continue;
-          const data = event.data as { seq: number; aggregate: string; reason: string; problem: string };
+          // Whatever else a log's registry knows, a void reads the same in every log.
+          const data = LogVoided.schema.parse(event.data);
           if (!this.voided.has(data.seq)) {
             this.voided.set(data.seq, { seq: data.seq, aggregate: data.aggregate, problem: data.problem, reason: data.reason, voidSeq: message.seq, actor: event.actor });
           }

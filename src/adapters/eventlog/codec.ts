@@ -1,6 +1,6 @@
-import { commitSchema, fieldOf, type Commit, type StoredEvent } from '../../domain/events/envelope.js';
+import { commitSchema, fieldOf, type AnyEvent, type Commit, type EventPosition, type StoredEvent } from '../../domain/events/envelope.js';
 import type { EventRegistry } from '../../domain/events/registry.js';
-import { CorruptEventError, MeshError } from '../../errors.js';
+import { CorruptEventError } from '../../errors.js';
 import { isValidCommit } from './envelope-check.js';
 
 // A commit on the wire is UTF-8 JSON. Reading it back validates the envelope, checks that it sits
@@ -13,7 +13,7 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
 
 export const encodeCommit = (commit: Commit): Uint8Array => encoder.encode(JSON.stringify(commit));
 
-export const decodeCommit = (registry: EventRegistry, seq: number, aggregate: string, payload: Uint8Array): StoredEvent[] => {
+export const decodeCommit = <E extends AnyEvent>(registry: EventRegistry<E>, seq: number, aggregate: string, payload: Uint8Array): StoredEvent<E>[] => {
   let raw: unknown;
   try {
     raw = JSON.parse(decoder.decode(payload));
@@ -28,35 +28,11 @@ export const decodeCommit = (registry: EventRegistry, seq: number, aggregate: st
         { seq, field: `events.${index}.aggregate` },
       );
     }
-    let upcast: { version: number; data: unknown };
-    try {
-      upcast = registry.upcast(envelope.type, envelope.schemaVersion, envelope.data, { seq });
-    } catch (error) {
-      if (error instanceof MeshError) throw error;
-      throw new CorruptEventError(`log message at seq ${seq}: upcasting ${envelope.type} from version ${envelope.schemaVersion} failed`, {
-        seq,
-        field: `events.${index}.data`,
-      }, { cause: error });
-    }
-    const data = registry.schemaOf(envelope.type).safeParse(upcast.data);
-    if (!data.success) {
-      const issue = data.error.issues[0];
-      const field = fieldOf(`events.${index}.data`, issue);
-      throw new CorruptEventError(`log message at seq ${seq} (${envelope.type} v${envelope.schemaVersion}): ${field}: ${issue?.message ?? 'invalid'}`, {
-        seq,
-        field,
-        type: envelope.type,
-      });
-    }
+    const event = registry.decode(envelope.type, envelope.schemaVersion, envelope.data, { seq, field: `events.${index}` });
     // The envelope is this call's own (parsed just now): it becomes the stored event in place.
-    const stored = envelope as StoredEvent;
-    stored.schemaVersion = upcast.version;
-    stored.data = data.data;
-    stored.seq = seq;
-    stored.index = index;
-    stored.version = commit.firstVersion + index;
-    if (commit.command) stored.signed = commit.command;
-    return stored;
+    const position: EventPosition = { seq, index, version: commit.firstVersion + index };
+    if (commit.command) position.signed = commit.command;
+    return Object.assign(envelope, event, position);
   });
 };
 
@@ -71,5 +47,5 @@ const parseCommit = (seq: number, aggregate: string, raw: unknown): Commit => {
       field,
     });
   }
-  return parsed.data as Commit;
+  return parsed.data;
 };

@@ -1,12 +1,14 @@
-import type { CommandMetadata, ProposedEvent, StoredEvent } from '../../domain/events/envelope.js';
+import type { AnyEvent, CommandMetadata, ProposedEvent, StoredEvent } from '../../domain/events/envelope.js';
 import type { SignedCommand } from '../../domain/operators/signed-command.js';
 import type { CommitFinding, PassedCommit } from './chain-reader.js';
 
 export type { CommitFinding, PassedCommit } from './chain-reader.js';
 
-// The port every part of the control plane writes and reads the mesh's history through.
+// The port every part of the control plane writes and reads the mesh's history through. `E`: the
+// events its registry decodes (the mesh's: MeshEvent), so a reader switching on `type` reads typed
+// data. What it appends is checked against the registry when appended, whatever its type says.
 
-export interface AppendResult {
+export interface AppendResult<E extends AnyEvent = AnyEvent> {
   aggregate: string;
   /** The aggregate's version before the append (what the command was decided against). */
   expectedVersion: number;
@@ -16,13 +18,13 @@ export interface AppendResult {
   seq: number;
   /** True when this command had been appended before: the original outcome is returned, nothing is added. */
   duplicate: boolean;
-  events: StoredEvent[];
+  events: StoredEvent<E>[];
 }
 
-export interface AggregateHistory {
+export interface AggregateHistory<E extends AnyEvent = AnyEvent> {
   aggregate: string;
   version: number;
-  events: StoredEvent[];
+  events: StoredEvent<E>[];
 }
 
 export interface ReadOptions {
@@ -34,8 +36,8 @@ export interface ReadOptions {
   onPassed?: (passed: PassedCommit) => void;
 }
 
-export type FollowItem =
-  | { kind: 'event'; event: StoredEvent }
+export type FollowItem<E extends AnyEvent = AnyEvent> =
+  | { kind: 'event'; event: StoredEvent<E> }
   /** Everything stored when the follower started has been delivered; what follows is live. */
   | { kind: 'caught-up'; seq: number }
   /**
@@ -56,21 +58,21 @@ export interface AppendOptions {
   signed?: SignedCommand;
 }
 
-export interface EventLog {
+export interface EventLog<E extends AnyEvent = AnyEvent> {
   /**
    * Appends the events one command decided, atomically, only if the aggregate is still at
    * `expectedVersion` (0: it has no events yet). A retry of the same command id returns the
    * original outcome and appends nothing.
    */
-  append(aggregate: string, events: readonly ProposedEvent[], expectedVersion: number, metadata: CommandMetadata, options?: AppendOptions): Promise<AppendResult>;
-  readAggregate(aggregate: string, options?: Pick<ReadOptions, 'onPassed'>): Promise<AggregateHistory>;
+  append(aggregate: string, events: readonly ProposedEvent[], expectedVersion: number, metadata: CommandMetadata, options?: AppendOptions): Promise<AppendResult<E>>;
+  readAggregate(aggregate: string, options?: Pick<ReadOptions, 'onPassed'>): Promise<AggregateHistory<E>>;
   /**
    * Every event stored now from `fromSeq`, in log order; ends at the head as it was when called.
    * Throws at a commit that does not verify or read (unless voided), naming its sequence.
    */
-  read(options?: ReadOptions): AsyncIterable<StoredEvent>;
+  read(options?: ReadOptions): AsyncIterable<StoredEvent<E>>;
   /** Catch up from `fromSeq`, say so, then tail: no gap and no duplicate at the seam, across reconnects. */
-  follow(options?: ReadOptions & { signal?: AbortSignal }): AsyncIterable<FollowItem>;
+  follow(options?: ReadOptions & { signal?: AbortSignal }): AsyncIterable<FollowItem<E>>;
   /** The LOG sequence of the newest commit (0 when empty). */
   headSeq(): Promise<number>;
   /** What the log holds at `seq`, judged as a reader of the whole log judges it. */

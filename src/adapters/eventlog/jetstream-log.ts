@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type StoredMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { commandMetadataSchema, fieldOf, type Commit, type CommandMetadata, type ProposedEvent, type StoredEvent } from '../../domain/events/envelope.js';
+import { commandMetadataSchema, fieldOf, type AnyEvent, type CommandMetadata, type EventEnvelope, type ProposedEvent, type StoredEvent } from '../../domain/events/envelope.js';
 import type { EventRegistry } from '../../domain/events/registry.js';
 import { ConcurrencyError, RefusedError, ValidationError } from '../../errors.js';
 import { encodeCommit } from './codec.js';
@@ -33,10 +33,10 @@ export type { PublishOptions } from './log-writer.js';
 // commit that does not verify or read holds the reader at its sequence until an operator voids
 // it; a voided one is passed by, and the reader is told (`onPassed`, or a `passed` item).
 
-export interface JetStreamEventLogOptions {
+export interface JetStreamEventLogOptions<E extends AnyEvent = AnyEvent> {
   stream: string;
   subjectPrefix: string;
-  registry: EventRegistry;
+  registry: EventRegistry<E>;
   /** The process's writer of this stream: without one the log reads but refuses to append. */
   writer?: LogWriter;
   now?: () => Date;
@@ -68,17 +68,17 @@ const rawOfConsumed = (message: { seq: number; subject: string; data: Uint8Array
   headers: message.headers,
 });
 
-export class JetStreamEventLog implements EventLog {
+export class JetStreamEventLog<E extends AnyEvent = AnyEvent> implements EventLog<E> {
   private readonly js: JetStreamClient;
   private readonly jsm: Promise<JetStreamManager>;
   private readonly heads = new AggregateHeads(100_000);
   private readonly now: () => Date;
   private readonly newId: () => string;
-  private readonly chain: ChainReader;
+  private readonly chain: ChainReader<E>;
 
   constructor(
     private readonly nc: NatsConnection,
-    private readonly options: JetStreamEventLogOptions,
+    private readonly options: JetStreamEventLogOptions<E>,
   ) {
     this.js = jetstream(nc);
     this.jsm = jetstreamManager(nc, { checkAPI: false });
@@ -96,7 +96,7 @@ export class JetStreamEventLog implements EventLog {
     expectedVersion: number,
     metadata: CommandMetadata,
     options: AppendOptions = {},
-  ): Promise<AppendResult> {
+  ): Promise<AppendResult<E>> {
     const writer = this.options.writer;
     if (!writer) {
       throw new RefusedError(
@@ -105,9 +105,8 @@ export class JetStreamEventLog implements EventLog {
       );
     }
     const subject = subjectOf(this.options.subjectPrefix, aggregate);
-    const commit = this.stamp(aggregate, events, expectedVersion, metadata);
-    if (options.signed) commit.command = options.signed;
-    const payload = encodeCommit(commit);
+    const stamped = this.stamp(aggregate, events, expectedVersion, metadata);
+    const payload = encodeCommit({ firstVersion: expectedVersion + 1, events: stamped, ...(options.signed ? { command: options.signed } : {}) });
     const maxPayload = this.nc.info?.max_payload ?? 1024 * 1024;
     if (payload.length > maxPayload) {
       throw new ValidationError(`${events.length} events for ${aggregate} encode to ${payload.length} bytes, more than the server's ${maxPayload}-byte message limit; split the command`, {
@@ -144,24 +143,24 @@ export class JetStreamEventLog implements EventLog {
     if (outcome.kind === 'duplicate') return this.original(aggregate, outcome.seq, expectedVersion);
 
     const seq = outcome.seq;
-    const stored: StoredEvent[] = commit.events.map((envelope, index) => ({ ...envelope, seq, index, version: commit.firstVersion + index, ...(commit.command ? { signed: commit.command } : {}) }));
+    const stored: StoredEvent<E>[] = stamped.map((envelope, index) => ({ ...envelope, seq, index, version: expectedVersion + 1 + index, ...(options.signed ? { signed: options.signed } : {}) }));
     const version = expectedVersion + events.length;
     this.heads.set(aggregate, { version, seq });
     return { aggregate, expectedVersion, version, seq, duplicate: false, events: stored };
   }
 
-  async readAggregate(aggregate: string, options: Pick<ReadOptions, 'onPassed'> = {}): Promise<AggregateHistory> {
+  async readAggregate(aggregate: string, options: Pick<ReadOptions, 'onPassed'> = {}): Promise<AggregateHistory<E>> {
     const subject = subjectOf(this.options.subjectPrefix, aggregate);
     const last = await this.lastMessage(subject);
     if (!last) return { aggregate, version: 0, events: [] };
-    const events: StoredEvent[] = [];
+    const events: StoredEvent<E>[] = [];
     for await (const event of this.readRange(subject, 1, last.seq, false, options.onPassed)) events.push(event);
     const version = events.at(-1)?.version ?? 0;
     this.heads.set(aggregate, { version, seq: last.seq });
     return { aggregate, version, events };
   }
 
-  async *read(options: ReadOptions = {}): AsyncIterable<StoredEvent> {
+  async *read(options: ReadOptions = {}): AsyncIterable<StoredEvent<E>> {
     const subject = this.filterOf(options);
     const last = await this.lastMessage(subject);
     const fromSeq = Math.max(1, options.fromSeq ?? 1);
@@ -169,7 +168,7 @@ export class JetStreamEventLog implements EventLog {
     yield* this.readRange(subject, fromSeq, last.seq, options.aggregate === undefined, options.onPassed);
   }
 
-  async *follow(options: ReadOptions & { signal?: AbortSignal } = {}): AsyncIterable<FollowItem> {
+  async *follow(options: ReadOptions & { signal?: AbortSignal } = {}): AsyncIterable<FollowItem<E>> {
     const subject = this.filterOf(options);
     const wholeLog = options.aggregate === undefined;
     const signal = options.signal;
@@ -192,12 +191,12 @@ export class JetStreamEventLog implements EventLog {
       const messages = await consumer.consume({ max_messages: 512 });
       const stop = (): void => void messages.stop();
       signal?.addEventListener('abort', stop, { once: true });
-      let check: ReturnType<JetStreamEventLog['checker']> | undefined;
+      let check: ReturnType<JetStreamEventLog<E>['checker']> | undefined;
       let held: { seq: number; aggregate: string; problem: string; hash: Uint8Array } | undefined;
       let taken = fromSeq - 1;
       try {
         consuming: for await (const delivery of deliveriesOf(messages, async () => (await this.lastMessage(subject))?.seq ?? 0)) {
-          let decided: CheckedCommit[];
+          let decided: CheckedCommit<E>[];
           if (delivery.kind === 'at-head') {
             // What the server said would follow never came: what is held back is decided now.
             decided = check?.flush(key) ?? [];
@@ -262,7 +261,7 @@ export class JetStreamEventLog implements EventLog {
    * one signature answering for a stretch), a reader of one aggregate each commit's signature.
    */
   /** Checks messages in order: one at a time for one aggregate, in stretches for the whole log (chain-reader.ts). */
-  private checker(wholeLog: boolean, before: Uint8Array): Pick<StretchCheck, 'push' | 'flush'> {
+  private checker(wholeLog: boolean, before: Uint8Array): Pick<StretchCheck<E>, 'push' | 'flush'> {
     if (!wholeLog) return { push: (message, key) => [this.chain.check(message, key)], flush: () => [] };
     return new StretchCheck(this.options, before);
   }
@@ -289,7 +288,8 @@ export class JetStreamEventLog implements EventLog {
     return options.aggregate ? filterSubjectOf(this.options.subjectPrefix, options.aggregate) : `${this.options.subjectPrefix}.>`;
   }
 
-  private stamp(aggregate: string, events: readonly ProposedEvent[], expectedVersion: number, metadata: CommandMetadata): Commit {
+  /** The events as the commit carries them: stamped, and each checked by its type's schema (the error names the field). */
+  private stamp(aggregate: string, events: readonly ProposedEvent[], expectedVersion: number, metadata: CommandMetadata): EventEnvelope<E>[] {
     assertAggregate(aggregate);
     if (!Number.isInteger(expectedVersion) || expectedVersion < 0) {
       throw new ValidationError(`expected version must be a whole number ≥ 0 (0: a new aggregate), not ${expectedVersion}`, { field: 'expectedVersion' });
@@ -301,21 +301,19 @@ export class JetStreamEventLog implements EventLog {
       throw new ValidationError(`${field}: ${meta.error.issues[0]?.message ?? 'invalid'}`, { field });
     }
     const time = this.now().toISOString();
-    return {
-      firstVersion: expectedVersion + 1,
-      events: events.map((event, i) => ({
-        id: this.newId(),
-        type: event.type,
-        schemaVersion: this.knownVersion(event.type, `events.${i}`),
-        aggregate,
-        time,
-        actor: metadata.actor,
-        commandId: metadata.commandId,
-        causationId: metadata.causationId ?? metadata.commandId,
-        correlationId: metadata.correlationId ?? metadata.commandId,
-        data: this.options.registry.validateNew(event.type, event.data, `events.${i}`),
-      })),
-    };
+    // The event as its schema parsed it replaces `type` and `data` (which keep their place in the encoded commit).
+    return events.map((event, i) => Object.assign({
+      id: this.newId(),
+      type: event.type,
+      schemaVersion: this.knownVersion(event.type, `events.${i}`),
+      aggregate,
+      time,
+      actor: metadata.actor,
+      commandId: metadata.commandId,
+      causationId: metadata.causationId ?? metadata.commandId,
+      correlationId: metadata.correlationId ?? metadata.commandId,
+      data: event.data,
+    }, this.options.registry.validateNew(event.type, event.data, `events.${i}`)));
   }
 
   private knownVersion(type: string, where: string): number {
@@ -336,7 +334,7 @@ export class JetStreamEventLog implements EventLog {
     metadata: CommandMetadata,
     cause?: unknown,
     expectedLogSeq?: number,
-  ): Promise<AppendResult> {
+  ): Promise<AppendResult<E>> {
     const history = await this.readAggregate(aggregate);
     const own = history.events.filter((event) => event.commandId === metadata.commandId);
     const first = own[0];
@@ -352,7 +350,7 @@ export class JetStreamEventLog implements EventLog {
   }
 
   /** The server recognised the command id inside its window: answer with what was stored then. */
-  private async original(aggregate: string, seq: number, expectedVersion: number): Promise<AppendResult> {
+  private async original(aggregate: string, seq: number, expectedVersion: number): Promise<AppendResult<E>> {
     const message = await this.chain.get(seq);
     if (!message) throw new Error(`the server reported command as a duplicate of seq ${seq}, which cannot be read`);
     const checked = this.chain.check(message, await this.chain.rootKey());
@@ -384,7 +382,7 @@ export class JetStreamEventLog implements EventLog {
    * Every commit of `subject` from `fromSeq` to `toSeq`, checked: its signature, and its link when
    * it is read as part of the whole log. Throws at one that does not verify or read, unless voided.
    */
-  private async *readRange(subject: string, fromSeq: number, toSeq: number, wholeLog: boolean, onPassed?: (passed: PassedCommit) => void): AsyncIterable<StoredEvent> {
+  private async *readRange(subject: string, fromSeq: number, toSeq: number, wholeLog: boolean, onPassed?: (passed: PassedCommit) => void): AsyncIterable<StoredEvent<E>> {
     const key = await this.chain.rootKey();
     const check = this.checker(wholeLog, wholeLog ? await this.chain.hashAt(fromSeq - 1) : GENESIS_PREV);
     const consumer = await this.js.consumers.get(this.options.stream, {

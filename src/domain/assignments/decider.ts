@@ -1,5 +1,6 @@
+import { z } from 'zod';
 import type { Decision } from '../decision.js';
-import type { ProposedEvent } from '../events/envelope.js';
+import type { EventOf } from '../events/registry.js';
 import { assignmentKey, holderOf, seatNamed, type MeshState } from '../mesh/state.js';
 import { refuseIfAny, type Problem } from '../refusal.js';
 import { canHoldProblems } from '../seats/can-hold.js';
@@ -7,21 +8,22 @@ import type { AssignmentRef } from '../seats/events.js';
 import { AssignmentCreated, AssignmentRemoved, SeatHeld, SeatReleased, assignmentAggregate } from './events.js';
 import { resolveRequirements } from './resolve.js';
 
-export interface Assign {
-  type: 'assign';
-  module: string;
-  node: string;
-  hold: string[];
-  pins: Record<string, AssignmentRef>;
-  values: Record<string, string>;
-  placements: Record<string, string>;
-}
+// Command schemas check shape only: every rule about what the values mean is the decider's, so
+// its refusals stay the ones an operator knows.
 
-export interface Unassign {
-  type: 'unassign';
-  module: string;
-  node: string;
-}
+export const assignSchema = z.strictObject({
+  type: z.literal('assign'),
+  module: z.string(),
+  node: z.string(),
+  hold: z.array(z.string()),
+  pins: z.record(z.string(), z.strictObject({ node: z.string(), module: z.string() })),
+  values: z.record(z.string(), z.string()),
+  placements: z.record(z.string(), z.string()),
+});
+export type Assign = z.infer<typeof assignSchema>;
+
+export const unassignSchema = z.strictObject({ type: z.literal('unassign'), module: z.string(), node: z.string() });
+export type Unassign = z.infer<typeof unassignSchema>;
 
 const show = (ref: AssignmentRef): string => `${ref.node}/${ref.module}`;
 
@@ -70,7 +72,7 @@ export const decideAssign = (command: Assign, state: MeshState): Decision => {
   const { resolutions, problems: unresolved } = resolveRequirements(state, command, manifest.requires);
   problems.push(...unresolved);
 
-  const holds: ProposedEvent[] = [];
+  const holds: EventOf<typeof SeatHeld>[] = [];
   for (const name of command.hold) {
     const seat = seatNamed(state, name);
     if (!seat) {
@@ -94,7 +96,7 @@ export const decideAssign = (command: Assign, state: MeshState): Decision => {
   }
   refuseIfAny(subject, problems);
 
-  const held = holds.map((event) => (event.data as { seat: string }).seat);
+  const held = holds.map((event) => event.data.seat);
   return {
     aggregate: assignmentAggregate(command.node, command.module),
     events: [
@@ -126,7 +128,7 @@ export const decideUnassign = (command: Unassign, state: MeshState): Decision =>
       remedy: `unassign ${d.node}/${d.module} first, or assign another provider and re-assign it`,
     })),
   );
-  const releases: ProposedEvent[] = [...state.holdings.entries()]
+  const releases: EventOf<typeof SeatReleased>[] = [...state.holdings.entries()]
     .filter(([, holder]) => holder.node === command.node && holder.module === command.module)
     .map(([key]) => {
       const [seat = '', scopeKey = ''] = key.split('@');
@@ -135,6 +137,6 @@ export const decideUnassign = (command: Unassign, state: MeshState): Decision =>
   return {
     aggregate: assignmentAggregate(command.node, command.module),
     events: [{ type: AssignmentRemoved.type, data: { module: command.module, node: command.node } }, ...releases],
-    summary: `${command.module} unassigned from ${command.node}${releases.length > 0 ? `; released ${releases.map((r) => (r.data as { seat: string }).seat).join(', ')}` : ''}`,
+    summary: `${command.module} unassigned from ${command.node}${releases.length > 0 ? `; released ${releases.map((r) => r.data.seat).join(', ')}` : ''}`,
   };
 };

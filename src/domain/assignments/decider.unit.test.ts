@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { MeshFixture, minimalModule } from '../../../tests/helpers/given.js';
+import { MeshFixture, eventOf, minimalModule } from '../../../tests/helpers/given.js';
 import { holderOf } from '../mesh/state.js';
 
 const bus = { name: 'bus', contract: 'mesh-bus', provider: 'module', seat: 'mesh-broker' };
@@ -107,7 +107,7 @@ describe('assigning a module to a node', () => {
     mesh.registerFixture('catalogue');
     mesh.assign('postgres', 'novox', { hold: ['mesh-store'] });
     const [created] = mesh.assign('catalogue', 'lab1');
-    const resolutions = (created?.data as { resolutions: { requirement: string; answer: unknown }[] }).resolutions;
+    const resolutions = eventOf(created, 'assignment.created').data.resolutions;
     expect(resolutions.find((r) => r.requirement === 'db-secret')?.answer).toEqual({ kind: 'secret', name: 'postgres-database/lab1-catalogue', seat: 'mesh-vault', holder: { node: 'novox', module: 'vault' } });
     expect(JSON.stringify(created)).not.toMatch(/password"\s*:\s*"/);
   });

@@ -1,52 +1,46 @@
+import { z } from 'zod';
 import type { Decision } from '../decision.js';
 import { moduleAggregate } from '../catalogue/events.js';
 import { holderOf, seatNamed, type MeshState } from '../mesh/state.js';
 import { Refusal } from '../refusal.js';
-import { BuildFailed, BuildSubmitted, BuildSucceeded, RolloutPolicySet, SourceMoved, buildAggregate, sourceAggregate, sourceKey, type Base, type RolloutPolicy, type SourceRef } from './events.js';
+import { BuildFailed, BuildSubmitted, BuildSucceeded, ROLLOUT_POLICIES, RolloutPolicySet, SourceMoved, baseSchema, buildAggregate, sourceAggregate, sourceKey, sourceRefSchema, type Base, type SourceRef } from './events.js';
 import { assessGraph, type Assessment, type GraphInput } from './graph.js';
 import { policyOf } from './state.js';
 
 // The rules of builds, judged against the whole mesh: a branch moving, a build submitted, its
 // outcome recorded, and the policy a new version rolls out by.
 
-export interface MoveSource {
-  type: 'move-source';
-  source: SourceRef;
-  ref: string;
-  commit: string;
-  heardFrom: string;
-}
+export const moveSourceSchema = z.strictObject({ type: z.literal('move-source'), source: sourceRefSchema, ref: z.string(), commit: z.string(), heardFrom: z.string() });
+export type MoveSource = z.infer<typeof moveSourceSchema>;
 
 /** `mesh module moved MODULE COMMIT`: the same act as the mesh-git holder's pushed, for the module's repository and branch. */
-export interface MoveModule {
-  type: 'move-module';
-  module: string;
-  commit: string;
-  heardFrom: string;
-}
+export const moveModuleSchema = z.strictObject({ type: z.literal('move-module'), module: z.string(), commit: z.string(), heardFrom: z.string() });
+export type MoveModule = z.infer<typeof moveModuleSchema>;
 
-export interface SubmitBuild {
-  type: 'submit-build';
-  module: string;
-  buildId: string;
-  registerOnly: boolean;
+export const submitBuildSchema = z.strictObject({
+  type: z.literal('submit-build'),
+  module: z.string(),
+  buildId: z.string(),
+  registerOnly: z.boolean(),
   /** an operator's request builds even a current module; the coordinator's builds only stale ones */
-  requestedBy: 'operator' | 'coordinator';
-}
+  requestedBy: z.enum(['operator', 'coordinator']),
+});
+export type SubmitBuild = z.infer<typeof submitBuildSchema>;
 
-export interface RecordBuild {
-  type: 'record-build';
-  buildId: string;
-  module: string;
-  commit: string;
-  outcome: { kind: 'built'; digest: string; bases: Base[] } | { kind: 'failed'; reason: string; output: string };
-}
+export const recordBuildSchema = z.strictObject({
+  type: z.literal('record-build'),
+  buildId: z.string(),
+  module: z.string(),
+  commit: z.string(),
+  outcome: z.discriminatedUnion('kind', [
+    z.strictObject({ kind: z.literal('built'), digest: z.string(), bases: z.array(baseSchema) }),
+    z.strictObject({ kind: z.literal('failed'), reason: z.string(), output: z.string() }),
+  ]),
+});
+export type RecordBuild = z.infer<typeof recordBuildSchema>;
 
-export interface SetRolloutPolicy {
-  type: 'set-rollout-policy';
-  module: string;
-  policy: RolloutPolicy;
-}
+export const setRolloutPolicySchema = z.strictObject({ type: z.literal('set-rollout-policy'), module: z.string(), policy: z.enum(ROLLOUT_POLICIES) });
+export type SetRolloutPolicy = z.infer<typeof setRolloutPolicySchema>;
 
 export type BuildCommand = MoveSource | MoveModule | SubmitBuild | RecordBuild | SetRolloutPolicy;
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { MeshFixture } from '../../../tests/helpers/given.js';
+import { MeshFixture, eventOf } from '../../../tests/helpers/given.js';
 import { composeDeclaration } from '../declarations/compose.js';
-import type { ProposedEvent } from '../events/envelope.js';
+import type { MeshEvent } from '../registry.js';
 import type { MeshCommand } from '../mesh/commands.js';
 import { graphInputOf } from './decider.js';
 import { assessGraph, reachedBy } from './graph.js';
@@ -19,20 +19,20 @@ const built = (name: string, on: string[] = [], repository = `acme/${name}`, ref
 });
 
 let builds = 0;
-const submit = (mesh: MeshFixture, module: string, registerOnly = false): ProposedEvent[] =>
+const submit = (mesh: MeshFixture, module: string, registerOnly = false): MeshEvent[] =>
   mesh.run({ type: 'submit-build', module, buildId: `b${++builds}`, registerOnly, requestedBy: 'coordinator' });
 
 /** Submits a build of `module` and records it as built into `artifact`, with what it was handed. */
-const build = (mesh: MeshFixture, module: string, artifact: string): ProposedEvent[] => {
+const build = (mesh: MeshFixture, module: string, artifact: string): MeshEvent[] => {
   const [submitted] = submit(mesh, module);
-  const data = submitted?.data as { buildId: string; commit: string; bases: { name: string; digest: string }[] };
+  const { data } = eventOf(submitted, 'build.submitted');
   return mesh.run({ type: 'record-build', buildId: data.buildId, module, commit: data.commit, outcome: { kind: 'built', digest: artifact, bases: data.bases } });
 };
 
 const statusOf = (mesh: MeshFixture): Record<string, string> =>
   Object.fromEntries([...assessGraph(graphInputOf(mesh.state)).values()].map((a) => [a.module, a.status]));
 
-const moved = (mesh: MeshFixture, module: string, n: number): ProposedEvent[] => mesh.run({ type: 'move-module', module, commit: commit(n), heardFrom: 'operator' });
+const moved = (mesh: MeshFixture, module: string, n: number): MeshEvent[] => mesh.run({ type: 'move-module', module, commit: commit(n), heardFrom: 'operator' });
 
 describe('a change becomes work', () => {
   it('a moved branch marks every module built from that repository and branch, and nothing else', () => {
@@ -81,7 +81,7 @@ describe('a change becomes work', () => {
     build(mesh, 'runtime', digest(1));
     moved(mesh, 'app', 2);
     const [submitted] = submit(mesh, 'app');
-    expect((submitted?.data as { bases: unknown }).bases).toEqual([
+    expect(eventOf(submitted, 'build.submitted').data.bases).toEqual([
       { name: 'runtime', digest: digest(1) },
       { name: digest(9), digest: digest(9) },
     ]);
@@ -116,7 +116,7 @@ describe('the graph', () => {
     build(mesh, 'd', digest(13));
     expect(statusOf(mesh)).toMatchObject({ e: 'stale' });
     const [submitted] = submit(mesh, 'e');
-    expect((submitted?.data as { bases: unknown }).bases).toEqual([
+    expect(eventOf(submitted, 'build.submitted').data.bases).toEqual([
       { name: 'c', digest: digest(12) },
       { name: 'd', digest: digest(13) },
     ]);
@@ -126,7 +126,7 @@ describe('the graph', () => {
     const mesh = diamond();
     moved(mesh, 'b', 10);
     const [submitted] = submit(mesh, 'b');
-    const buildId = (submitted?.data as { buildId: string }).buildId;
+    const buildId = eventOf(submitted, 'build.submitted').data.buildId;
     mesh.run({ type: 'record-build', buildId, module: 'b', commit: commit(10), outcome: { kind: 'failed', reason: 'recipe exited with 2', output: 'make: *** [all] Error 2' } });
     expect(statusOf(mesh)).toEqual({ b: 'failed', c: 'waiting', d: 'waiting', e: 'waiting' });
     const e = assessGraph(graphInputOf(mesh.state)).get('e');
@@ -188,7 +188,7 @@ describe('rolling out', () => {
   it('--register-only records without deploying, whatever the policy', () => {
     const mesh = running();
     const [submitted] = submit(mesh, 'app', true);
-    const buildId = (submitted?.data as { buildId: string }).buildId;
+    const buildId = eventOf(submitted, 'build.submitted').data.buildId;
     const [event] = mesh.run({ type: 'record-build', buildId, module: 'app', commit: commit(1), outcome: { kind: 'built', digest: digest(5), bases: [] } });
     expect(event?.data).toMatchObject({ upgrade: true, rollOut: false });
     expect(artifactOn(mesh)).toBeNull();
@@ -197,7 +197,7 @@ describe('rolling out', () => {
   it('an outcome recorded twice is recorded once', () => {
     const mesh = running();
     const [submitted] = submit(mesh, 'app');
-    const buildId = (submitted?.data as { buildId: string }).buildId;
+    const buildId = eventOf(submitted, 'build.submitted').data.buildId;
     const record: MeshCommand = { type: 'record-build', buildId, module: 'app', commit: commit(1), outcome: { kind: 'built', digest: digest(5), bases: [] } };
     expect(mesh.run(record)).toHaveLength(1);
     expect(mesh.run(record)).toEqual([]);

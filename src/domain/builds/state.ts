@@ -1,6 +1,6 @@
 import type { z } from 'zod';
-import type { StoredEvent } from '../events/envelope.js';
-import type { Base, BuildFailed, BuildSubmitted, BuildSucceeded, RolloutPolicy, SourceMoved } from './events.js';
+import type { StoredMeshEvent } from '../registry.js';
+import type { Base, BuildSubmitted, RolloutPolicy } from './events.js';
 import { ROLLOUT_POLICIES, sourceKey } from './events.js';
 
 // What the log says about sources, builds and module versions: one fold, used by the mesh's rules
@@ -51,20 +51,20 @@ export const policyOf = (state: BuildsState, module: string): RolloutPolicy => s
 export const rolloutPolicyOf = (stored: string | null): RolloutPolicy => ROLLOUT_POLICIES.find((policy) => policy === stored) ?? DEFAULT_ROLLOUT_POLICY;
 
 /** Folds one build event, in place. Never throws; an event about an unknown build changes nothing. */
-export const evolveBuilds = (state: BuildsState, event: StoredEvent): BuildsState => {
+export const evolveBuilds = (state: BuildsState, event: StoredMeshEvent): BuildsState => {
   switch (event.type) {
     case 'source.moved': {
-      const data = event.data as z.infer<typeof SourceMoved.schema>;
+      const data = event.data;
       state.heads.set(sourceKey(data.source, data.ref), { commit: data.commit, seq: event.seq });
       break;
     }
     case 'build.submitted': {
-      const data = event.data as z.infer<typeof BuildSubmitted.schema>;
+      const data = event.data;
       state.builds.set(data.buildId, { ...data, submittedSeq: event.seq, status: 'submitted' });
       break;
     }
     case 'build.succeeded': {
-      const data = event.data as z.infer<typeof BuildSucceeded.schema>;
+      const data = event.data;
       const build = state.builds.get(data.buildId);
       if (!build || build.status !== 'submitted') break;
       state.builds.set(data.buildId, { ...build, status: 'succeeded', digest: data.digest, finishedSeq: event.seq });
@@ -75,14 +75,14 @@ export const evolveBuilds = (state: BuildsState, event: StoredEvent): BuildsStat
       break;
     }
     case 'build.failed': {
-      const data = event.data as z.infer<typeof BuildFailed.schema>;
+      const data = event.data;
       const build = state.builds.get(data.buildId);
       if (!build || build.status !== 'submitted') break;
       state.builds.set(data.buildId, { ...build, status: 'failed', reason: data.reason, output: data.output, finishedSeq: event.seq });
       break;
     }
     case 'module.rollout-set': {
-      const data = event.data as { module: string; policy: RolloutPolicy };
+      const data = event.data;
       state.policies.set(data.module, data.policy);
       break;
     }

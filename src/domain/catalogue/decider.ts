@@ -1,23 +1,26 @@
+import { z } from 'zod';
 import { sha256Digest } from '../canonical.js';
 import type { Decision } from '../decision.js';
+import { isRecord } from '../events/registry.js';
 import type { MeshState } from '../mesh/state.js';
 import { Refusal, refuseIfAny } from '../refusal.js';
 import { registrationProblems, schemaProblems } from './checks.js';
 import { ModuleRegistered, moduleAggregate } from './events.js';
 import { manifestSchema, type Manifest } from './manifest.js';
 
-export interface RegisterModule {
-  type: 'register-module';
-  /** the manifest as the operator wrote it; checked here, all at once */
-  manifest: unknown;
-}
+export const registerModuleSchema = z.strictObject({
+  type: z.literal('register-module'),
+  /** the manifest as the operator wrote it; checked by the decider, all at once */
+  manifest: z.unknown(),
+});
+export type RegisterModule = z.infer<typeof registerModuleSchema>;
 
 export const manifestDigest = (manifest: Manifest): string => sha256Digest(manifest);
 
 export const decideRegisterModule = (command: RegisterModule, state: MeshState): Decision => {
   const parsed = manifestSchema.safeParse(command.manifest);
   const problems = [...(parsed.success ? [] : schemaProblems(parsed.error.issues)), ...registrationProblems(command.manifest, state)];
-  const name = typeof (command.manifest as { name?: unknown })?.name === 'string' ? (command.manifest as { name: string }).name : '(unnamed)';
+  const name = isRecord(command.manifest) && typeof command.manifest.name === 'string' ? command.manifest.name : '(unnamed)';
   refuseIfAny(`registering module ${name}`, problems);
   if (!parsed.success) throw new Refusal(`registering module ${name}`, schemaProblems(parsed.error.issues));
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineEvent } from '../events/registry.js';
+import { defineEvent, isRecord } from '../events/registry.js';
 import { manifestSchema } from './manifest.js';
 
 // module.<name>: every version of a module's definition. Re-registering is a new version; the log
@@ -11,12 +11,11 @@ export const moduleAggregate = (module: string): string => `module.${module}`;
 // `serves` (design 32 §1 renamed it `tools`); v2 stores `tools`. Reading v1 moves `serves` into
 // `tools`, so a definition registered before the rename keeps composing with no hand step.
 const toolsWereServes = (data: unknown): unknown => {
-  const event = data as { manifest?: Record<string, unknown> };
-  const manifest = event.manifest;
-  if (!manifest || !Array.isArray(manifest.serves)) return data;
-  const { serves, ...rest } = manifest;
-  const tools = [...new Set([...(Array.isArray(rest.tools) ? (rest.tools as string[]) : []), ...(serves as string[])])];
-  return { ...event, manifest: { ...rest, tools } };
+  if (!isRecord(data) || !isRecord(data.manifest)) return data;
+  const { serves, ...rest } = data.manifest;
+  if (!Array.isArray(serves)) return data;
+  const tools: unknown[] = [...new Set([...(Array.isArray(rest.tools) ? rest.tools : []), ...serves])];
+  return { ...data, manifest: { ...rest, tools } };
 };
 
 export const ModuleRegistered = defineEvent({

@@ -1,4 +1,4 @@
-import type { StoredEvent } from '../events/envelope.js';
+import type { StoredMeshEvent } from '../registry.js';
 import { seatNamed, type MeshState } from '../mesh/state.js';
 
 // Which nodes' declarations an event can change, as a controller-runtime reconciler maps a watched
@@ -24,11 +24,6 @@ export interface Touched {
 }
 
 const NOTHING: Touched = { nodes: [], inputs: [], all: false };
-
-interface RefData {
-  node: string;
-  module: string;
-}
 
 export class DeclarationInputs {
   /** node → the inputs its last composition read */
@@ -91,15 +86,15 @@ export class DeclarationInputs {
   }
 
   /** What `event`, just folded into `state`, changes among the declarations' inputs. */
-  touched(state: MeshState, event: StoredEvent): Touched {
+  touched(state: MeshState, event: StoredMeshEvent): Touched {
     switch (event.type) {
       case 'assignment.created':
       case 'assignment.removed': {
-        const data = event.data as RefData;
+        const data = event.data;
         return { nodes: [data.node], inputs: this.provisionsOf(state, data.module).map(provisionKey), all: false };
       }
       case 'module.registered': {
-        const module = (event.data as { module: string }).module;
+        const module = event.data.module;
         const before = this.provided.get(module) ?? [];
         const now = this.provisionsOf(state, module, true);
         const seats = state.modules.get(module)?.manifest.seats.map((s) => seatKey(seatNamed(state, s.name)?.id ?? s.name)) ?? [];
@@ -107,20 +102,20 @@ export class DeclarationInputs {
       }
       case 'seat.defined':
       case 'seat.renamed': {
-        const seat = (event.data as { seat: string }).seat;
+        const seat = event.data.seat;
         const delivers = state.seats.get(seat)?.delivers;
         return { nodes: [], inputs: [seatKey(seat), ...(delivers ? [provisionKey(delivers)] : [])], all: false };
       }
       case 'seat.held':
       case 'seat.handed-over':
       case 'seat.released': {
-        const data = event.data as { seat: string; to?: RefData; from?: RefData | null; node?: string };
+        const data = event.data;
         const delivers = state.seats.get(data.seat)?.delivers;
-        const nodes = [data.to?.node, data.from?.node, data.node].filter((n): n is string => typeof n === 'string');
+        const nodes = 'to' in data ? [data.to.node, ...(data.from ? [data.from.node] : [])] : [data.node];
         return { nodes, inputs: [seatKey(data.seat), ...(delivers ? [provisionKey(delivers)] : [])], all: false };
       }
       case 'node.added': {
-        const node = (event.data as { node: string }).node;
+        const node = event.data.node;
         const now = state.nodes.get(node);
         const placed = this.placed.get(node);
         this.placed.set(node, { address: now?.address ?? null, root: now?.root ?? '' });
@@ -129,11 +124,11 @@ export class DeclarationInputs {
         return { nodes: [node], inputs: [], all: moved };
       }
       case 'node.enrolled':
-        return { nodes: [(event.data as { node: string }).node], inputs: [], all: false };
+        return { nodes: [event.data.node], inputs: [], all: false };
       case 'build.succeeded':
       case 'module.rollout-set': {
         // What a module runs is the artifact deployed for it.
-        const module = (event.data as { module: string }).module;
+        const module = event.data.module;
         return { nodes: [], inputs: [moduleKey(module)], all: false };
       }
       default:

@@ -29,7 +29,17 @@ export const eventEnvelopeSchema = z
   })
   .strict();
 
-export type EventEnvelope<Data = unknown> = Omit<z.infer<typeof eventEnvelopeSchema>, 'data'> & { data: Data };
+/** An event as its type's schema says it is: `type` discriminates, `data` follows. */
+export interface AnyEvent {
+  type: string;
+  data: unknown;
+}
+
+/** The envelope's fields besides the event itself: what the log stamps and the command brings. */
+export type EnvelopeFields = Omit<z.infer<typeof eventEnvelopeSchema>, 'type' | 'data'>;
+
+/** An envelope carrying one of the events `E`; a union `E` makes a union of envelopes. */
+export type EventEnvelope<E extends AnyEvent = AnyEvent> = EnvelopeFields & E;
 
 /**
  * One message in the LOG stream: every event one command decided for one aggregate. A single
@@ -50,8 +60,8 @@ export interface Commit {
   command?: SignedCommand;
 }
 
-/** An event as read back: its envelope (upcast to the current schema) and where it stands. */
-export interface StoredEvent<Data = unknown> extends EventEnvelope<Data> {
+/** Where an event stands in the log. */
+export interface EventPosition {
   /** The LOG stream sequence of the commit that holds it. */
   seq: number;
   /** Its position within that commit, from 0. */
@@ -62,11 +72,15 @@ export interface StoredEvent<Data = unknown> extends EventEnvelope<Data> {
   signed?: SignedCommand;
 }
 
+/**
+ * An event as read back: its envelope (upcast to the current schema, its data parsed by the
+ * schema of its type) and where it stands. With `E` a union of events, switching on `type`
+ * narrows `data`.
+ */
+export type StoredEvent<E extends AnyEvent = AnyEvent> = EventEnvelope<E> & EventPosition;
+
 /** What a command asks the log to record: the log stamps the rest. */
-export interface ProposedEvent<Data = unknown> {
-  type: string;
-  data: Data;
-}
+export type ProposedEvent<E extends AnyEvent = AnyEvent> = E;
 
 export interface CommandMetadata {
   commandId: string;

@@ -1,5 +1,5 @@
 import type { Declaration } from '../declarations/declaration.js';
-import type { ProposedEvent } from '../events/envelope.js';
+import type { MeshEvent } from '../registry.js';
 import type { MeshState } from '../mesh/state.js';
 import type { Report } from '../reports/report.js';
 import { runningOn, statedCrashLoop, statedRefusal, statedRunning } from './state.js';
@@ -11,9 +11,9 @@ import { FactApplied, FactCrashLooping, FactRefused, FactReportMismatch, FactSto
 
 const sameVersion = (a: RunningVersion | undefined, b: RunningVersion): boolean => a?.definitionVersion === b.definitionVersion && a.artifact === b.artifact;
 
-export const deriveFacts = (state: MeshState, declaration: Declaration, report: Report): ProposedEvent[] => {
+export const deriveFacts = (state: MeshState, declaration: Declaration, report: Report): MeshEvent[] => {
   const node = report.node;
-  const facts: ProposedEvent[] = [];
+  const facts: MeshEvent[] = [];
   const outcomes = new Map(report.resources.map((r) => [r.key, r]));
   const sent = declaration.assignments.flatMap((a) => a.resources.map((r) => r.key));
   const missing = sent.filter((key) => !outcomes.has(key));

@@ -69,7 +69,7 @@ describe('facts from reports, stated on change', () => {
     const mesh = emptyMeshState();
     const d = declaration(1);
     const looping = report(d, { 'echo/server': 'crash-looping' }, { 'echo/server': 'exited with status 1' });
-    expect(state(mesh, d, looping).map((f) => [f.type, (f.data as { restarts?: number }).restarts])).toEqual([['fact.crash-looping', 7]]);
+    expect(state(mesh, d, looping).map((f) => [f.type, 'restarts' in f.data ? f.data.restarts : undefined])).toEqual([['fact.crash-looping', 7]]);
     expect(state(mesh, d, looping)).toEqual([]);
   });
 

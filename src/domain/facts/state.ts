@@ -1,4 +1,4 @@
-import type { StoredEvent } from '../events/envelope.js';
+import type { StoredMeshEvent } from '../registry.js';
 import type { RunningVersion } from './events.js';
 
 // What the control plane has stated about machines (fact.* events), so it states each change
@@ -42,20 +42,11 @@ const setIn = <V>(byModule: Map<string, Map<string, V>>, module: string, resourc
   resources.set(resource, value);
 };
 
-interface RunningData {
-  node: string;
-  module: string;
-  version: RunningVersion;
-}
-interface ResourceData extends RunningData {
-  resource: string;
-}
-
 /** Folds one fact into the state, in place; any other event changes nothing. */
-export const evolveFacts = (state: FactsState, event: StoredEvent): void => {
+export const evolveFacts = (state: FactsState, event: StoredMeshEvent): void => {
   switch (event.type) {
     case 'fact.applied': {
-      const data = event.data as RunningData;
+      const data = event.data;
       const facts = factsOf(state, data.node);
       facts.running.set(data.module, data.version);
       // Running the version now: what was refused or crash-looping of this module is over.
@@ -64,17 +55,17 @@ export const evolveFacts = (state: FactsState, event: StoredEvent): void => {
       break;
     }
     case 'fact.refused': {
-      const data = event.data as ResourceData & { reason: string };
+      const data = event.data;
       setIn(factsOf(state, data.node).refused, data.module, data.resource, { reason: data.reason, ...data.version });
       break;
     }
     case 'fact.crash-looping': {
-      const data = event.data as ResourceData;
+      const data = event.data;
       setIn(factsOf(state, data.node).crashLooping, data.module, data.resource, data.version);
       break;
     }
     case 'fact.stopped': {
-      const data = event.data as Omit<RunningData, 'version'>;
+      const data = event.data;
       state.byNode.get(data.node)?.running.delete(data.module);
       break;
     }

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { Decision } from '../decision.js';
 import { refuseIfAny, type Problem } from '../refusal.js';
 import { LogVoided, voidAggregate } from './events.js';
@@ -26,13 +27,12 @@ export type CommitFinding =
   | { exists: false; seq: number; head: number }
   | { exists: true; seq: number; aggregate: string; problem: string | null; voided: PassedCommit | null };
 
-export interface VoidCommit {
-  type: 'void-commit';
-  seq: number;
-  reason: string;
+/** What an operator sends: `found` is never theirs to say. */
+export const voidCommitSchema = z.strictObject({ type: z.literal('void-commit'), seq: z.number(), reason: z.string() });
+export type VoidCommit = z.infer<typeof voidCommitSchema> & {
   /** what the controller found at `seq`: filled in by the mesh service, which reads the log, before deciding */
   found?: CommitFinding;
-}
+};
 
 const REMEDY = 'give the sequence readers are held at (`mesh status` names it)';
 

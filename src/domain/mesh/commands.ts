@@ -1,17 +1,57 @@
-import { decideBuildCommand, type BuildCommand } from '../builds/decider.js';
-import { decideAssign, decideUnassign, type Assign, type Unassign } from '../assignments/decider.js';
-import { decideRegisterModule, type RegisterModule } from '../catalogue/decider.js';
+import { z } from 'zod';
+import { ValidationError } from '../../errors.js';
+import { decideBuildCommand, moveModuleSchema, moveSourceSchema, recordBuildSchema, setRolloutPolicySchema, submitBuildSchema, type BuildCommand } from '../builds/decider.js';
+import { assignSchema, decideAssign, decideUnassign, unassignSchema, type Assign, type Unassign } from '../assignments/decider.js';
+import { decideRegisterModule, registerModuleSchema, type RegisterModule } from '../catalogue/decider.js';
 import type { Decision } from '../decision.js';
-import { decideVoidCommit, type VoidCommit } from '../log/void.js';
-import { decideAddNode, type AddNode } from '../nodes/decider.js';
-import { decideEnrolNode, decideIssueEnrolmentToken, type EnrolNode, type IssueEnrolmentToken } from '../nodes/enrolment.js';
-import { decideAddOperator, decideRevokeOperator, type AddOperator, type RevokeOperator } from '../operators/operators.js';
-import { decideDefineSystemSeat, decideHandOverSeat, decideRenameSeat, type DefineSystemSeat, type HandOverSeat, type RenameSeat } from '../seats/decider.js';
+import { fieldOf } from '../events/envelope.js';
+import { decideVoidCommit, voidCommitSchema, type VoidCommit } from '../log/void.js';
+import { addNodeSchema, decideAddNode, type AddNode } from '../nodes/decider.js';
+import { decideEnrolNode, decideIssueEnrolmentToken, enrolNodeSchema, issueEnrolmentTokenSchema, type EnrolNode, type IssueEnrolmentToken } from '../nodes/enrolment.js';
+import { addOperatorSchema, decideAddOperator, decideRevokeOperator, revokeOperatorSchema, type AddOperator, type RevokeOperator } from '../operators/operators.js';
+import { decideDefineSystemSeat, decideHandOverSeat, decideRenameSeat, defineSystemSeatSchema, handOverSeatSchema, renameSeatSchema, type DefineSystemSeat, type HandOverSeat, type RenameSeat } from '../seats/decider.js';
 import type { MeshState } from './state.js';
 
 // Every command the mesh takes, and the one place that routes it to its rule.
 
 export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit;
+
+/** Every command's schema, told apart by `type`: a command body as it arrives is read against the one its type names. */
+export const meshCommandSchema = z.discriminatedUnion('type', [
+  registerModuleSchema,
+  defineSystemSeatSchema,
+  renameSeatSchema,
+  handOverSeatSchema,
+  addNodeSchema,
+  assignSchema,
+  unassignSchema,
+  issueEnrolmentTokenSchema,
+  enrolNodeSchema,
+  moveSourceSchema,
+  moveModuleSchema,
+  submitBuildSchema,
+  recordBuildSchema,
+  setRolloutPolicySchema,
+  addOperatorSchema,
+  revokeOperatorSchema,
+  voidCommitSchema,
+]);
+
+/**
+ * A command body as it arrived (an operator's signed command), read as the command its `type`
+ * names. One that does not fit is refused before it is decided, naming every field that does not
+ * and why (`command.pins`: the field `pins` of the command), so nothing it asks reaches the log.
+ */
+export const parseMeshCommand = (body: unknown): MeshCommand => {
+  const parsed = meshCommandSchema.safeParse(body);
+  if (parsed.success) return parsed.data;
+  const fields = parsed.error.issues.map((issue) => ({ field: fieldOf('command', issue), why: issue.message }));
+  const type = typeof body === 'object' && body !== null && 'type' in body && typeof body.type === 'string' ? body.type : 'a';
+  throw new ValidationError(`the ${type} command is malformed, so nothing was decided: ${fields.map((f) => `${f.field}: ${f.why}`).join('; ')}`, {
+    field: fields[0]?.field ?? 'command',
+    fields,
+  });
+};
 
 export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decision => {
   switch (command.type) {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineEvent } from '../events/registry.js';
+import { defineEvent, isRecord } from '../events/registry.js';
 
 // The mesh aggregate: the first entry of every log, so the log says which mesh it is, who started
 // it, and which key its writer (the controller) signs every commit with.
@@ -18,7 +18,7 @@ export const MeshInitialised = defineEvent({
       controllerKey: z.string().min(1).nullable(),
     })
     .strict(),
-  upcasters: { 1: (data) => ({ ...(data as object), controllerKey: null }) },
+  upcasters: { 1: (data) => (isRecord(data) ? { ...data, controllerKey: null } : data) },
 });
 
 export const meshEvents = [MeshInitialised] as const;

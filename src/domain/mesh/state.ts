@@ -1,8 +1,7 @@
-import type { z } from 'zod';
-import type { AssignmentCreated, Resolution } from '../assignments/events.js';
+import type { Resolution } from '../assignments/events.js';
 import type { Manifest, SeatDeclaration } from '../catalogue/manifest.js';
-import type { StoredEvent } from '../events/envelope.js';
-import type { AssignmentRef, SeatDefined } from '../seats/events.js';
+import type { StoredMeshEvent } from '../registry.js';
+import type { AssignmentRef } from '../seats/events.js';
 import { DEFAULT_NODE_ROOT } from '../nodes/events.js';
 import { emptyBuildsState, evolveBuilds, type BuildsState } from '../builds/state.js';
 import { emptyFactsState, evolveFacts, type FactsState } from '../facts/state.js';
@@ -133,13 +132,13 @@ const declaredSeat = (module: string, declaration: SeatDeclaration, existing: Se
  * Folds one event into the state, in place: the fold owns its state. Never throws; an event that
  * does not apply (a release of a seat no longer held) changes nothing.
  */
-export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
+export const evolveMesh = (state: MeshState, event: StoredMeshEvent): MeshState => {
   state.seq = Math.max(state.seq, event.seq);
   state.commands.set(event.commandId, { seq: event.seq, aggregate: event.aggregate });
   state.versions.set(event.aggregate, event.version);
   switch (event.type) {
     case 'seat.defined': {
-      const data = event.data as z.infer<typeof SeatDefined.schema>;
+      const data = event.data;
       state.seats.set(data.seat, {
         id: data.seat,
         name: data.name,
@@ -154,7 +153,7 @@ export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
       break;
     }
     case 'seat.renamed': {
-      const data = event.data as { seat: string; from: string; to: string };
+      const data = event.data;
       const seat = state.seats.get(data.seat);
       if (seat) {
         seat.aliases = [...seat.aliases.filter((a) => a !== data.to), data.from];
@@ -164,20 +163,20 @@ export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
     }
     case 'seat.handed-over':
     case 'seat.held': {
-      const data = event.data as { seat: string; scopeKey: string; to?: AssignmentRef; node?: string; module?: string };
-      const to = data.to ?? { node: data.node ?? '', module: data.module ?? '' };
+      const data = event.data;
+      const to = event.type === 'seat.handed-over' ? event.data.to : event.data;
       state.holdings.set(holdingKey(data.seat, data.scopeKey), { node: to.node, module: to.module });
       break;
     }
     case 'seat.released': {
-      const data = event.data as { seat: string; scopeKey: string; node: string; module: string };
+      const data = event.data;
       const key = holdingKey(data.seat, data.scopeKey);
       const holder = state.holdings.get(key);
       if (holder && holder.node === data.node && holder.module === data.module) state.holdings.delete(key);
       break;
     }
     case 'module.registered': {
-      const data = event.data as { module: string; definitionVersion: number; digest: string; manifest: Manifest };
+      const data = event.data;
       const previous = state.modules.get(data.module);
       state.modules.set(data.module, { name: data.module, definitionVersion: data.definitionVersion, digest: data.digest, manifest: data.manifest });
       const declared = new Set<string>();
@@ -195,17 +194,17 @@ export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
       break;
     }
     case 'node.added': {
-      const data = event.data as { node: string; root: string; address: string | null };
+      const data = event.data;
       state.nodes.set(data.node, { ...state.nodes.get(data.node), name: data.node, root: data.root, address: data.address });
       break;
     }
     case 'enrolment.token-issued': {
-      const data = event.data as EnrolmentTokenState;
+      const data = event.data;
       state.enrolmentTokens.set(data.tokenId, { tokenId: data.tokenId, verifier: data.verifier, node: data.node, expiresAt: data.expiresAt, ...(data.publicKey ? { publicKey: data.publicKey } : {}) });
       break;
     }
     case 'node.enrolled': {
-      const data = event.data as { node: string; publicKey: string; tokenId: string; busKey?: string };
+      const data = event.data;
       const token = state.enrolmentTokens.get(data.tokenId);
       if (token) token.spentBy = data.node;
       const node = state.nodes.get(data.node) ?? { name: data.node, root: DEFAULT_NODE_ROOT, address: null };
@@ -213,12 +212,12 @@ export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
       break;
     }
     case 'operator.added': {
-      const data = event.data as { operator: string; publicKey: string };
+      const data = event.data;
       state.operators.set(data.operator, { operator: data.operator, publicKey: data.publicKey, revoked: false });
       break;
     }
     case 'operator.revoked': {
-      const data = event.data as { operator: string };
+      const data = event.data;
       const operator = state.operators.get(data.operator);
       if (operator) operator.revoked = true;
       break;
@@ -230,7 +229,7 @@ export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
       evolveFacts(state.facts, event);
       break;
     case 'assignment.created': {
-      const data = event.data as z.infer<typeof AssignmentCreated.schema>;
+      const data = event.data;
       state.assignments.set(assignmentKey(data), {
         module: data.module,
         node: data.node,
@@ -243,12 +242,12 @@ export const evolveMesh = (state: MeshState, event: StoredEvent): MeshState => {
       break;
     }
     case 'declaration.refused': {
-      const data = event.data as { node: string; reason: string; derivedFromSeq: number };
+      const data = event.data;
       state.declarationRefusals.set(data.node, { reason: data.reason, seq: event.seq, derivedFromSeq: data.derivedFromSeq });
       break;
     }
     case 'assignment.removed': {
-      const data = event.data as AssignmentRef;
+      const data = event.data;
       state.assignments.delete(assignmentKey(data));
       break;
     }

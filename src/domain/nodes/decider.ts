@@ -1,14 +1,11 @@
+import { z } from 'zod';
 import type { Decision } from '../decision.js';
 import type { MeshState } from '../mesh/state.js';
 import { refuseIfAny, type Problem } from '../refusal.js';
 import { DEFAULT_NODE_ROOT, NodeAdded, nodeAggregate } from './events.js';
 
-export interface AddNode {
-  type: 'add-node';
-  node: string;
-  root?: string;
-  address?: string;
-}
+export const addNodeSchema = z.strictObject({ type: z.literal('add-node'), node: z.string(), root: z.string().optional(), address: z.string().optional() });
+export type AddNode = z.infer<typeof addNodeSchema>;
 
 export const decideAddNode = (command: AddNode, state: MeshState): Decision => {
   const problems: Problem[] = [];

@@ -46,28 +46,30 @@ export const NodeEnrolled = defineEvent({
 
 export const enrolmentEvents = [EnrolmentTokenIssued, NodeEnrolled] as const;
 
-export interface IssueEnrolmentToken {
-  type: 'issue-enrolment-token';
-  tokenId: string;
-  verifier: string;
-  node: string | null;
-  expiresAt: string;
+export const issueEnrolmentTokenSchema = z.strictObject({
+  type: z.literal('issue-enrolment-token'),
+  tokenId: z.string(),
+  verifier: z.string(),
+  node: z.string().nullable(),
+  expiresAt: z.string(),
   /** the token's bus identity (enrolmentIdentity of its secret) */
-  publicKey?: string;
-}
+  publicKey: z.string().optional(),
+});
+export type IssueEnrolmentToken = z.infer<typeof issueEnrolmentTokenSchema>;
 
-export interface EnrolNode {
-  type: 'enrol-node';
-  node: string;
-  tokenId: string;
+export const enrolNodeSchema = z.strictObject({
+  type: z.literal('enrol-node'),
+  node: z.string(),
+  tokenId: z.string(),
   /** the secret part as presented; only its hash is compared */
-  secret: string;
-  publicKey: string;
+  secret: z.string(),
+  publicKey: z.string(),
   /** the host's ed25519 public key: its identity on the bus from now on */
-  busKey?: string;
+  busKey: z.string().optional(),
   /** the time the request arrived: deciders take no clock */
-  now: string;
-}
+  now: z.string(),
+});
+export type EnrolNode = z.infer<typeof enrolNodeSchema>;
 
 export const tokenVerifier = (secret: string): string => createHash('sha256').update(secret).digest('hex');
 

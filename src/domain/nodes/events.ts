@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineEvent } from '../events/registry.js';
+import { defineEvent, isRecord } from '../events/registry.js';
 
 export const nodeAggregate = (node: string): string => `node.${node}`;
 
@@ -16,7 +16,7 @@ export const NodeAdded = defineEvent({
     /** the host or IP address other nodes reach it at; null: its name resolves */
     address: z.string().min(1).nullable(),
   }),
-  upcasters: { 1: (data) => ({ ...(data as object), address: null }) },
+  upcasters: { 1: (data) => (isRecord(data) ? { ...data, address: null } : data) },
 });
 
 export const nodeEvents = [NodeAdded] as const;

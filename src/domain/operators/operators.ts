@@ -23,16 +23,11 @@ export const OperatorRevoked = defineEvent({
 
 export const operatorEvents = [OperatorAdded, OperatorRevoked] as const;
 
-export interface AddOperator {
-  type: 'add-operator';
-  operator: string;
-  publicKey: string;
-}
+export const addOperatorSchema = z.strictObject({ type: z.literal('add-operator'), operator: z.string(), publicKey: z.string() });
+export type AddOperator = z.infer<typeof addOperatorSchema>;
 
-export interface RevokeOperator {
-  type: 'revoke-operator';
-  operator: string;
-}
+export const revokeOperatorSchema = z.strictObject({ type: z.literal('revoke-operator'), operator: z.string() });
+export type RevokeOperator = z.infer<typeof revokeOperatorSchema>;
 
 const ED25519_PUBLIC_KEY = /^[A-Za-z0-9+/]{43}=$/;
 

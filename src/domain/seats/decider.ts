@@ -1,31 +1,39 @@
+import { z } from 'zod';
 import type { Decision } from '../decision.js';
 import { assignmentKey, holderOf, seatNamed, type MeshState } from '../mesh/state.js';
 import { Refusal, refuseIfAny } from '../refusal.js';
 import { canHoldProblems } from './can-hold.js';
-import { SeatDefined, SeatHandedOver, SeatRenamed, seatAggregate, type AssignmentRef } from './events.js';
+import { SeatDefined, SeatHandedOver, SeatRenamed, seatAggregate, seatProtocol, type AssignmentRef } from './events.js';
 import { hasSystemPrefix, type SystemSeat } from './system-seats.js';
 
-export interface DefineSystemSeat {
-  type: 'define-system-seat';
-  seat: SystemSeat;
-}
+const systemSeatSchema: z.ZodType<SystemSeat> = z.strictObject({
+  name: z.string(),
+  scope: z.enum(['mesh', 'node']),
+  delivers: z.string().nullable(),
+  reserved: z.boolean(),
+  decided: z.string(),
+  protocol: seatProtocol,
+});
 
-export interface RenameSeat {
-  type: 'rename-seat';
-  seat: string;
-  to: string;
-}
+export const defineSystemSeatSchema = z.strictObject({ type: z.literal('define-system-seat'), seat: systemSeatSchema });
+export type DefineSystemSeat = z.infer<typeof defineSystemSeatSchema>;
 
-export interface HandOverSeat {
-  type: 'hand-over-seat';
-  seat: string;
-  to: AssignmentRef;
+export const renameSeatSchema = z.strictObject({ type: z.literal('rename-seat'), seat: z.string(), to: z.string() });
+export type RenameSeat = z.infer<typeof renameSeatSchema>;
+
+const ref = z.strictObject({ node: z.string(), module: z.string() });
+
+export const handOverSeatSchema = z.strictObject({
+  type: z.literal('hand-over-seat'),
+  seat: z.string(),
+  to: ref,
   /**
    * The holder the operator saw when deciding (null: unheld). Checked, so two operators handing
    * one seat over at once cannot both win: the second is refused against the new holder.
    */
-  expectedHolder?: AssignmentRef | null;
-}
+  expectedHolder: ref.nullable().optional(),
+});
+export type HandOverSeat = z.infer<typeof handOverSeatSchema>;
 
 const sameRef = (a: AssignmentRef | null | undefined, b: AssignmentRef | null | undefined): boolean =>
   (a ?? null) === null ? (b ?? null) === null : a?.node === b?.node && a?.module === b?.module;

@@ -1,5 +1,3 @@
-import type { AssignmentCreated } from '../../domain/assignments/events.js';
-import type { z } from 'zod';
 import { foldingProjection } from './folding.js';
 import type { ReadViews } from './read-views.js';
 import { RowImage, replaceRows } from './rows.js';
@@ -20,7 +18,7 @@ export const assignmentsProjection = foldingProjection<Batch>({
   open: async () => ({ assignments: new RowImage('assignments', ['node', 'module']), resolutions: new Map() }),
   apply: (batch, event) => {
     if (event.type === 'assignment.created') {
-      const data = event.data as z.infer<typeof AssignmentCreated.schema>;
+      const data = event.data;
       batch.assignments.set({
         node: data.node,
         module: data.module,
@@ -37,7 +35,7 @@ export const assignmentsProjection = foldingProjection<Batch>({
         rows: data.resolutions.map((r, position) => ({ node: data.node, module: data.module, position, requirement: r.requirement, contract: r.contract, provider: r.provider, answer: r.answer })),
       });
     } else if (event.type === 'assignment.removed') {
-      const data = event.data as { node: string; module: string };
+      const data = event.data;
       batch.assignments.delete({ node: data.node, module: data.module });
       batch.resolutions.set(`${data.node}/${data.module}`, { node: data.node, module: data.module, rows: [] });
     }

@@ -1,8 +1,7 @@
-import type { z } from 'zod';
-import type { Base, BuildFailed, BuildSubmitted, BuildSucceeded, SourceMoved } from '../../domain/builds/events.js';
+import type { Base } from '../../domain/builds/events.js';
 import { sourceKey } from '../../domain/builds/events.js';
 import { BUILD_EVENT_TYPES } from '../../domain/builds/state.js';
-import { dataOf, foldingProjection } from './folding.js';
+import { foldingProjection } from './folding.js';
 import type { ReadViews } from './read-views.js';
 import { RowImage, replaceRows } from './rows.js';
 
@@ -34,19 +33,19 @@ export const buildsProjection = foldingProjection<Batch>({
       rollouts: new RowImage('module_rollouts', ['module']),
       edges: new Map(),
     };
-    await batch.builds.load(tx, dataOf<{ buildId: string }>(events, 'build.succeeded', 'build.failed').map((d) => ({ build_id: d.buildId })));
-    await batch.rollouts.load(tx, dataOf<{ module: string }>(events, 'build.succeeded', 'module.rollout-set').map((d) => ({ module: d.module })));
+    await batch.builds.load(tx, events.flatMap((e) => (e.type === 'build.succeeded' || e.type === 'build.failed' ? [{ build_id: e.data.buildId }] : [])));
+    await batch.rollouts.load(tx, events.flatMap((e) => (e.type === 'build.succeeded' || e.type === 'module.rollout-set' ? [{ module: e.data.module }] : [])));
     return batch;
   },
   apply: (batch, event) => {
     switch (event.type) {
       case 'source.moved': {
-        const data = event.data as z.infer<typeof SourceMoved.schema>;
+        const data = event.data;
         batch.heads.set({ source_key: sourceKey(data.source, data.ref), commit: data.commit, moved_seq: event.seq });
         break;
       }
       case 'build.submitted': {
-        const d = event.data as z.infer<typeof BuildSubmitted.schema>;
+        const d = event.data;
         batch.builds.set({
           build_id: d.buildId,
           module: d.module,
@@ -71,7 +70,7 @@ export const buildsProjection = foldingProjection<Batch>({
         break;
       }
       case 'build.succeeded': {
-        const d = event.data as z.infer<typeof BuildSucceeded.schema>;
+        const d = event.data;
         const build = batch.builds.get({ build_id: d.buildId });
         if (!build || build.status !== 'submitted') break;
         batch.builds.set({ ...build, status: 'succeeded', artifact_digest: d.digest, finished_at: event.time, finished_seq: event.seq });
@@ -84,14 +83,14 @@ export const buildsProjection = foldingProjection<Batch>({
         break;
       }
       case 'build.failed': {
-        const d = event.data as z.infer<typeof BuildFailed.schema>;
+        const d = event.data;
         const build = batch.builds.get({ build_id: d.buildId });
         if (!build || build.status !== 'submitted') break;
         batch.builds.set({ ...build, status: 'failed', failure: d.reason, failure_output: d.output, finished_at: event.time, finished_seq: event.seq });
         break;
       }
       case 'module.rollout-set': {
-        const d = event.data as { module: string; policy: string };
+        const d = event.data;
         const rollout = batch.rollouts.get({ module: d.module });
         batch.rollouts.set({ module: d.module, policy: d.policy, deployed_digest: rollout?.deployed_digest ?? null });
         break;

@@ -1,4 +1,4 @@
-import type { StoredEvent } from '../../domain/events/envelope.js';
+import type { StoredMeshEvent } from '../../domain/registry.js';
 import { foldingProjection } from './folding.js';
 import type { ReadViews } from './read-views.js';
 import { replaceRows } from './rows.js';
@@ -21,9 +21,9 @@ export const FACT_TYPES: readonly string[] = [
 
 const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 
-const rowOf = (event: StoredEvent): Record<string, unknown> => {
-  const data = event.data as Record<string, unknown>;
-  return { seq: event.seq, event_index: event.index, type: event.type, node: text(data.node), module: text(data.module), data, time: event.time };
+const rowOf = (event: StoredMeshEvent): Record<string, unknown> => {
+  const data = event.data;
+  return { seq: event.seq, event_index: event.index, type: event.type, node: 'node' in data ? text(data.node) : null, module: 'module' in data ? text(data.module) : null, data, time: event.time };
 };
 
 export const factsProjection = foldingProjection<Record<string, unknown>[]>({

@@ -1,4 +1,4 @@
-import type { StoredEvent } from '../../domain/events/envelope.js';
+import type { MeshEvent, StoredMeshEvent } from '../../domain/registry.js';
 import { defineProjection, migrationSql, type ProjectionDefinition, type ProjectionTx } from '../projection.js';
 
 // A mesh projection folds a run of events the way `evolveMesh` folds them, over the rows they
@@ -11,25 +11,22 @@ export interface Folding<Batch> {
   version: number;
   /** The event types it handles; every other type only moves the checkpoint and never reaches `open` or `apply`. */
   types: readonly string[];
-  open: (events: readonly StoredEvent[], tx: ProjectionTx) => Promise<Batch>;
-  apply: (batch: Batch, event: StoredEvent) => void;
+  open: (events: readonly StoredMeshEvent[], tx: ProjectionTx) => Promise<Batch>;
+  apply: (batch: Batch, event: StoredMeshEvent) => void;
   save: (batch: Batch, tx: ProjectionTx) => Promise<void>;
 }
 
-export const foldingProjection = <Batch>(folding: Folding<Batch>): ProjectionDefinition => {
-  const fold = async (events: readonly StoredEvent[], tx: ProjectionTx): Promise<void> => {
+export const foldingProjection = <Batch>(folding: Folding<Batch>): ProjectionDefinition<MeshEvent> => {
+  const fold = async (events: readonly StoredMeshEvent[], tx: ProjectionTx): Promise<void> => {
     const batch = await folding.open(events, tx);
     for (const event of events) folding.apply(batch, event);
     await folding.save(batch, tx);
   };
-  return defineProjection({
+  return defineProjection<MeshEvent>({
     name: folding.name,
     version: folding.version,
     schemaSql: migrationSql(folding.name, folding.version),
-    handlers: Object.fromEntries(folding.types.map((type) => [type, (event: StoredEvent, tx: ProjectionTx) => fold([event], tx)])),
+    handlers: Object.fromEntries(folding.types.map((type) => [type, (event: StoredMeshEvent, tx: ProjectionTx) => fold([event], tx)])),
     applyMany: fold,
   });
 };
-
-/** The data of the events of `type` in a run. */
-export const dataOf = <D>(events: readonly StoredEvent[], ...types: string[]): D[] => events.filter((e) => types.includes(e.type)).map((e) => e.data as D);

@@ -18,7 +18,8 @@ export const modulesProjection = foldingProjection<Batch>({
   // Registering states the whole definition: nothing needs reading first.
   open: async () => ({ modules: new RowImage('modules', ['name']), definitions: new RowImage('module_definitions', ['module', 'definition_version']) }),
   apply: (batch, event) => {
-    const data = event.data as { module: string; definitionVersion: number; digest: string; manifest: Manifest };
+    if (event.type !== 'module.registered') return;
+    const data = event.data;
     const common = { definition_version: data.definitionVersion, digest: data.digest, manifest: data.manifest, registered_at: event.time, registered_seq: event.seq };
     batch.modules.set({ name: data.module, ...common });
     batch.definitions.set({ module: data.module, ...common, actor: event.actor });

@@ -1,6 +1,5 @@
-import type { StoredEvent } from '../../domain/events/envelope.js';
 import { DEFAULT_NODE_ROOT } from '../../domain/nodes/events.js';
-import { dataOf, foldingProjection } from './folding.js';
+import { foldingProjection } from './folding.js';
 import type { ReadViews } from './read-views.js';
 import { RowImage } from './rows.js';
 
@@ -37,26 +36,25 @@ export const nodesProjection = foldingProjection<Batch>({
   types: ['node.added', 'node.enrolled', 'enrolment.token-issued'],
   open: async (events, tx) => {
     const batch = { nodes: new RowImage<NodeRow>('nodes', ['name']), tokens: new RowImage<TokenRow>('enrolment_tokens', ['token_id']) };
-    const enrolled = dataOf<{ node: string; tokenId: string }>(events, 'node.enrolled');
-    await batch.nodes.load(tx, dataOf<{ node: string }>(events, 'node.added', 'node.enrolled').map((d) => ({ name: d.node })));
-    await batch.tokens.load(tx, enrolled.map((d) => ({ token_id: d.tokenId })));
+    await batch.nodes.load(tx, events.flatMap((e) => (e.type === 'node.added' || e.type === 'node.enrolled' ? [{ name: e.data.node }] : [])));
+    await batch.tokens.load(tx, events.flatMap((e) => (e.type === 'node.enrolled' ? [{ token_id: e.data.tokenId }] : [])));
     return batch;
   },
-  apply: (batch, event: StoredEvent) => {
+  apply: (batch, event) => {
     switch (event.type) {
       case 'node.added': {
-        const data = event.data as { node: string; root: string; address: string | null };
+        const data = event.data;
         const node = batch.nodes.get({ name: data.node });
         batch.nodes.set({ name: data.node, root: data.root, address: data.address, public_key: node?.public_key ?? null, enrolled_at: node?.enrolled_at ?? null, changed_seq: event.seq });
         break;
       }
       case 'enrolment.token-issued': {
-        const data = event.data as { tokenId: string; node: string | null; expiresAt: string };
+        const data = event.data;
         batch.tokens.set({ token_id: data.tokenId, node: data.node, expires_at: data.expiresAt, spent_by: null, issued_seq: event.seq });
         break;
       }
       case 'node.enrolled': {
-        const data = event.data as { node: string; publicKey: string; tokenId: string };
+        const data = event.data;
         const token = batch.tokens.get({ token_id: data.tokenId });
         if (token) batch.tokens.set({ ...token, spent_by: data.node });
         const node = batch.nodes.get({ name: data.node });

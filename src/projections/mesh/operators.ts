@@ -1,4 +1,4 @@
-import { dataOf, foldingProjection } from './folding.js';
+import { foldingProjection } from './folding.js';
 import type { ReadViews } from './read-views.js';
 import { RowImage } from './rows.js';
 
@@ -13,14 +13,13 @@ export const operatorsProjection = foldingProjection<RowImage<OperatorRow>>({
   types: ['operator.added', 'operator.revoked'],
   open: async (events, tx) => {
     const operators = new RowImage<OperatorRow>('operators', ['name']);
-    await operators.load(tx, dataOf<{ operator: string }>(events, 'operator.revoked').map((d) => ({ name: d.operator })));
+    await operators.load(tx, events.flatMap((e) => (e.type === 'operator.revoked' ? [{ name: e.data.operator }] : [])));
     return operators;
   },
   apply: (operators, event) => {
-    const data = event.data as { operator: string; publicKey?: string };
-    if (event.type === 'operator.added') operators.set({ name: data.operator, public_key: data.publicKey ?? '', revoked: false, changed_seq: event.seq });
+    if (event.type === 'operator.added') operators.set({ name: event.data.operator, public_key: event.data.publicKey, revoked: false, changed_seq: event.seq });
     else if (event.type === 'operator.revoked') {
-      const operator = operators.get({ name: data.operator });
+      const operator = operators.get({ name: event.data.operator });
       if (operator) operators.set({ ...operator, revoked: true, changed_seq: event.seq });
     }
   },

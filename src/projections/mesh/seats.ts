@@ -1,5 +1,5 @@
-import type { Manifest, SeatDeclaration } from '../../domain/catalogue/manifest.js';
-import type { StoredEvent } from '../../domain/events/envelope.js';
+import type { SeatDeclaration } from '../../domain/catalogue/manifest.js';
+import type { StoredMeshEvent } from '../../domain/registry.js';
 import { foldingProjection } from './folding.js';
 import type { ProjectionTx } from '../projection.js';
 import type { ReadViews } from './read-views.js';
@@ -64,7 +64,7 @@ const declaredSeat = (module: string, declaration: SeatDeclaration, existing: Se
   changed_seq: seq,
 });
 
-const changeSet = (batch: Batch, event: StoredEvent): void => {
+const changeSet = (batch: Batch, event: StoredMeshEvent): void => {
   const seats = batch.seats as Map<string, SeatRecord>;
   const put = (seat: SeatRecord): void => {
     seats.set(seat.id, seat);
@@ -72,18 +72,18 @@ const changeSet = (batch: Batch, event: StoredEvent): void => {
   };
   switch (event.type) {
     case 'seat.defined': {
-      const data = event.data as Omit<SeatRecord, 'id' | 'aliases' | 'definer' | 'definer_module' | 'changed_seq'> & { seat: string };
+      const data = event.data;
       put({ id: data.seat, name: data.name, aliases: [], scope: data.scope, delivers: data.delivers, reserved: data.reserved, decided: data.decided, protocol: data.protocol, definer: 'system', definer_module: null, changed_seq: event.seq });
       break;
     }
     case 'seat.renamed': {
-      const data = event.data as { seat: string; from: string; to: string };
+      const data = event.data;
       const seat = seats.get(data.seat);
       if (seat) put({ ...seat, aliases: [...seat.aliases.filter((a) => a !== data.to), data.from], name: data.to, changed_seq: event.seq });
       break;
     }
     case 'module.registered': {
-      const data = event.data as { module: string; manifest: Manifest };
+      const data = event.data;
       const declared = new Set<string>();
       for (const declaration of data.manifest.seats) {
         const seat = declaredSeat(data.module, declaration, seatNamed(seats, declaration.name), event.seq);
@@ -113,7 +113,7 @@ export const seatsProjection = foldingProjection<Batch>({
     const holdings = new RowImage<{ seat_id: string; scope_key: string; node: string; module: string; since_seq: number | string }>('holdings', ['seat_id', 'scope_key']);
     await holdings.load(
       tx,
-      events.filter((e) => e.type === 'seat.released').map((e) => ({ seat_id: (e.data as { seat: string }).seat, scope_key: (e.data as { scopeKey: string }).scopeKey })),
+      events.flatMap((e) => (e.type === 'seat.released' ? [{ seat_id: e.data.seat, scope_key: e.data.scopeKey }] : [])),
     );
     const seats = events.some((e) => SET_CHANGES.has(e.type)) ? await loadSeats(tx) : undefined;
     return { seats, changedSeats: new Set(), holdings };
@@ -123,13 +123,13 @@ export const seatsProjection = foldingProjection<Batch>({
     switch (event.type) {
       case 'seat.held':
       case 'seat.handed-over': {
-        const data = event.data as { seat: string; scopeKey: string; to?: { node: string; module: string }; node?: string; module?: string };
-        const to = data.to ?? { node: data.node ?? '', module: data.module ?? '' };
+        const data = event.data;
+        const to = event.type === 'seat.handed-over' ? event.data.to : event.data;
         batch.holdings.set({ seat_id: data.seat, scope_key: data.scopeKey, node: to.node, module: to.module, since_seq: event.seq });
         break;
       }
       case 'seat.released': {
-        const data = event.data as { seat: string; scopeKey: string; node: string; module: string };
+        const data = event.data;
         const holder = batch.holdings.get({ seat_id: data.seat, scope_key: data.scopeKey });
         if (holder && holder.node === data.node && holder.module === data.module) batch.holdings.delete({ seat_id: data.seat, scope_key: data.scopeKey });
         break;
