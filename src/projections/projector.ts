@@ -32,8 +32,15 @@ export interface ProjectorOptions<E extends AnyEvent = AnyEvent> {
 }
 
 /** A connection of a runner's own: it holds the build's session lock, so it is never pooled. */
+/**
+ * Limits on every connection the projector makes, so a build that cannot get a connection or a
+ * lock errs, is logged and retried, instead of waiting silently for ever: no statement of a batch
+ * takes a minute, and no lock the projector needs is held that long by anyone well.
+ */
+export const PROJECTOR_CONNECTION_LIMITS = { connectionTimeoutMillis: 15_000, lock_timeout: 30_000, statement_timeout: 120_000, keepAlive: true } as const;
+
 export const connectClient = async (databaseUrl: string): Promise<pg.Client> => {
-  const client = new pg.Client({ connectionString: databaseUrl });
+  const client = new pg.Client({ connectionString: databaseUrl, ...PROJECTOR_CONNECTION_LIMITS });
   await client.connect();
   return client;
 };
@@ -51,7 +58,7 @@ export class Projector<E extends AnyEvent = AnyEvent> {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: ProjectorOptions<E>) {
-    this.pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4 });
+    this.pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4, ...PROJECTOR_CONNECTION_LIMITS });
     this.pool.on('error', () => undefined); // an idle client's failure; the next checkout reports it
     this.schemas = options.schemas ?? DEFAULT_SCHEMAS;
     this.logger = (options.logger ?? pino({ level: 'silent' })).child({ component: 'projector' });

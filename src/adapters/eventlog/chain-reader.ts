@@ -7,9 +7,13 @@ import type { CommitFinding, PassedCommit } from '../../domain/log/void.js';
 import { CorruptEventError, MeshError } from '../../errors.js';
 import { chainProblem, GENESIS_PREV, linkOf, linkProblem, sameBytes, signatureProblem, type ChainLink } from './chain.js';
 import { decodeCommit } from './codec.js';
+import { deliveriesOf, type DeliveryPatience } from './deliveries.js';
 import { aggregateOf } from './subjects.js';
 
 export type { CommitFinding, PassedCommit } from '../../domain/log/void.js';
+
+/** Voids are few: a consumer that has not delivered the last one after 10 s has stalled. */
+const VOID_PATIENCE: DeliveryPatience = { quietMs: 200, idleMs: 1_000, stalledMs: 10_000 };
 
 // What every reader of the log needs besides the bytes: the key the log's writer signs with
 // (named by the first commit), the hash of the commit before the first one it reads, and the
@@ -156,6 +160,7 @@ export class ChainReader<E extends AnyEvent = AnyEvent> {
   private last: { seq: number; hash: Uint8Array } | undefined;
   private readonly voided = new Map<number, PassedCommit>();
   private voidsReadThrough = 0;
+  private reading: Promise<void> | undefined;
 
   constructor(
     private readonly jsm: Promise<JetStreamManager>,
@@ -249,7 +254,15 @@ export class ChainReader<E extends AnyEvent = AnyEvent> {
    * as the writer's, or does not read, is no void: it is skipped here and holds the readers of the
    * whole log like any other.
    */
-  private async readVoids(): Promise<void> {
+  private readVoids(): Promise<void> {
+    // One look at a time for every reader sharing this chain (a projector's builds ask together).
+    const reading = (this.reading ??= this.readVoidsNow().finally(() => {
+      this.reading = undefined;
+    }));
+    return reading;
+  }
+
+  private async readVoidsNow(): Promise<void> {
     const filter = `${this.source.subjectPrefix}.${VOIDS_KIND}.>`;
     const jsm = await this.jsm;
     const last = await jsm.streams.getMessage(this.source.stream, { last_by_subj: filter }).catch(() => null);
@@ -258,12 +271,14 @@ export class ChainReader<E extends AnyEvent = AnyEvent> {
     const consumer = await this.js.consumers.get(this.source.stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.voidsReadThrough + 1 });
     const messages = await consumer.consume({ max_messages: 256 });
     try {
-      for await (const message of messages) {
+      // Never waited on for ever: a consumer that stops short of the last void is given up (the caller retries).
+      for await (const delivery of deliveriesOf(messages, async () => last.seq, VOID_PATIENCE)) {
+        if (delivery.kind !== 'message') continue;
+        const message = delivery.message;
         if (message.seq > last.seq) break;
         const checked = this.check({ seq: message.seq, subject: message.subject, data: message.data, headers: message.headers }, key);
         for (const event of checked.events ?? []) {
           if (event.type !== LogVoided.type) continue;
-          // Whatever else a log's registry knows, a void reads the same in every log.
           const data = LogVoided.schema.parse(event.data);
           if (!this.voided.has(data.seq)) {
             this.voided.set(data.seq, { seq: data.seq, aggregate: data.aggregate, problem: data.problem, reason: data.reason, voidSeq: message.seq, actor: event.actor });
