@@ -49,6 +49,23 @@ export interface JetStreamEventLogOptions<E extends AnyEvent = AnyEvent> {
 
 const DEFAULT_HOLD_RETRY = { initialMs: 250, maxMs: 10_000 };
 
+/**
+ * A server taking a new configuration (the bus's user list, reloaded live) answers its JetStream
+ * API with "jetstream is not enabled" or no responders for a moment: asked again a few times
+ * over about two seconds before the error stands.
+ */
+const whileReloading = async <T>(request: () => Promise<T>): Promise<T> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await request();
+    } catch (error) {
+      const reloading = error instanceof Error && (error.name === 'JetStreamNotEnabled' || /jetstream is not enabled|no responders/i.test(error.message));
+      if (!reloading || attempt >= 6) throw error;
+      await new Promise((r) => setTimeout(r, 100 * attempt));
+    }
+  }
+};
+
 const sleep = (ms: number, signal: AbortSignal | undefined): Promise<void> =>
   new Promise((resolve) => {
     if (signal?.aborted) return resolve();
@@ -375,7 +392,7 @@ export class JetStreamEventLog<E extends AnyEvent = AnyEvent> implements EventLo
   /** From the stream leader (STREAM.MSG.GET), never a possibly stale Direct Get. */
   private async lastMessage(subject: string): Promise<StoredMsg | null> {
     const jsm = await this.jsm;
-    return jsm.streams.getMessage(this.options.stream, { last_by_subj: subject });
+    return whileReloading(() => jsm.streams.getMessage(this.options.stream, { last_by_subj: subject }));
   }
 
   /**
@@ -385,11 +402,13 @@ export class JetStreamEventLog<E extends AnyEvent = AnyEvent> implements EventLo
   private async *readRange(subject: string, fromSeq: number, toSeq: number, wholeLog: boolean, onPassed?: (passed: PassedCommit) => void): AsyncIterable<StoredEvent<E>> {
     const key = await this.chain.rootKey();
     const check = this.checker(wholeLog, wholeLog ? await this.chain.hashAt(fromSeq - 1) : GENESIS_PREV);
-    const consumer = await this.js.consumers.get(this.options.stream, {
-      filter_subjects: subject,
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: fromSeq,
-    });
+    const consumer = await whileReloading(() =>
+      this.js.consumers.get(this.options.stream, {
+        filter_subjects: subject,
+        deliver_policy: DeliverPolicy.StartSequence,
+        opt_start_seq: fromSeq,
+      }),
+    );
     const messages = await consumer.consume({ max_messages: 1024 });
     try {
       for await (const message of messages) {
