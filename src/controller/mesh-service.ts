@@ -76,6 +76,8 @@ export interface MeshReader {
   reached(seq: number): Promise<void>;
   /** Told of a commit this process appended, so the next command is decided on a view that holds it. */
   appended(seq: number, events: readonly StoredMeshEvent[], duplicate: boolean): Promise<void>;
+  /** A void was just recorded: a fold held at a commit looks again now rather than at its next backoff (a follower sees the void as it comes). */
+  lookAgain?(): void;
 }
 
 /** A fold that reads the log from where it stopped each time it is asked: for a process that follows nothing. */
@@ -209,7 +211,7 @@ export class MeshService {
       const decision = decideMeshCommand({ type: 'void-commit', seq: command.seq, reason: command.reason, found: await this.log.inspect(command.seq) }, (await this.reader.atHead()).state);
       try {
         const result = await this.log.append(decision.aggregate, decision.events, history.version, metadata, options.signed ? { signed: options.signed } : {});
-        if (this.reader instanceof CatchUpFold) this.reader.lookAgain();
+        this.reader.lookAgain?.();
         return { summary: decision.summary, seq: result.seq, events: result.events, duplicate: result.duplicate };
       } catch (error) {
         // Another void of the same sequence landed in between: judged again, it is refused as done.
