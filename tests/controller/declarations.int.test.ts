@@ -42,6 +42,20 @@ describe('declarations derived from the log and published on NODES', () => {
     expect(await t.nodesHead()).toBe(before + 1);
   });
 
+  it('composes every node once after catching up, then only the nodes a change reaches, and none for a change that is no declaration input', async () => {
+    await t.startController();
+    await waitFor('the first full pass', async () => (t.passes.at(-1)?.composed === 2 ? true : undefined));
+    // A module with no requirements on lab1 reaches lab1 alone.
+    const assigned = await t.run(assign('distribution', 'lab1'));
+    const pass = await waitFor('the pass after the assignment', async () => t.passes.find((p) => p.seq >= assigned.seq));
+    expect({ composed: pass.composed, published: pass.published }).toEqual({ composed: 1, published: ['lab1'] });
+    // An operator added is no declaration input: a pass may run (the bus users), composing nothing.
+    const passesBefore = t.passes.length;
+    const added = await t.run({ type: 'add-operator', operator: 'ada', publicKey: t.controllerKey.publicKey });
+    await waitFor('the pass after the operator', async () => t.passes.slice(passesBefore).find((p) => p.seq >= added.seq));
+    expect(t.passes.slice(passesBefore).reduce((n, p) => n + p.composed, 0)).toBe(0);
+  });
+
   it('still sends a declaration that shrinks to empty', async () => {
     await t.startController();
     await t.run(assign('distribution', 'lab1'));
