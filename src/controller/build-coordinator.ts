@@ -9,8 +9,9 @@ import { sha256Digest } from '../domain/canonical.js';
 import { graphInputOf } from '../domain/builds/decider.js';
 import { assessGraph, attemptKey } from '../domain/builds/graph.js';
 import { branchMovedSchema, buildOutcomeSchema, type BuildJob } from '../domain/builds/job.js';
-import type { BuildRecord } from '../domain/builds/state.js';
-import { holderOf, seatNamed, type MeshState } from '../domain/mesh/state.js';
+import { unfinishedBuilds, type BuildRecord } from '../domain/builds/state.js';
+import type { MeshState } from '../domain/mesh/state.js';
+import { holderOf, seatNamed } from '../domain/seats/state.js';
 import { MeshError, ValidationError } from '../errors.js';
 import type { z } from 'zod';
 import { LogHeldRefusal, type LogHold, type MeshService } from './mesh-service.js';
@@ -113,7 +114,7 @@ export class BuildCoordinator {
   }
 
   private async pass(): Promise<void> {
-    for (const build of this.state.builds.builds.values()) if (build.status === 'submitted' && !this.handed.has(build.buildId)) await this.handOut(build);
+    for (const build of unfinishedBuilds(this.state.builds)) if (!this.handed.has(build.buildId)) await this.handOut(build);
     const assessments = assessGraph(graphInputOf(this.state));
     for (const assessment of assessments.values()) {
       if (assessment.status !== 'stale') continue;
@@ -181,8 +182,8 @@ export class BuildCoordinator {
     // A module's own event counts only from the module that holds mesh-git now.
     const emitter = new RegExp(`^${prefix.replace(/\./g, '\\.')}\\.mod\\.([^.]+)\\.event\\.`).exec(message.subject)?.[1];
     const state = await this.mesh.current();
-    const gitSeat = seatNamed(state, 'mesh-git');
-    const holder = gitSeat ? holderOf(state, gitSeat.id, 'mesh') : undefined;
+    const gitSeat = seatNamed(state.seats, 'mesh-git');
+    const holder = gitSeat ? holderOf(state.seats, gitSeat.id, 'mesh') : undefined;
     if (emitter && holder?.module !== emitter) return;
     const said = readable(branchMovedSchema, message);
     const ref = said.branch ?? said.ref?.replace(/^refs\/heads\//, '') ?? 'main';

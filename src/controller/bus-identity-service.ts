@@ -6,6 +6,7 @@ import { seal } from '../adapters/sealing.js';
 import { busIdentityProblems, busIdentityRequestSchema, busIdentityToolSubject, moduleBusGrant, type BusIdentityAnswer, type ModuleBusIdentity } from '../domain/bus/module-identity.js';
 import type { MeshService } from './mesh-service.js';
 import { serveTool } from './serve-tool.js';
+import { nodeNamed } from '../domain/nodes/state.js';
 
 // The mesh-controller seat's `bus-identity` tool: a node's agent asks for the identity of a module
 // it is told to run, and gets it sealed to the node's own key (the one it enrolled with). Anyone
@@ -48,7 +49,7 @@ export class BusIdentityService {
     try {
       const state = await this.mesh.current();
       const problems = busIdentityProblems(state, request);
-      const sealTo = state.nodes.get(request.node)?.publicKey;
+      const sealTo = nodeNamed(state.nodes, request.node)?.publicKey;
       if (problems.length > 0 || !sealTo) return { ok: false, refused: problems };
       const key = moduleBusIdentity(this.options.controller, request.node, request.module);
       const identity: ModuleBusIdentity = {

@@ -4,6 +4,7 @@ import { signedCommandSchema, type SignedCommand } from '../domain/operators/sig
 import { Refusal } from '../domain/refusal.js';
 import { ValidationError } from '../errors.js';
 import type { CommandResult, MeshService } from './mesh-service.js';
+import { operatorNamed } from '../domain/operators/state.js';
 
 // The one place an operator's command enters the control plane, whatever carried it (a tool call
 // on the bus, the HTTP API): its signature is checked against the key the log holds for the
@@ -50,7 +51,7 @@ export class CommandDispatcher {
     // Operators as far as the log can be read: while the fold is held at a commit, the operators
     // before it are who may void it (every other command is refused there, naming the sequence).
     const { state } = await this.mesh.view();
-    const operator = state.operators.get(signed.operator);
+    const operator = operatorNamed(state.operators, signed.operator);
     const subject = `${type} from operator ${signed.operator}`;
     if (!operator) throw new Refusal(subject, [{ what: signed.operator, why: 'no such operator is registered', remedy: 'ask an operator to add you: mesh operator add NAME --key PUBLIC-KEY' }]);
     if (operator.revoked) throw new Refusal(subject, [{ what: signed.operator, why: 'this operator was revoked', remedy: 'ask an operator to add you under a new name' }]);

@@ -17,6 +17,8 @@ import { DeclarationPublisher, type PublishOutcome } from './declaration-publish
 import type { LogHold } from './mesh-service.js';
 import type { MeshView } from './mesh-view.js';
 import { runMeshProjector } from './projections.js';
+import { allNodes, nodeNamed } from '../domain/nodes/state.js';
+import { refusalStatedFor } from '../domain/declarations/state.js';
 
 // Derives each node's declaration from the process's view of the mesh (mesh-view.ts) and publishes
 // those whose content changed. Incremental, as a reconciler is: each folded event marks the nodes
@@ -159,13 +161,13 @@ export class Controller {
     const started = Date.now();
     const state = this.view.mesh();
     const seq = state.seq;
-    const nodes = this.reachedSincePass.all ? [...state.nodes.keys()] : [...this.inputs.nodesReached(state, { nodes: [...this.reachedSincePass.nodes], inputs: [...this.reachedSincePass.inputs], all: false })];
+    const nodes = this.reachedSincePass.all ? [...allNodes(state.nodes)].map((n) => n.name) : [...this.inputs.nodesReached(state, { nodes: [...this.reachedSincePass.nodes], inputs: [...this.reachedSincePass.inputs], all: false })];
     this.reachedSincePass.all = false;
     this.reachedSincePass.nodes.clear();
     this.reachedSincePass.inputs.clear();
     const pass: DeclarationPass = { seq, published: [], unchanged: 0, refused: [], composed: 0, millis: 0 };
     for (const node of nodes.sort()) {
-      if (!state.nodes.has(node)) {
+      if (!nodeNamed(state.nodes, node)) {
         this.inputs.forget(node);
         continue;
       }
@@ -191,7 +193,7 @@ export class Controller {
   /** A refusal is stated once per distinct reason while it lasts. */
   private async stateRefusal(node: string, unresolved: { what: string; why: string; remedy: string }[], seq: number): Promise<void> {
     const reason = sha256Digest(unresolved);
-    const stated = this.refusalsStated.get(node) ?? this.view.mesh().declarationRefusals.get(node);
+    const stated = this.refusalsStated.get(node) ?? refusalStatedFor(this.view.mesh().declarations, node);
     if (stated !== OVERCOME && stated?.reason === reason) return;
     const aggregate = `node.${node}`;
     const appended = await this.log.append(aggregate, [{ type: DeclarationRefused.type, data: { node, derivedFromSeq: seq, reason, unresolved } }], this.view.mesh().versions.get(aggregate) ?? 0, {

@@ -6,6 +6,7 @@ import { tokenVerifier } from '../domain/nodes/enrolment.js';
 import { Refusal } from '../domain/refusal.js';
 import type { MeshService } from './mesh-service.js';
 import { serveTool } from './serve-tool.js';
+import { enrolmentToken } from '../domain/nodes/state.js';
 
 // The mesh-controller seat's `enrol` tool. An agent presents its token and two public keys; the
 // token is spent through the log (exactly once, whatever races), and the node's host key becomes
@@ -54,7 +55,7 @@ export class EnrolmentService {
       if (result.duplicate) {
         // A retry: answer again only with the right secret, for the node that spent the token.
         const state = await this.mesh.current();
-        const token = state.enrolmentTokens.get(tokenId);
+        const token = enrolmentToken(state.nodes, tokenId);
         if (!token || token.verifier !== tokenVerifier(secret) || token.spentBy !== request.node) {
           return { ok: false, refused: [{ what: 'token', why: 'the token is not one the mesh made, or not for this node', remedy: 'ask an operator for a token: mesh node token' }] };
         }

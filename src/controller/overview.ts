@@ -2,6 +2,12 @@ import { sourceKey } from '../domain/builds/events.js';
 import { refusalOvercome } from '../domain/declarations/events.js';
 import type { MeshState } from '../domain/mesh/state.js';
 import type { Report } from '../domain/reports/report.js';
+import { allAssignments } from '../domain/assignments/state.js';
+import { registeredModules } from '../domain/catalogue/state.js';
+import { statedRefusals } from '../domain/declarations/state.js';
+import { allNodes } from '../domain/nodes/state.js';
+import { allHoldings, allSeats } from '../domain/seats/state.js';
+import { sourceHeads } from '../domain/builds/state.js';
 
 // What the mesh is doing, said plainly, never claiming health from absence: a node not heard from
 // is named with the time it was last heard (or that it never was), a declaration not applied is
@@ -59,19 +65,16 @@ export interface OverviewMesh {
 }
 
 export const overviewMeshOf = (state: MeshState): OverviewMesh => ({
-  nodes: [...state.nodes.values()].map((node) => ({ name: node.name, address: node.address })),
-  assignments: [...state.assignments.values()].map((a) => ({ node: a.node, module: a.module })),
-  seats: [...state.seats.values()].map((seat) => ({ id: seat.id, name: seat.name, scope: seat.scope, delivers: seat.delivers })),
-  holdings: [...state.holdings.entries()].map(([key, holder]) => {
-    const at = key.indexOf('@');
-    return { seatId: key.slice(0, at), scopeKey: key.slice(at + 1), node: holder.node, module: holder.module };
-  }),
-  sources: [...state.modules.values()].flatMap((module) => {
+  nodes: [...allNodes(state.nodes)].map((node) => ({ name: node.name, address: node.address })),
+  assignments: [...allAssignments(state.assignments)].map((a) => ({ node: a.node, module: a.module })),
+  seats: [...allSeats(state.seats)].map((seat) => ({ id: seat.id, name: seat.name, scope: seat.scope, delivers: seat.delivers })),
+  holdings: [...allHoldings(state.seats)].map(({ seat, scopeKey, holder }) => ({ seatId: seat, scopeKey, node: holder.node, module: holder.module })),
+  sources: [...registeredModules(state.catalogue)].flatMap((module) => {
     const source = module.manifest.source;
     return source ? [{ module: module.name, key: sourceKey(source, source.ref) }] : [];
   }),
-  heads: new Map([...state.builds.heads].map(([key, head]) => [key, head.seq])),
-  refusals: state.declarationRefusals,
+  heads: new Map([...sourceHeads(state.builds)].map(([key, head]) => [key, head.seq])),
+  refusals: new Map(statedRefusals(state.declarations)),
 });
 
 export interface OverviewInput {

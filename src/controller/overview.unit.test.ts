@@ -83,7 +83,7 @@ describe('the overview never claims health from absence', () => {
       { node: 'beta', report: report('beta', 'sha256:b', 'greeter'), reportedAt: ago(1_000), heartbeatAt: ago(500) },
     ];
     const state = mesh().state;
-    state.declarationRefusals.set('beta', { reason: 'sha256:r', seq: 21, derivedFromSeq: 20 });
+    state.declarations.refusals.set('beta', { reason: 'sha256:r', seq: 21, derivedFromSeq: 20 });
     const standing = overview({ state, nodes, declared, now, heartbeatThresholdMs: 15_000 });
     expect(standing.problems).toEqual(['beta: its declaration cannot be composed (stated at log sequence 21); the previous one stands']);
     expect(standing.healthy).toBe(false);

@@ -11,6 +11,8 @@ import { MeshService } from '../controller/mesh-service.js';
 import type { MeshCommand } from '../domain/mesh/commands.js';
 import { stopRecordedProcesses } from '../agent/left-running.js';
 import { backgroundStatus, processFiles, startBackground, stopBackground } from './background.js';
+import { assignmentOf, isAssigned } from '../domain/assignments/state.js';
+import { nodeNamed } from '../domain/nodes/state.js';
 
 // A whole mesh on this machine, raised the way an operator would: the fixture catalogue
 // registered, two nodes whose agents join with tokens, and modules that really run — a greeter
@@ -45,8 +47,8 @@ export const raiseDemo = async (options: DemoOptions): Promise<{ greeterUrl: str
 
   for (const node of DEMO_NODES) {
     const state = await reads.current();
-    if (!state.nodes.has(node)) await run({ type: 'add-node', node, root: join(options.dir, 'nodes', node), address: '127.0.0.1' });
-    const enrolled = Boolean((await reads.current()).nodes.get(node)?.publicKey);
+    if (!nodeNamed(state.nodes, node)) await run({ type: 'add-node', node, root: join(options.dir, 'nodes', node), address: '127.0.0.1' });
+    const enrolled = Boolean(nodeNamed((await reads.current()).nodes, node)?.publicKey);
     const args = ['agent', '--node', node, '--state', agentState(options.dir, node)];
     if (!enrolled && !existsSync(join(agentState(options.dir, node), 'enrolment.json'))) {
       const { tokenId, token, verifier, publicKey } = newEnrolmentToken();
@@ -76,14 +78,14 @@ export const raiseDemo = async (options: DemoOptions): Promise<{ greeterUrl: str
     { module: 'caller', node: 'beta', hold: [], values: { port: String(options.ports.caller) } },
   ];
   for (const a of assignments) {
-    if ((await reads.current()).assignments.has(`${a.node}/${a.module}`)) continue;
+    if (isAssigned((await reads.current()).assignments, a)) continue;
     await run({ type: 'assign', module: a.module, node: a.node, hold: a.hold, pins: {}, values: a.values, placements: {} });
     options.say(`assigned ${a.module} to ${a.node}${a.hold.length > 0 ? `, holding ${a.hold.join(', ')}` : ''}`);
   }
   // The ports the log holds: an `up` with other ports than the first keeps the mesh as it was told.
   const state = await reads.current();
-  const portOf = (key: string, fallback: number) => state.assignments.get(key)?.values.port ?? fallback;
-  return { greeterUrl: `http://127.0.0.1:${portOf('alpha/greeter', options.ports.greeter)}/`, callerUrl: `http://127.0.0.1:${portOf('beta/caller', options.ports.caller)}/` };
+  const portOf = (node: string, module: string, fallback: number) => assignmentOf(state.assignments, { node, module })?.values.port ?? fallback;
+  return { greeterUrl: `http://127.0.0.1:${portOf('alpha', 'greeter', options.ports.greeter)}/`, callerUrl: `http://127.0.0.1:${portOf('beta', 'caller', options.ports.caller)}/` };
 };
 
 /** Stops the demo's agents and what they started; the log keeps the mesh, so the next `up` brings it back. */

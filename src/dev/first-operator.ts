@@ -4,6 +4,7 @@ import type { EventLog } from '../adapters/eventlog/event-log.js';
 import type { MeshEvent } from '../domain/registry.js';
 import { createOperatorKey, loadOperatorKey } from '../adapters/operator-keys.js';
 import { MeshService, type LogHold } from '../controller/mesh-service.js';
+import { operatorNamed } from '../domain/operators/state.js';
 
 // Genesis makes the first operator: a signing key in a file only the user can read, and its public
 // half in the log, appended by the controller's writer while no operator exists (the one operator
@@ -25,7 +26,7 @@ export const ensureFirstOperator = async (log: EventLog<MeshEvent>, keyFile: str
   const { state, held } = await mesh.view();
   // A log held at a commit is not added to: the operators it already holds are who may void it.
   if (held) return { name: key.operator, file: keyFile, created, held };
-  if (!state.operators.has(key.operator)) {
+  if (!operatorNamed(state.operators, key.operator)) {
     await mesh.execute({ type: 'add-operator', operator: key.operator, publicKey: key.publicKey }, { commandId: `genesis:operator:${key.operator}:${key.publicKey.slice(0, 16)}`, actor: 'genesis' });
   }
   return { name: key.operator, file: keyFile, created };

@@ -16,6 +16,8 @@ import type { StallReport } from '../../src/projections/runner.js';
 import { ident } from '../../src/projections/sql.js';
 import { collect, openTestLog, publishRaw, readFrozen, type FrozenCommit, type TestLog } from '../helpers/log.js';
 import { dropSchemas, eventually, FAST, freshSchemas, openPool, testDatabaseUrl, waitServingAt } from '../projections/harness.js';
+import { allNodes } from '../../src/domain/nodes/state.js';
+import { allSeats } from '../../src/domain/seats/state.js';
 
 // The frozen log of every event type at every version it has had (fixtures/event-logs/README.md),
 // published raw into a fresh stream: read through today's upcasters, folded by evolveMesh, replayed
@@ -109,12 +111,12 @@ describe('the frozen log of every event type', () => {
     // the log (mesh-broker → mesh-bus-host) resolves under its old name in manifests registered
     // before and after the rename.
     const declarations: Record<string, unknown> = {};
-    for (const node of [...state.nodes.keys()].sort()) {
+    for (const node of [...allNodes(state.nodes)].map((node) => node.name).sort()) {
       const composition = composeDeclaration(state, node);
       expect({ node, problems: composition.ok ? [] : composition.problems }).toEqual({ node, problems: [] });
       if (composition.ok) declarations[node] = { digest: composition.declaration.digest, assignments: composition.declaration.assignments.map((a) => ({ module: a.module, seats: a.seats })) };
     }
-    const renamed = [...state.seats.values()].find((seat) => seat.name === 'mesh-bus-host');
+    const renamed = [...allSeats(state.seats)].find((seat) => seat.name === 'mesh-bus-host');
     expect(renamed?.aliases).toEqual(['mesh-broker']);
     expect(declarations.alpha).toMatchObject({ assignments: expect.arrayContaining([{ module: 'local-bus', seats: ['mesh-bus-host'] }]) });
     expect(Object.keys(declarations)).toEqual(['alpha', 'beta', 'gamma']);

@@ -16,7 +16,8 @@ import { newIdentity } from '../../src/adapters/identity.js';
 import { bootstrapControlPlane } from '../../src/controller/bootstrap.js';
 import { MeshService } from '../../src/controller/mesh-service.js';
 import { meshEventRegistry, type MeshEvent } from '../../src/domain/registry.js';
-import { holderOf } from '../../src/domain/mesh/state.js';
+import { isAssigned } from '../../src/domain/assignments/state.js';
+import { holderOf } from '../../src/domain/seats/state.js';
 import type { MeshError } from '../../src/errors.js';
 import { runMesh } from '../helpers/cli.js';
 import { FIXTURE_MODULES } from '../helpers/given.js';
@@ -269,8 +270,8 @@ describe('the catalogue, seats and assignments through the CLI', () => {
 
     const state = await new MeshService(log).current();
     for (const node of nodes) {
-      expect(state.assignments.has(`${node}/audit-logger`)).toBe(true);
-      expect(holderOf(state, 'showcase', node)).toEqual({ node, module: 'showcase' });
+      expect(isAssigned(state.assignments, { node, module: 'audit-logger' })).toBe(true);
+      expect(holderOf(state.seats, 'showcase', node)).toEqual({ node, module: 'showcase' });
     }
     const created = [];
     for await (const event of log.read({ aggregate: 'assignment' })) if (event.type === 'assignment.created') created.push(`${(event.data as { node: string }).node}/${(event.data as { module: string }).module}`);

@@ -12,6 +12,7 @@ import { meshEventRegistry, type StoredMeshEvent } from '../../src/domain/regist
 import { tokenVerifier } from '../../src/domain/nodes/enrolment.js';
 import { SYSTEM_SEATS } from '../../src/domain/seats/system-seats.js';
 import { fixtureManifest } from '../helpers/given.js';
+import { isAssigned } from '../../src/domain/assignments/state.js';
 
 // A mesh's log written in bulk: commands decided by the real deciders against the mesh folded so
 // far, facts stated as the controller states them, each commit published without waiting for the
@@ -133,10 +134,10 @@ export const writeMeshLog = async (
     round++;
     await flush();
     for (const [i, node] of nodes.entries()) {
-      if (state.assignments.has(`${node}/agent`)) run({ type: 'unassign', module: 'agent', node });
+      if (isAssigned(state.assignments, { node, module: 'agent' })) run({ type: 'unassign', module: 'agent', node });
       else assign('agent', node, { hold: ['agent-slot'] });
       if ((i + round) % 7 === 0) {
-        if (state.assignments.has(`${node}/audit-logger`)) run({ type: 'unassign', module: 'audit-logger', node });
+        if (isAssigned(state.assignments, { node, module: 'audit-logger' })) run({ type: 'unassign', module: 'audit-logger', node });
         else assign('audit-logger', node, { values: { 'retention-days': String(round % 90) }, placements: { logs: `/srv/logs/${round}` } });
       }
     }

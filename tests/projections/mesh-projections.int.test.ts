@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type pg from 'pg';
-import type { MeshState } from '../../src/domain/mesh/state.js';
 import { meshEventRegistry, type MeshEvent } from '../../src/domain/registry.js';
 import { meshProjections } from '../../src/projections/catalogue.js';
 import type { ProjectorSchemas } from '../../src/projections/control.js';
@@ -92,18 +91,18 @@ describe('the mesh projections', () => {
     const sorted = <T>(map: Map<string, T>) => byKey([...map.entries()]);
 
     const nodes = (await rows(schemas, 'nodes')).map((r) => [r.name as string, { name: r.name, root: r.root, address: r.address, ...(r.public_key ? { publicKey: r.public_key } : {}) }] as [string, unknown]);
-    expect(byKey(nodes)).toEqual(sorted(state.nodes));
+    expect(byKey(nodes)).toEqual(sorted(state.nodes.byName));
 
     const tokens = (await rows(schemas, 'enrolment_tokens')).map(
       (r) => [r.token_id as string, { tokenId: r.token_id, node: r.node, expiresAt: r.expires_at, ...(r.spent_by ? { spentBy: r.spent_by } : {}) }] as [string, unknown],
     );
-    expect(byKey(tokens)).toEqual(byKey([...state.enrolmentTokens.entries()].map(([k, { verifier: _verifier, ...t }]) => [k, t])));
+    expect(byKey(tokens)).toEqual(byKey([...state.nodes.tokens.entries()].map(([k, { verifier: _verifier, ...t }]) => [k, t])));
 
     const operators = (await rows(schemas, 'operators')).map((r) => [r.name as string, { operator: r.name, publicKey: r.public_key, revoked: r.revoked }] as [string, unknown]);
-    expect(byKey(operators)).toEqual(sorted(state.operators));
+    expect(byKey(operators)).toEqual(sorted(state.operators.byName));
 
     const modules = (await rows(schemas, 'modules')).map((r) => [r.name as string, { name: r.name, definitionVersion: r.definition_version, digest: r.digest, manifest: r.manifest }] as [string, unknown]);
-    expect(byKey(modules)).toEqual(sorted(state.modules));
+    expect(byKey(modules)).toEqual(sorted(state.catalogue.modules));
 
     const aliases = await rows(schemas, 'seat_aliases');
     const aliasesOf = (id: unknown) => aliases.filter((a) => a.seat_id === id).sort((a, b) => Number(a.position) - Number(b.position)).map((a) => a.alias);
@@ -124,10 +123,10 @@ describe('the mesh projections', () => {
           },
         ] as [string, unknown],
     );
-    expect(byKey(seats)).toEqual(sorted(state.seats));
+    expect(byKey(seats)).toEqual(sorted(state.seats.byId));
 
     const holdings = (await rows(schemas, 'holdings')).map((r) => [`${String(r.seat_id)}@${String(r.scope_key)}`, { node: r.node, module: r.module }] as [string, unknown]);
-    expect(byKey(holdings)).toEqual(sorted(state.holdings));
+    expect(byKey(holdings)).toEqual(sorted(state.seats.holdings));
 
     const resolutions = await rows(schemas, 'assignment_resolutions');
     const assignments = (await rows(schemas, 'assignments')).map((r) => {
@@ -145,7 +144,7 @@ describe('the mesh projections', () => {
         },
       ] as [string, unknown];
     });
-    expect(byKey(assignments)).toEqual(sorted(state.assignments));
+    expect(byKey(assignments)).toEqual(sorted(state.assignments.byKey));
     expect(resolutions.length).toBeGreaterThan(0);
 
     const builds = state.builds;
@@ -178,9 +177,9 @@ describe('the mesh projections', () => {
       const data = fact.data as { reason: string; derivedFromSeq: number };
       if (fact.type === 'declaration.refused') refusals.set(fact.node as string, { reason: data.reason, seq: Number(fact.seq), derivedFromSeq: data.derivedFromSeq });
     }
-    expect(sorted(refusals)).toEqual(sorted(state.declarationRefusals as MeshState['declarationRefusals']));
+    expect(sorted(refusals)).toEqual(sorted(state.declarations.refusals));
     // The declarations projection keeps the same, one row per node.
     const stated = (await rows(schemas, 'declaration_refusals')).map((r) => [r.node as string, { reason: r.reason, seq: Number(r.seq), derivedFromSeq: Number(r.derived_from_seq) }] as [string, unknown]);
-    expect(byKey(stated)).toEqual(sorted(state.declarationRefusals as MeshState['declarationRefusals']));
+    expect(byKey(stated)).toEqual(sorted(state.declarations.refusals));
   };
 });

@@ -1,12 +1,16 @@
 import { z } from 'zod';
 import type { Decision } from '../decision.js';
 import type { EventOf } from '../events/registry.js';
-import { assignmentKey, holderOf, seatNamed, type MeshState } from '../mesh/state.js';
+import { moduleNamed, registeredModuleNames } from '../catalogue/state.js';
+import type { MeshState } from '../mesh/state.js';
+import { nodeNamed } from '../nodes/state.js';
+import { allSeats, heldBy, holderOf, seatNamed } from '../seats/state.js';
 import { refuseIfAny, type Problem } from '../refusal.js';
 import { canHoldProblems } from '../seats/can-hold.js';
 import type { AssignmentRef } from '../seats/events.js';
 import { AssignmentCreated, AssignmentRemoved, SeatHeld, SeatReleased, assignmentAggregate } from './events.js';
 import { resolveRequirements } from './resolve.js';
+import { allAssignments, assignmentOf, assignmentsOf } from './state.js';
 
 // Command schemas check shape only: every rule about what the values mean is the decider's, so
 // its refusals stay the ones an operator knows.
@@ -30,10 +34,11 @@ const show = (ref: AssignmentRef): string => `${ref.node}/${ref.module}`;
 export const decideAssign = (command: Assign, state: MeshState): Decision => {
   const subject = `assigning ${command.module} to ${command.node}`;
   const problems: Problem[] = [];
-  const module = state.modules.get(command.module);
-  if (!module) problems.push({ what: command.module, why: 'no such module is registered', remedy: `register it: mesh module register <manifest.json>${state.modules.size > 0 ? ` (registered: ${[...state.modules.keys()].sort().join(', ')})` : ''}` });
-  if (!state.nodes.has(command.node)) problems.push({ what: command.node, why: 'no such node', remedy: `add it: mesh node add ${command.node}` });
-  const existing = state.assignments.get(assignmentKey(command));
+  const module = moduleNamed(state.catalogue, command.module);
+  const registered = [...registeredModuleNames(state.catalogue)].sort();
+  if (!module) problems.push({ what: command.module, why: 'no such module is registered', remedy: `register it: mesh module register <manifest.json>${registered.length > 0 ? ` (registered: ${registered.join(', ')})` : ''}` });
+  if (!nodeNamed(state.nodes, command.node)) problems.push({ what: command.node, why: 'no such node', remedy: `add it: mesh node add ${command.node}` });
+  const existing = assignmentOf(state.assignments, command);
   if (existing) {
     problems.push({ what: `${command.node}/${command.module}`, why: `${command.node} already runs ${command.module}, and one node runs one of each (ADR 0115)`, remedy: 'assign it to another node, or unassign it first' });
   }
@@ -74,14 +79,14 @@ export const decideAssign = (command: Assign, state: MeshState): Decision => {
 
   const holds: EventOf<typeof SeatHeld>[] = [];
   for (const name of command.hold) {
-    const seat = seatNamed(state, name);
+    const seat = seatNamed(state.seats, name);
     if (!seat) {
-      problems.push({ what: `--hold ${name}`, why: 'no such seat', remedy: `name one of: ${[...state.seats.values()].map((s) => s.name).sort().join(', ')}` });
+      problems.push({ what: `--hold ${name}`, why: 'no such seat', remedy: `name one of: ${[...allSeats(state.seats)].map((s) => s.name).sort().join(', ')}` });
       continue;
     }
     problems.push(...canHoldProblems(state, command.module, seat, `--hold ${name}`));
     const scopeKey = seat.scope === 'mesh' ? 'mesh' : command.node;
-    const holder = holderOf(state, seat.id, scopeKey);
+    const holder = holderOf(state.seats, seat.id, scopeKey);
     if (holder) {
       problems.push({ what: `--hold ${name}`, why: `${seat.name} is held by ${show(holder)}`, remedy: `assign without --hold, then: mesh seat handover ${seat.name} --to ${command.node}/${command.module}` });
       continue;
@@ -89,8 +94,8 @@ export const decideAssign = (command: Assign, state: MeshState): Decision => {
     holds.push({ type: SeatHeld.type, data: { seat: seat.id, scopeKey, node: command.node, module: command.module } });
   }
   if (manifest.provides.some((p) => p.provision === 'secret')) {
-    const vault = seatNamed(state, 'mesh-vault');
-    if (vault && !command.hold.some((name) => seatNamed(state, name)?.id === vault.id)) {
+    const vault = seatNamed(state.seats, 'mesh-vault');
+    if (vault && !command.hold.some((name) => seatNamed(state.seats, name)?.id === vault.id)) {
       problems.push({ what: command.module, why: 'it provides secret, which only the holder of mesh-vault may (R110.8)', remedy: `assign it with --hold ${vault.name}` });
     }
   }
@@ -112,12 +117,12 @@ export const decideAssign = (command: Assign, state: MeshState): Decision => {
 
 export const decideUnassign = (command: Unassign, state: MeshState): Decision => {
   const subject = `unassigning ${command.module} from ${command.node}`;
-  const assignment = state.assignments.get(assignmentKey(command));
+  const assignment = assignmentOf(state.assignments, command);
   if (!assignment) {
-    const where = [...state.assignments.values()].filter((a) => a.module === command.module).map((a) => a.node);
+    const where = assignmentsOf(state.assignments, command.module).map((a) => a.node);
     refuseIfAny(subject, [{ what: `${command.node}/${command.module}`, why: `${command.module} is not assigned to ${command.node}`, remedy: where.length > 0 ? `it runs on: ${where.join(', ')}` : 'nothing to do' }]);
   }
-  const dependents = [...state.assignments.values()].filter((a) =>
+  const dependents = [...allAssignments(state.assignments)].filter((a) =>
     a.resolutions.some((r) => r.answer.kind === 'assignment' && r.answer.node === command.node && r.answer.module === command.module && r.answer.via !== 'seat'),
   );
   refuseIfAny(
@@ -128,12 +133,10 @@ export const decideUnassign = (command: Unassign, state: MeshState): Decision =>
       remedy: `unassign ${d.node}/${d.module} first, or assign another provider and re-assign it`,
     })),
   );
-  const releases: EventOf<typeof SeatReleased>[] = [...state.holdings.entries()]
-    .filter(([, holder]) => holder.node === command.node && holder.module === command.module)
-    .map(([key]) => {
-      const [seat = '', scopeKey = ''] = key.split('@');
-      return { type: SeatReleased.type, data: { seat, scopeKey, node: command.node, module: command.module } };
-    });
+  const releases: EventOf<typeof SeatReleased>[] = heldBy(state.seats, command).map(({ seat, scopeKey }) => ({
+    type: SeatReleased.type,
+    data: { seat, scopeKey, node: command.node, module: command.module },
+  }));
   return {
     aggregate: assignmentAggregate(command.node, command.module),
     events: [{ type: AssignmentRemoved.type, data: { module: command.module, node: command.node } }, ...releases],

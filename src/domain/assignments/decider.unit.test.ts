@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { MeshFixture, eventOf, minimalModule } from '../../../tests/helpers/given.js';
-import { holderOf } from '../mesh/state.js';
+import { holderOf } from '../seats/state.js';
+import { assignmentOf } from './state.js';
 
 const bus = { name: 'bus', contract: 'mesh-bus', provider: 'module', seat: 'mesh-broker' };
 const consumer = (name: string, requires: Record<string, unknown>[]) => minimalModule(name, { requires: [bus, ...requires] });
@@ -15,7 +16,7 @@ const baseMesh = (): MeshFixture => {
 };
 
 const answerOf = (mesh: MeshFixture, node: string, module: string, requirement: string) =>
-  mesh.state.assignments.get(`${node}/${module}`)?.resolutions.find((r) => r.requirement === requirement)?.answer;
+  assignmentOf(mesh.state.assignments, { node, module })?.resolutions.find((r) => r.requirement === requirement)?.answer;
 
 describe('assigning a module to a node', () => {
   it('is one assignment per node: a second is refused naming the first (ADR 0115)', () => {
@@ -155,7 +156,7 @@ describe('unassigning', () => {
     mesh.assign('vault', 'lab1', { hold: ['mesh-vault'] });
     const events = mesh.run({ type: 'unassign', module: 'vault', node: 'lab1' });
     expect(events.map((e) => e.type)).toEqual(['assignment.removed', 'seat.released']);
-    expect(holderOf(mesh.state, 'mesh-vault', 'mesh')).toBeUndefined();
+    expect(holderOf(mesh.state.seats, 'mesh-vault', 'mesh')).toBeUndefined();
   });
 
   it('refuses while another assignment is answered by it, naming them', () => {

@@ -1,5 +1,9 @@
 import type { Requirement } from '../catalogue/manifest.js';
-import { holderOf, seatNamed, type MeshState, type SeatState } from '../mesh/state.js';
+import { moduleNamed, providersOf } from '../catalogue/state.js';
+import type { MeshState } from '../mesh/state.js';
+import { nodeNamed } from '../nodes/state.js';
+import { allSeats, holderOf, seatNamed, type SeatState } from '../seats/state.js';
+import { assignmentsOf } from './state.js';
 import type { Problem } from '../refusal.js';
 import { couldHold } from '../seats/can-hold.js';
 import type { AssignmentRef } from '../seats/events.js';
@@ -21,14 +25,14 @@ const scopeKeyOf = (seat: SeatState, node: string): string => (seat.scope === 'm
 
 /** Assignments whose module provides the provision: the candidates a requirement may be answered by. */
 const providerAssignments = (state: MeshState, provision: string): AssignmentRef[] =>
-  [...state.assignments.values()]
-    .filter((a) => state.modules.get(a.module)?.manifest.provides.some((p) => p.provision === provision))
+  providersOf(state.catalogue, provision)
+    .flatMap((module) => assignmentsOf(state.assignments, module.name))
     .map((a) => ({ node: a.node, module: a.module }))
     .sort((a, b) => show(a).localeCompare(show(b)));
 
 const deliveringSeatHolders = (state: MeshState, provision: string, node: string): AssignmentRef[] =>
-  [...state.seats.values()].filter((s) => s.delivers === provision).flatMap((s) => {
-    const holder = holderOf(state, s.id, scopeKeyOf(s, node));
+  [...allSeats(state.seats)].filter((s) => s.delivers === provision).flatMap((s) => {
+    const holder = holderOf(state.seats, s.id, scopeKeyOf(s, node));
     return holder ? [holder] : [];
   });
 
@@ -38,9 +42,9 @@ const resolveModuleRequirement = (state: MeshState, input: ResolutionInput, requ
   const what = `requires ${requirement.name} (${requirement.contract})`;
   const base = { requirement: requirement.name, contract: requirement.contract, provider: 'module' as const };
   if (requirement.seat) {
-    const seat = seatNamed(state, requirement.seat);
+    const seat = seatNamed(state.seats, requirement.seat);
     if (!seat) return { problem: { what, why: `it names seat ${requirement.seat}, which does not exist`, remedy: 'register the module that declares it, or fix the manifest' } };
-    const holder = holderOf(state, seat.id, scopeKeyOf(seat, input.node));
+    const holder = holderOf(state.seats, seat.id, scopeKeyOf(seat, input.node));
     if (!holder) {
       const candidates = couldHold(state, seat);
       return {
@@ -69,7 +73,7 @@ const resolveModuleRequirement = (state: MeshState, input: ResolutionInput, requ
   if (local.length === 1 && local[0]) return { resolution: { ...base, answer: { kind: 'assignment', ...local[0], via: 'local' } } };
   if (local.length === 0 && providers.length === 1 && providers[0]) return { resolution: { ...base, answer: { kind: 'assignment', ...providers[0], via: 'only' } } };
   if (providers.length === 0) {
-    const modules = [...state.modules.values()].filter((m) => m.manifest.provides.some((p) => p.provision === requirement.contract)).map((m) => m.name);
+    const modules = providersOf(state.catalogue, requirement.contract).map((m) => m.name);
     return {
       problem: {
         what,
@@ -94,7 +98,7 @@ const resolveHostRequirement = (state: MeshState, input: ResolutionInput, requir
   switch (requirement.contract) {
     case 'directory': {
       const placed = input.placements[requirement.name];
-      const root = state.nodes.get(input.node)?.root ?? '/var/lib/mesh';
+      const root = nodeNamed(state.nodes, input.node)?.root ?? '/var/lib/mesh';
       return { resolution: { ...base, answer: { kind: 'directory', path: placed ?? `${root}/${input.module}/${requirement.name}`, placed: placed !== undefined } } };
     }
     case 'port':
@@ -135,7 +139,7 @@ const resolveOperatorRequirement = (input: ResolutionInput, requirement: Require
 /** A provider whose provision gives each consumer its own secret: one more requirement, named for the consumer. */
 const perConsumerSecret = (state: MeshState, input: ResolutionInput, resolution: Resolution): Outcome | undefined => {
   if (resolution.answer.kind !== 'assignment') return undefined;
-  const provider = state.modules.get(resolution.answer.module);
+  const provider = moduleNamed(state.catalogue, resolution.answer.module);
   if (!provider?.manifest.provides.some((p) => p.provision === resolution.contract && p.perConsumerSecret)) return undefined;
   const requirement: Requirement = { name: `${resolution.requirement}-secret`, contract: 'secret', provider: 'module', seat: 'mesh-vault' };
   const outcome = resolveModuleRequirement(state, input, requirement);

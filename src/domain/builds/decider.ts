@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import type { Decision } from '../decision.js';
 import { moduleAggregate } from '../catalogue/events.js';
-import { holderOf, seatNamed, type MeshState } from '../mesh/state.js';
+import { moduleNamed, modulesByName, registeredModules } from '../catalogue/state.js';
+import type { MeshState } from '../mesh/state.js';
+import { holderOf, seatNamed } from '../seats/state.js';
 import { Refusal } from '../refusal.js';
 import { BuildFailed, BuildSubmitted, BuildSucceeded, ROLLOUT_POLICIES, RolloutPolicySet, SourceMoved, baseSchema, buildAggregate, sourceAggregate, sourceKey, sourceRefSchema, type Base, type SourceRef } from './events.js';
 import { assessGraph, type Assessment, type GraphInput } from './graph.js';
@@ -45,11 +47,11 @@ export type SetRolloutPolicy = z.infer<typeof setRolloutPolicySchema>;
 export type BuildCommand = MoveSource | MoveModule | SubmitBuild | RecordBuild | SetRolloutPolicy;
 
 export const graphInputOf = (state: MeshState): GraphInput => ({
-  modules: state.modules,
+  modules: modulesByName(state.catalogue),
   builds: state.builds,
   seatHeld: (name) => {
-    const seat = seatNamed(state, name);
-    return seat !== undefined && holderOf(state, seat.id, 'mesh') !== undefined;
+    const seat = seatNamed(state.seats, name);
+    return seat !== undefined && holderOf(state.seats, seat.id, 'mesh') !== undefined;
   },
 });
 
@@ -58,7 +60,7 @@ const moduleRefusal = (what: string, module: string, why: string, remedy: string
 const decideMoveSource = (command: MoveSource, state: MeshState): Decision => {
   const key = sourceKey(command.source, command.ref);
   const aggregate = sourceAggregate(command.source, command.ref);
-  const moved = [...state.modules.values()].filter((m) => m.manifest.source && sourceKey('seat' in m.manifest.source ? { seat: m.manifest.source.seat, repository: m.manifest.source.repository } : { url: m.manifest.source.url }, m.manifest.source.ref) === key).map((m) => m.name).sort();
+  const moved = [...registeredModules(state.catalogue)].filter((m) => m.manifest.source && sourceKey('seat' in m.manifest.source ? { seat: m.manifest.source.seat, repository: m.manifest.source.repository } : { url: m.manifest.source.url }, m.manifest.source.ref) === key).map((m) => m.name).sort();
   if (state.builds.heads.get(key)?.commit === command.commit) return { aggregate, events: [], summary: `${key} is already at ${command.commit}` };
   return {
     aggregate,
@@ -68,7 +70,7 @@ const decideMoveSource = (command: MoveSource, state: MeshState): Decision => {
 };
 
 const decideMoveModule = (command: MoveModule, state: MeshState): Decision => {
-  const module = state.modules.get(command.module);
+  const module = moduleNamed(state.catalogue, command.module);
   if (!module) throw moduleRefusal(`moving module ${command.module}`, command.module, 'no such module is registered', 'register it first: mesh module register <manifest.json>');
   const source = module.manifest.source;
   if (!source) throw moduleRefusal(`moving module ${command.module}`, command.module, 'its manifest names no source', 'register it with a source: mesh module register <manifest.json> --source …');
@@ -91,7 +93,7 @@ const refusalFor = (assessment: Assessment): string | undefined => {
 
 const decideSubmitBuild = (command: SubmitBuild, state: MeshState): Decision => {
   const what = `building module ${command.module}`;
-  const module = state.modules.get(command.module);
+  const module = moduleNamed(state.catalogue, command.module);
   if (!module) throw moduleRefusal(what, command.module, 'no such module is registered', 'register it first: mesh module register <manifest.json>');
   const assessments = assessGraph(graphInputOf(state));
   const assessment = assessments.get(command.module) as Assessment;
@@ -129,7 +131,7 @@ const decideSubmitBuild = (command: SubmitBuild, state: MeshState): Decision => 
 
 /** What a build of a settled module would be handed now: its head commit and its bases' newest artifacts. */
 const planOf = (state: MeshState, name: string) => {
-  const module = state.modules.get(name);
+  const module = moduleNamed(state.catalogue, name);
   const build = module?.manifest.build;
   const source = module?.manifest.source;
   if (!module || !build || !source) return undefined;
@@ -165,7 +167,7 @@ const decideRecordBuild = (command: RecordBuild, state: MeshState): Decision => 
 };
 
 const decideSetRolloutPolicy = (command: SetRolloutPolicy, state: MeshState): Decision => {
-  if (!state.modules.has(command.module)) throw moduleRefusal(`setting the rollout of ${command.module}`, command.module, 'no such module is registered', 'register it first');
+  if (!moduleNamed(state.catalogue, command.module)) throw moduleRefusal(`setting the rollout of ${command.module}`, command.module, 'no such module is registered', 'register it first');
   const aggregate = moduleAggregate(command.module);
   if (policyOf(state.builds, command.module) === command.policy && state.builds.policies.has(command.module)) return { aggregate, events: [], summary: `${command.module} already rolls out by ${command.policy}` };
   return { aggregate, events: [{ type: RolloutPolicySet.type, data: { module: command.module, policy: command.policy } }], summary: `${command.module}'s new versions now ${command.policy === 'roll-out' ? 'roll out to its nodes' : 'are recorded only'}` };

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { StoredMeshEvent } from '../registry.js';
+import { defineSlice } from '../slice.js';
 import type { Base, BuildSubmitted, RolloutPolicy } from './events.js';
 import { ROLLOUT_POLICIES, sourceKey } from './events.js';
 
@@ -91,3 +92,18 @@ export const evolveBuilds = (state: BuildsState, event: StoredMeshEvent): Builds
   }
   return state;
 };
+
+export const buildsSlice = defineSlice({
+  eventTypes: BUILD_EVENT_TYPES,
+  empty: emptyBuildsState,
+  evolve: (state: BuildsState, event: StoredMeshEvent) => void evolveBuilds(state, event),
+});
+
+/** The artifact digest the nodes running a module are declared to run; null while none was deployed. */
+export const deployedDigestOf = (state: BuildsState, module: string): string | null => state.deployed.get(module) ?? null;
+
+/** Every build submitted and not yet finished, in the order submitted. */
+export const unfinishedBuilds = (state: BuildsState): BuildRecord[] => [...state.builds.values()].filter((build) => build.status === 'submitted');
+
+/** Where each followed source's branch is now, and the log sequence it was heard at. */
+export const sourceHeads = (state: BuildsState): ReadonlyMap<string, { commit: string; seq: number }> => state.heads;

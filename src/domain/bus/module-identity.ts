@@ -1,5 +1,8 @@
 import { z } from 'zod';
+import { isAssigned } from '../assignments/state.js';
+import { manifestOf } from '../catalogue/state.js';
 import type { MeshState } from '../mesh/state.js';
+import { nodeNamed } from '../nodes/state.js';
 import type { Problem } from '../refusal.js';
 import { consumedSubjects, moduleInbox } from './subjects.js';
 
@@ -45,16 +48,16 @@ export const moduleBusIdentitySchema = z.strictObject({
 export type ModuleBusIdentity = z.infer<typeof moduleBusIdentitySchema>;
 
 export const requiresMeshBus = (state: MeshState, module: string): boolean =>
-  state.modules.get(module)?.manifest.requires.some((requirement) => requirement.contract === 'mesh-bus') ?? false;
+  manifestOf(state.catalogue, module)?.requires.some((requirement) => requirement.contract === 'mesh-bus') ?? false;
 
 /** Why the node may not be handed this module's identity now; none when it may. Every problem at once. */
 export const busIdentityProblems = (state: MeshState, request: BusIdentityRequest): Problem[] => {
   const { node, module } = request;
   const problems: Problem[] = [];
-  const known = state.nodes.get(node);
+  const known = nodeNamed(state.nodes, node);
   if (!known) problems.push({ what: `node ${node}`, why: 'the mesh has no such node', remedy: 'ask for a node of the mesh: mesh node list' });
   else if (!known.publicKey) problems.push({ what: `node ${node}`, why: 'it has not enrolled, so there is no key to seal its module identities to', remedy: 'start its agent with an enrolment token: mesh node token --node ' + node });
-  if (!state.assignments.has(`${node}/${module}`)) {
+  if (!isAssigned(state.assignments, { node, module })) {
     problems.push({ what: `${node}/${module}`, why: `module ${module} is not assigned to node ${node}`, remedy: `assign it first: mesh assign ${module} ${node}` });
   } else if (!requiresMeshBus(state, module)) {
     problems.push({ what: `${node}/${module}`, why: `module ${module} does not require mesh-bus, so it has no identity on the bus`, remedy: 'require mesh-bus in its manifest if it speaks on the bus' });
@@ -65,5 +68,5 @@ export const busIdentityProblems = (state: MeshState, request: BusIdentityReques
 /** The public part of a module's identity: its inbox prefix and the subjects it reads. */
 export const moduleBusGrant = (state: MeshState, prefix: string, node: string, module: string): { inbox: string; subjects: string[] } => ({
   inbox: moduleInbox(module, node),
-  subjects: consumedSubjects(prefix, state.modules.get(module)?.manifest.consumes ?? []),
+  subjects: consumedSubjects(prefix, manifestOf(state.catalogue, module)?.consumes ?? []),
 });

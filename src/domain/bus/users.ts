@@ -1,5 +1,9 @@
+import { allAssignments } from '../assignments/state.js';
+import { manifestOf } from '../catalogue/state.js';
 import type { MeshState } from '../mesh/state.js';
-import { seatNamed } from '../mesh/state.js';
+import { allEnrolmentTokens, allNodes } from '../nodes/state.js';
+import { allOperators } from '../operators/state.js';
+import { heldBy, seatById, seatNamed } from '../seats/state.js';
 import { busIdentityToolSubject, requiresMeshBus } from './module-identity.js';
 import { consumedSubjects, eventSubject, moduleConsumerName, moduleInbox, SEAT_HOLDERS_CONSUMER, seatStreamName } from './subjects.js';
 
@@ -174,7 +178,7 @@ const enrolmentUser = (wire: BusWire, tokenId: string, publicKey: string): BusUs
 
 /** One module on one node: exactly what its manifest declares, under its own name (design 32 §1–2). */
 const moduleUser = (state: MeshState, wire: BusWire, node: string, module: string, publicKey: string): BusUser | undefined => {
-  const manifest = state.modules.get(module)?.manifest;
+  const manifest = manifestOf(state.catalogue, module);
   if (!manifest) return undefined;
   const publish = new Set<string>();
   const subscribe = new Set<string>();
@@ -192,9 +196,8 @@ const moduleUser = (state: MeshState, wire: BusWire, node: string, module: strin
     subscribe.add(`${wire.prefix}.mod.${module}.tool.${tool}`);
     serves = true;
   }
-  for (const [key, holder] of state.holdings) {
-    if (holder.node !== node || holder.module !== module) continue;
-    const seat = state.seats.get(key.slice(0, key.lastIndexOf('@')));
+  for (const holding of heldBy(state.seats, { node, module })) {
+    const seat = seatById(state.seats, holding.seat);
     if (!seat) continue;
     // a holder fully participates in its seat's namespace, and takes the seat's work from its queue
     publish.add(`${wire.prefix}.seat.${seat.name}.>`);
@@ -209,7 +212,7 @@ const moduleUser = (state: MeshState, wire: BusWire, node: string, module: strin
   }
   for (const used of manifest.uses) {
     // a user of a seat submits work to it, and nothing else (design 32 §2)
-    const seat = seatNamed(state, used);
+    const seat = seatNamed(state.seats, used);
     for (const accept of seat?.protocol.accepts ?? []) publish.add(`${wire.prefix}.seat.${seat?.name}.accept.${accept.verb}`);
   }
   subscribe.add(`${moduleInbox(module, node)}.>`);
@@ -226,22 +229,26 @@ const moduleUser = (state: MeshState, wire: BusWire, node: string, module: strin
 export const composeBusUsers = (state: MeshState, composition: BusComposition): BusUser[] => {
   const { wire } = composition;
   const users: BusUser[] = [controllerUser(wire, composition.controllerKey)];
-  for (const operator of [...state.operators.values()].sort((a, b) => a.operator.localeCompare(b.operator))) {
+  for (const operator of [...allOperators(state.operators)].sort((a, b) => a.operator.localeCompare(b.operator))) {
     if (!operator.revoked) users.push(operatorUser(wire, operator.operator, operator.publicKey));
   }
-  for (const node of [...state.nodes.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+  for (const node of [...allNodes(state.nodes)].sort((a, b) => a.name.localeCompare(b.name))) {
     if (node.busKey) users.push(hostUser(wire, node.name, node.busKey));
   }
-  for (const token of [...state.enrolmentTokens.values()].sort((a, b) => a.tokenId.localeCompare(b.tokenId))) {
+  for (const token of [...allEnrolmentTokens(state.nodes)].sort((a, b) => a.tokenId.localeCompare(b.tokenId))) {
     // Spent or not, a token's user lives until the token expires: the machine that spent it may
     // not have heard the answer (a reload closes nothing of its, but a network may), and asks
     // again; the enrol tool answers that machine alone and refuses everyone else.
     const live = Date.parse(token.expiresAt) > composition.now.getTime();
     if (live && token.publicKey) users.push(enrolmentUser(wire, token.tokenId, token.publicKey));
   }
-  for (const key of [...state.assignments.keys()].sort()) {
-    const assignment = state.assignments.get(key);
-    if (!assignment || !requiresMeshBus(state, assignment.module)) continue;
+  const byKey = (a: { node: string; module: string }, b: { node: string; module: string }): number => {
+    const left = `${a.node}/${a.module}`;
+    const right = `${b.node}/${b.module}`;
+    return left < right ? -1 : left > right ? 1 : 0;
+  };
+  for (const assignment of [...allAssignments(state.assignments)].sort(byKey)) {
+    if (!requiresMeshBus(state, assignment.module)) continue;
     const user = moduleUser(state, wire, assignment.node, assignment.module, composition.moduleKey(assignment.node, assignment.module));
     if (user) users.push(user);
   }
@@ -252,7 +259,7 @@ export const composeBusUsers = (state: MeshState, composition: BusComposition): 
 /** When the list next changes by itself (a token expiring), or undefined. */
 export const nextTokenExpiry = (state: MeshState, now: Date): Date | undefined => {
   let next: number | undefined;
-  for (const token of state.enrolmentTokens.values()) {
+  for (const token of allEnrolmentTokens(state.nodes)) {
     const at = Date.parse(token.expiresAt);
     if (token.publicKey && at > now.getTime() && (next === undefined || at < next)) next = at;
   }

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { Problem } from '../refusal.js';
-import { seatNamed, type MeshState } from '../mesh/state.js';
+import type { MeshState } from '../mesh/state.js';
+import { allSeats, seatNamed } from '../seats/state.js';
 import { hasSystemPrefix } from '../seats/system-seats.js';
 import { knownContractField } from './contracts.js';
 import { isLocalName } from './manifest.js';
@@ -132,7 +133,7 @@ const seatProblems = (raw: Raw, moduleName: string, state: MeshState): Problem[]
       });
       return;
     }
-    const existing = seatNamed(state, name);
+    const existing = seatNamed(state.seats, name);
     if (existing && !(existing.definer.kind === 'module' && existing.definer.module === moduleName)) {
       const by = existing.definer.kind === 'module' ? `module ${existing.definer.module}` : 'the mesh';
       problems.push({ what: `seats.${i}.name`, why: `seat "${name}" is already declared by ${by}; a seat has one declarer (ADR 0126)`, remedy: `claim it in canHold instead, or choose another name` });
@@ -140,12 +141,12 @@ const seatProblems = (raw: Raw, moduleName: string, state: MeshState): Problem[]
   });
 
   const declaredNames = new Set(declared.flatMap((s) => (text(s.name) ? [text(s.name) as string] : [])));
-  const known = (name: string) => declaredNames.has(name) || seatNamed(state, name) !== undefined;
-  const existingNames = () => [...new Set([...[...state.seats.values()].map((s) => s.name), ...declaredNames])].sort().join(', ');
+  const known = (name: string) => declaredNames.has(name) || seatNamed(state.seats, name) !== undefined;
+  const existingNames = () => [...new Set([...[...allSeats(state.seats)].map((s) => s.name), ...declaredNames])].sort().join(', ');
   const provided = new Set(list(raw.provides).flatMap((p) => (text(record(p).provision) ? [text(record(p).provision) as string] : [])));
 
   for (const claim of claimNames(raw)) {
-    const seat = seatNamed(state, claim.name);
+    const seat = seatNamed(state.seats, claim.name);
     if (!known(claim.name)) {
       problems.push({ what: claim.at, why: `no seat "${claim.name}" exists`, remedy: `claim one of the seats that exist: ${existingNames()}` });
       continue;
@@ -167,7 +168,7 @@ const seatProblems = (raw: Raw, moduleName: string, state: MeshState): Problem[]
     if (!known(name)) problems.push({ what: `uses.${i}`, why: `"${name}" is a seat nobody declares (ADR 0126, R126.3)`, remedy: `use one of the seats that exist: ${existingNames()}` });
   });
 
-  if (provided.has('secret') && !claimNames(raw).some((c) => seatNamed(state, c.name)?.name === 'mesh-vault' || c.name === 'mesh-vault')) {
+  if (provided.has('secret') && !claimNames(raw).some((c) => seatNamed(state.seats, c.name)?.name === 'mesh-vault' || c.name === 'mesh-vault')) {
     problems.push({
       what: 'provides',
       why: 'only the holder of mesh-vault may provide secret (ADR 0110, R110.8)',
@@ -191,7 +192,7 @@ const requirementProblems = (raw: Raw, state: MeshState): Problem[] => {
       problems.push({ what: `requires.${i}`, why: 'a secret is always answered by the holder of mesh-vault (R110.8)', remedy: 'write "seat": "mesh-vault"' });
     }
     if (seatName) {
-      const seat = seatNamed(state, seatName);
+      const seat = seatNamed(state.seats, seatName);
       if (!seat) {
         problems.push({ what: `requires.${i}.seat`, why: `no seat "${seatName}" exists`, remedy: `name a seat that delivers ${contract ?? 'the contract'}, or none` });
       } else if (!seat.delivers) {

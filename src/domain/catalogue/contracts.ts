@@ -1,4 +1,5 @@
 import type { MeshState } from '../mesh/state.js';
+import { registeredModules } from './state.js';
 
 // A contract is what a consumer may read from a provision: its fields, and which are secret. One
 // per provision name (design 27): the mesh's own here, the rest as the first provider declared them.
@@ -26,7 +27,7 @@ const BUILT_IN: Readonly<Record<string, Record<string, ContractField>>> = {
 export const knownContractField = (state: MeshState, contract: string, field: string): ContractField | undefined => {
   const builtIn = BUILT_IN[contract]?.[field];
   if (builtIn) return builtIn;
-  for (const module of state.modules.values()) {
+  for (const module of registeredModules(state.catalogue)) {
     const declared = module.manifest.provides.find((p) => p.provision === contract)?.fields?.[field];
     if (declared) return { type: declared.type, secret: declared.secret };
   }

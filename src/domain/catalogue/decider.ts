@@ -3,6 +3,7 @@ import { sha256Digest } from '../canonical.js';
 import type { Decision } from '../decision.js';
 import { isRecord } from '../events/registry.js';
 import type { MeshState } from '../mesh/state.js';
+import { moduleNamed } from './state.js';
 import { Refusal, refuseIfAny } from '../refusal.js';
 import { registrationProblems, schemaProblems } from './checks.js';
 import { ModuleRegistered, moduleAggregate } from './events.js';
@@ -26,7 +27,7 @@ export const decideRegisterModule = (command: RegisterModule, state: MeshState):
 
   const manifest = parsed.data;
   const digest = manifestDigest(manifest);
-  const current = state.modules.get(manifest.name);
+  const current = moduleNamed(state.catalogue, manifest.name);
   // Against the current definition's manifest as it reads today, not the digest stored with it:
   // that one was computed by the code of its day (an older key order, a field since renamed).
   if (current && manifestDigest(current.manifest) === digest) {

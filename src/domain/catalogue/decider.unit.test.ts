@@ -3,6 +3,8 @@ import { DEMO_MODULES, FIXTURE_MODULES, MeshFixture, eventOf, fixtureManifest, m
 import { evolveMesh } from '../mesh/state.js';
 import { manifestSchema } from './manifest.js';
 import { meshEventRegistry } from '../registry.js';
+import { allSeats } from '../seats/state.js';
+import { moduleNamed } from './state.js';
 
 const whats = (problems: { what: string }[]) => problems.map((p) => p.what);
 
@@ -15,7 +17,7 @@ describe('registering a module', () => {
     expect(mesh.register(minimalModule('echo', { emits: ['said'] }))).toEqual([]);
     const [second] = mesh.register(minimalModule('echo', { emits: ['said', 'shouted'] }));
     expect(second).toMatchObject({ data: { definitionVersion: 2 } });
-    expect(mesh.state.modules.get('echo')?.definitionVersion).toBe(2);
+    expect(moduleNamed(mesh.state.catalogue, 'echo')?.definitionVersion).toBe(2);
   });
 
   it('compares a manifest registered again with the current definition as read today, not with the digest stored with it', () => {
@@ -53,7 +55,7 @@ describe('registering a module', () => {
   it('adds the seats a module declares to the set', () => {
     const mesh = new MeshFixture();
     mesh.registerFixture('telegram-sender');
-    const seat = [...mesh.state.seats.values()].find((s) => s.name === 'telegram-sender');
+    const seat = [...allSeats(mesh.state.seats)].find((s) => s.name === 'telegram-sender');
     expect(seat).toMatchObject({ scope: 'mesh', definer: { kind: 'module', module: 'telegram-sender' }, protocol: { accepts: [{ verb: 'send', retain: '7d' }], emits: ['delivered', 'failed'], serves: ['status'] } });
   });
 
@@ -88,8 +90,8 @@ describe('registering a module', () => {
       mesh.registerFixture('telegram-sender');
       const problems = mesh.refusal({ type: 'register-module', manifest: minimalModule('impostor', { seats: [{ name: 'telegram-sender', scope: 'mesh' }] }) });
       expect(problems).toEqual([expect.objectContaining({ what: 'seats.0.name', why: expect.stringContaining('already declared by module telegram-sender') })]);
-      expect([...mesh.state.seats.values()].find((s) => s.name === 'telegram-sender')?.definer).toEqual({ kind: 'module', module: 'telegram-sender' });
-      expect(mesh.state.modules.has('impostor')).toBe(false);
+      expect([...allSeats(mesh.state.seats)].find((s) => s.name === 'telegram-sender')?.definer).toEqual({ kind: 'module', module: 'telegram-sender' });
+      expect(moduleNamed(mesh.state.catalogue, 'impostor')).toBeUndefined();
     });
 
     it('the old event-name form module.<module>.<verb>', () => {

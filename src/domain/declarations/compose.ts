@@ -3,9 +3,14 @@ import { resolveRequirements } from '../assignments/resolve.js';
 import { moduleInbox } from '../bus/subjects.js';
 import { sha256Digest } from '../canonical.js';
 import type { Manifest } from '../catalogue/manifest.js';
-import type { AssignmentState, MeshState } from '../mesh/state.js';
+import { assignmentOf, assignmentsOn, type AssignmentState } from '../assignments/state.js';
+import { manifestOf, moduleNamed, registeredModules } from '../catalogue/state.js';
+import type { MeshState } from '../mesh/state.js';
+import { nodeNamed } from '../nodes/state.js';
+import { heldBy, seatById } from '../seats/state.js';
 import type { Problem } from '../refusal.js';
 import type { DeclaredAssignment, Resource } from './declaration.js';
+import { deployedDigestOf } from '../builds/state.js';
 
 // What one node must run now, composed from the mesh as the log says it is. Requirements are
 // resolved here, at composition (design 27), against the assignments and holders of this moment,
@@ -37,13 +42,13 @@ interface Answers {
 
 /** A provider's answers to a consumer: its `answers` templates, filled with its own requirements. */
 const providerAnswers = (state: MeshState, provider: { node: string; module: string }, contract: string): Map<string, string> => {
-  const assignment = state.assignments.get(`${provider.node}/${provider.module}`);
-  const manifest = state.modules.get(provider.module)?.manifest;
+  const assignment = assignmentOf(state.assignments, provider);
+  const manifest = manifestOf(state.catalogue, provider.module);
   const templates = manifest?.provides.find((p) => p.provision === contract)?.answers;
   if (!assignment || !manifest || !templates) return new Map();
   const input = { ...assignment, values: Object.fromEntries(Object.entries(assignment.values).map(([name, value]) => [name, String(value)])) };
   const { resolutions } = resolveRequirements(state, input, manifest.requires);
-  const own = answersOf(state, state.nodes.get(provider.node)?.root ?? '/var/lib/mesh', provider.module, resolutions, false);
+  const own = answersOf(state, nodeNamed(state.nodes, provider.node)?.root ?? '/var/lib/mesh', provider.module, resolutions, false);
   const noSecrets = (): undefined => undefined;
   return new Map(Object.entries(templates).map(([field, template]) => [field, fill(template, own, noSecrets)]));
 };
@@ -69,12 +74,12 @@ const answersOf = (state: MeshState, root: string, module: string, resolutions: 
           .set(`${requirement}.name`, answer.name)
           .set(`${requirement}.node`, answer.node)
           .set(`${requirement}.module`, answer.module)
-          .set(`${requirement}.address`, state.nodes.get(answer.node)?.address ?? answer.node);
+          .set(`${requirement}.address`, nodeNamed(state.nodes, answer.node)?.address ?? answer.node);
         break;
       case 'fact':
         break;
       case 'assignment': {
-        values.set(`${requirement}.node`, answer.node).set(`${requirement}.address`, state.nodes.get(answer.node)?.address ?? answer.node);
+        values.set(`${requirement}.node`, answer.node).set(`${requirement}.address`, nodeNamed(state.nodes, answer.node)?.address ?? answer.node);
         const contract = resolutions.find((r) => r.requirement === requirement)?.contract ?? '';
         if (withProviders) for (const [field, value] of providerAnswers(state, answer, contract)) values.set(`${requirement}.${field}`, value);
         break;
@@ -114,7 +119,7 @@ const fillAll = (record: Record<string, string>, filler: (text: string) => strin
 
 const composeAssignment = (state: MeshState, assignment: AssignmentState, manifest: Manifest, resolutions: Resolution[]): DeclaredAssignment => {
   const module = assignment.module;
-  const root = state.nodes.get(assignment.node)?.root ?? '/var/lib/mesh';
+  const root = nodeNamed(state.nodes, assignment.node)?.root ?? '/var/lib/mesh';
   const answers = answersOf(state, root, module, resolutions);
   const secretName = (requirement: string, field: string | undefined): string | undefined => {
     const direct = answers.secrets.get(requirement);
@@ -131,7 +136,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
   const envFiles = (entries: { from: string; reason: string }[]) => entries.map((e) => ({ path: mountSource(e.from), reason: e.reason }));
   const restartKeys = (names: string[]) => names.map((n) => (files.has(n) ? key(n) : answers.secrets.has(n) ? key(`secret-${n}`) : key(n)));
   // The module's own artifact is the version its rollout put on its nodes (src/domain/builds).
-  const artifact = state.builds.deployed.get(module) ?? null;
+  const artifact = deployedDigestOf(state.builds, module);
   const image = (spec: Manifest['resources']['containers'][number]['image']): string =>
     'upstream' in spec ? spec.upstream : `artifact-store://${module}@${artifact ?? `unbuilt-definition-${assignment.definitionVersion}`}`;
 
@@ -211,11 +216,10 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
     });
   }
 
-  const seats = [...state.holdings.entries()]
-    .filter(([, holder]) => holder.node === assignment.node && holder.module === module)
-    .map(([holding]) => state.seats.get(holding.split('@')[0] ?? '')?.name ?? holding.split('@')[0] ?? '')
+  const seats = heldBy(state.seats, assignment)
+    .map((holding) => seatById(state.seats, holding.seat)?.name ?? holding.seat)
     .sort();
-  return { module, definitionVersion: state.modules.get(module)?.definitionVersion ?? assignment.definitionVersion, artifact, seats, resources };
+  return { module, definitionVersion: moduleNamed(state.catalogue, module)?.definitionVersion ?? assignment.definitionVersion, artifact, seats, resources };
 };
 
 /**
@@ -235,7 +239,7 @@ const busIdentityOf = (manifest: Manifest, root: string, assignment: AssignmentS
 };
 
 const isSecretField = (state: MeshState, contract: string, field: string): boolean => {
-  for (const module of state.modules.values()) {
+  for (const module of registeredModules(state.catalogue)) {
     const declared = module.manifest.provides.find((p) => p.provision === contract)?.fields?.[field];
     if (declared) return declared.secret;
   }
@@ -250,11 +254,11 @@ export const declarationDigest = (content: { node: string; assignments: Declared
 
 /** Composes one node's declaration, or says every requirement that cannot be resolved now. */
 export const composeDeclaration = (state: MeshState, node: string): Composition => {
-  const assignments = [...state.assignments.values()].filter((a) => a.node === node).sort((a, b) => (a.module < b.module ? -1 : 1));
+  const assignments = assignmentsOn(state.assignments, node).sort((a, b) => (a.module < b.module ? -1 : 1));
   const declared: DeclaredAssignment[] = [];
   const problems: Problem[] = [];
   for (const assignment of assignments) {
-    const module = state.modules.get(assignment.module);
+    const module = moduleNamed(state.catalogue, assignment.module);
     if (!module) {
       problems.push({ what: `${node}/${assignment.module}`, why: `module ${assignment.module} is no longer in the catalogue`, remedy: 'register it again or unassign it' });
       continue;

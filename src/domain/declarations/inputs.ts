@@ -1,5 +1,9 @@
 import type { StoredMeshEvent } from '../registry.js';
-import { seatNamed, type MeshState } from '../mesh/state.js';
+import { assignmentsOn } from '../assignments/state.js';
+import { manifestOf } from '../catalogue/state.js';
+import type { MeshState } from '../mesh/state.js';
+import { nodeNamed } from '../nodes/state.js';
+import { seatById, seatNamed } from '../seats/state.js';
 
 // Which nodes' declarations an event can change, as a controller-runtime reconciler maps a watched
 // object to the keys it enqueues. A node's declaration is composed from its own record (root,
@@ -38,18 +42,17 @@ export class DeclarationInputs {
   /** Records what composing `node` reads in `state` now. */
   record(state: MeshState, node: string): void {
     const inputs = new Set<string>([nodeKey(node)]);
-    for (const assignment of state.assignments.values()) {
-      if (assignment.node !== node) continue;
+    for (const assignment of assignmentsOn(state.assignments, node)) {
       inputs.add(moduleKey(assignment.module));
-      const manifest = state.modules.get(assignment.module)?.manifest;
+      const manifest = manifestOf(state.catalogue, assignment.module);
       for (const requirement of manifest?.requires ?? []) {
         inputs.add(provisionKey(requirement.contract));
-        if (requirement.seat) inputs.add(seatKey(seatNamed(state, requirement.seat)?.id ?? requirement.seat));
+        if (requirement.seat) inputs.add(seatKey(seatNamed(state.seats, requirement.seat)?.id ?? requirement.seat));
       }
       // The seats this module holds are named in the declaration.
       for (const claim of manifest?.canHold ?? []) {
         const seat = typeof claim === 'string' ? claim : claim.seat;
-        inputs.add(seatKey(seatNamed(state, seat)?.id ?? seat));
+        inputs.add(seatKey(seatNamed(state.seats, seat)?.id ?? seat));
       }
     }
     this.forget(node);
@@ -97,26 +100,26 @@ export class DeclarationInputs {
         const module = event.data.module;
         const before = this.provided.get(module) ?? [];
         const now = this.provisionsOf(state, module, true);
-        const seats = state.modules.get(module)?.manifest.seats.map((s) => seatKey(seatNamed(state, s.name)?.id ?? s.name)) ?? [];
+        const seats = manifestOf(state.catalogue, module)?.seats.map((s) => seatKey(seatNamed(state.seats, s.name)?.id ?? s.name)) ?? [];
         return { nodes: [], inputs: [moduleKey(module), ...[...new Set([...before, ...now])].map(provisionKey), ...seats], all: false };
       }
       case 'seat.defined':
       case 'seat.renamed': {
         const seat = event.data.seat;
-        const delivers = state.seats.get(seat)?.delivers;
+        const delivers = seatById(state.seats, seat)?.delivers;
         return { nodes: [], inputs: [seatKey(seat), ...(delivers ? [provisionKey(delivers)] : [])], all: false };
       }
       case 'seat.held':
       case 'seat.handed-over':
       case 'seat.released': {
         const data = event.data;
-        const delivers = state.seats.get(data.seat)?.delivers;
+        const delivers = seatById(state.seats, data.seat)?.delivers;
         const nodes = 'to' in data ? [data.to.node, ...(data.from ? [data.from.node] : [])] : [data.node];
         return { nodes, inputs: [seatKey(data.seat), ...(delivers ? [provisionKey(delivers)] : [])], all: false };
       }
       case 'node.added': {
         const node = event.data.node;
-        const now = state.nodes.get(node);
+        const now = nodeNamed(state.nodes, node);
         const placed = this.placed.get(node);
         this.placed.set(node, { address: now?.address ?? null, root: now?.root ?? '' });
         // A node's address and root reach whoever is answered by its modules: rare, so everyone.
@@ -137,7 +140,7 @@ export class DeclarationInputs {
   }
 
   private provisionsOf(state: MeshState, module: string, remember = false): string[] {
-    const provisions = state.modules.get(module)?.manifest.provides.map((p) => p.provision) ?? this.provided.get(module) ?? [];
+    const provisions = manifestOf(state.catalogue, module)?.provides.map((p) => p.provision) ?? this.provided.get(module) ?? [];
     if (remember || !this.provided.has(module)) this.provided.set(module, provisions);
     return provisions;
   }

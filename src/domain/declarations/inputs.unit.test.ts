@@ -5,6 +5,13 @@ import type { MeshCommand } from '../mesh/commands.js';
 import { Refusal } from '../refusal.js';
 import { composeDeclaration } from './compose.js';
 import { DeclarationInputs } from './inputs.js';
+import { allAssignments } from '../assignments/state.js';
+import { manifestOf } from '../catalogue/state.js';
+import type { MeshState } from '../mesh/state.js';
+import { allNodes } from '../nodes/state.js';
+import { allSeats } from '../seats/state.js';
+
+const nodeNames = (state: MeshState): string[] => [...allNodes(state.nodes)].map((node) => node.name);
 
 // Incremental derivation is right when composing only the nodes an event reaches leaves every
 // other node's declaration exactly as composing all of them would.
@@ -30,8 +37,8 @@ const seeded = (seed: number) => {
 };
 
 const randomCommand = (mesh: MeshFixture, random: ReturnType<typeof seeded>, nodes: string[]): MeshCommand => {
-  const assignments = [...mesh.state.assignments.values()];
-  const seats = [...mesh.state.seats.values()];
+  const assignments = [...allAssignments(mesh.state.assignments)];
+  const seats = [...allSeats(mesh.state.seats)];
   const roll = random.pick(['assign', 'assign', 'assign', 'unassign', 'handover', 'node', 'rename'] as const);
   if (roll === 'unassign' && assignments.length > 0) {
     const a = random.pick(assignments);
@@ -47,7 +54,7 @@ const randomCommand = (mesh: MeshFixture, random: ReturnType<typeof seeded>, nod
     return { type: 'rename-seat', seat: seat.name, to: `${seat.name.replace(/-r\d+$/, '')}-r${random.pick([1, 2, 3, 4, 5, 6, 7, 8, 9])}` };
   }
   const module = random.pick(MODULES);
-  const manifest = mesh.state.modules.get(module)?.manifest;
+  const manifest = manifestOf(mesh.state.catalogue, module);
   const claims = (manifest?.canHold ?? []).map((c) => (typeof c === 'string' ? c : c.seat)).filter(() => random.chance(0.7));
   return { type: 'assign', module, node: random.pick(nodes), hold: claims, pins: {}, values: {}, placements: {} };
 };
@@ -62,7 +69,7 @@ describe('which declarations an event reaches', () => {
       for (const module of MODULES) mesh.registerFixture(module);
       const inputs = new DeclarationInputs();
       const last = new Map<string, string>();
-      for (const node of mesh.state.nodes.keys()) {
+      for (const node of nodeNames(mesh.state)) {
         last.set(node, outcomeOf(mesh, node));
         inputs.record(mesh.state, node);
       }
@@ -84,12 +91,12 @@ describe('which declarations an event reaches', () => {
           said.inputs.forEach((i) => touched.inputs.add(i));
           touched.all ||= said.all;
         }
-        const reached = touched.all ? new Set(mesh.state.nodes.keys()) : inputs.nodesReached(mesh.state, { nodes: [...touched.nodes], inputs: [...touched.inputs], all: false });
+        const reached = touched.all ? new Set(nodeNames(mesh.state)) : inputs.nodesReached(mesh.state, { nodes: [...touched.nodes], inputs: [...touched.inputs], all: false });
         for (const node of reached) {
           last.set(node, outcomeOf(mesh, node));
           inputs.record(mesh.state, node);
         }
-        for (const node of mesh.state.nodes.keys()) {
+        for (const node of nodeNames(mesh.state)) {
           expect({ step, command: command.type, node, outcome: outcomeOf(mesh, node) }).toEqual({ step, command: command.type, node, outcome: last.get(node) });
         }
       }

@@ -1,4 +1,5 @@
 import type { StoredMeshEvent } from '../registry.js';
+import { defineSlice } from '../slice.js';
 import type { RunningVersion } from './events.js';
 
 // What the control plane has stated about machines (fact.* events), so it states each change
@@ -87,3 +88,9 @@ export const statedRunning = (state: FactsState, node: string, module: string): 
 
 /** Every module a node was last stated to run, with its version. */
 export const runningOn = (state: FactsState, node: string): ReadonlyMap<string, RunningVersion> => state.byNode.get(node)?.running ?? new Map();
+
+export const factsSlice = defineSlice({
+  eventTypes: ['fact.applied', 'fact.refused', 'fact.crash-looping', 'fact.stopped'] as const,
+  empty: emptyFactsState,
+  evolve: evolveFacts,
+});

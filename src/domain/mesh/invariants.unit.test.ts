@@ -6,7 +6,9 @@ import type { MeshEvent } from '../registry.js';
 import { tokenVerifier } from '../nodes/enrolment.js';
 import { Refusal } from '../refusal.js';
 import type { MeshCommand } from './commands.js';
-import { assignmentKey, holdingKey, type MeshState } from './state.js';
+import { allAssignments, assignmentKey, isAssigned } from '../assignments/state.js';
+import { allHoldings, holdingKey } from '../seats/state.js';
+import type { MeshState } from './state.js';
 
 // Random sequences of commands through the deciders, as the log would record what they decide;
 // after each, the rules every slice keeps must still hold. A refused command changes nothing.
@@ -70,15 +72,14 @@ const checkInvariants = (state: MeshState, events: readonly MeshEvent[], said: S
   }
   // One holder per seat and scope, and that holder is an assignment that stands.
   const holders = new Map<string, string>();
-  for (const [holding, holder] of state.holdings) {
-    const [seat, scope] = holding.split('@') as [string, string];
-    expect(holding).toBe(holdingKey(seat, scope));
-    expect({ holding, holder: assignmentKey(holder), stands: state.assignments.has(assignmentKey(holder)) }).toEqual({ holding, holder: assignmentKey(holder), stands: true });
+  for (const { seat, scopeKey, holder } of allHoldings(state.seats)) {
+    const holding = holdingKey(seat, scopeKey);
+    expect({ holding, holder: assignmentKey(holder), stands: isAssigned(state.assignments, holder) }).toEqual({ holding, holder: assignmentKey(holder), stands: true });
     expect(holders.has(holding)).toBe(false);
     holders.set(holding, assignmentKey(holder));
   }
   // The fold and what the log said agree on what stands.
-  expect([...state.assignments.keys()].sort()).toEqual([...said.live].sort());
+  expect([...allAssignments(state.assignments)].map(assignmentKey).sort()).toEqual([...said.live].sort());
 };
 
 describe('the rules every slice keeps, under random commands', () => {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Decision } from '../decision.js';
 import type { MeshState } from '../mesh/state.js';
+import { nodeNamed } from './state.js';
 import { refuseIfAny, type Problem } from '../refusal.js';
 import { DEFAULT_NODE_ROOT, NodeAdded, nodeAggregate } from './events.js';
 
@@ -12,7 +13,7 @@ export const decideAddNode = (command: AddNode, state: MeshState): Decision => {
   if (!/^[a-z][a-z0-9-]*$/.test(command.node)) problems.push({ what: command.node, why: 'a node name is lower-case letters, digits and -', remedy: 'choose another name' });
   const root = command.root ?? DEFAULT_NODE_ROOT;
   if (!root.startsWith('/')) problems.push({ what: '--root', why: `"${root}" is not an absolute path`, remedy: 'give the absolute folder that holds modules\' directories on that node' });
-  const existing = state.nodes.get(command.node);
+  const existing = nodeNamed(state.nodes, command.node);
   if (existing && existing.root !== root) problems.push({ what: command.node, why: `node ${command.node} exists with root ${existing.root}`, remedy: 'a node\'s root is fixed when it is added' });
   if (command.address !== undefined && !/^[A-Za-z0-9.:_-]+$/.test(command.address)) problems.push({ what: '--address', why: `"${command.address}" is not a host name or IP address`, remedy: 'give the address other nodes reach it at' });
   refuseIfAny(`adding node ${command.node}`, problems);

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Decision } from '../decision.js';
 import { defineEvent } from '../events/registry.js';
 import type { MeshState } from '../mesh/state.js';
+import { enrolmentToken, nodeNamed } from './state.js';
 import { Refusal, refuseIfAny, type Problem } from '../refusal.js';
 import { DEFAULT_NODE_ROOT, nodeAggregate } from './events.js';
 
@@ -75,7 +76,7 @@ export const tokenVerifier = (secret: string): string => createHash('sha256').up
 
 export const decideIssueEnrolmentToken = (command: IssueEnrolmentToken, state: MeshState): Decision => {
   const problems: Problem[] = [];
-  if (state.enrolmentTokens.has(command.tokenId)) problems.push({ what: command.tokenId, why: 'a token with this id exists', remedy: 'make another token' });
+  if (enrolmentToken(state.nodes, command.tokenId)) problems.push({ what: command.tokenId, why: 'a token with this id exists', remedy: 'make another token' });
   if (command.node !== null && !/^[a-z][a-z0-9-]*$/.test(command.node)) problems.push({ what: '--node', why: `"${command.node}" is not a node name`, remedy: 'lower-case letters, digits and -' });
   if (command.publicKey !== undefined && !BASE64_KEY.test(command.publicKey)) problems.push({ what: 'publicKey', why: 'not a 32-byte public key in base64', remedy: 'send the public half of the identity the token derives' });
   refuseIfAny('making an enrolment token', problems);
@@ -93,7 +94,7 @@ export const decideIssueEnrolmentToken = (command: IssueEnrolmentToken, state: M
 
 export const decideEnrolNode = (command: EnrolNode, state: MeshState): Decision => {
   const subject = `enrolling node ${command.node}`;
-  const token = state.enrolmentTokens.get(command.tokenId);
+  const token = enrolmentToken(state.nodes, command.tokenId);
   if (!token || token.verifier !== tokenVerifier(command.secret)) {
     throw new Refusal(subject, [{ what: 'token', why: 'the token is not one the mesh made', remedy: 'ask an operator for a token: mesh node token' }]);
   }
@@ -103,12 +104,12 @@ export const decideEnrolNode = (command: EnrolNode, state: MeshState): Decision 
   if (token.node !== null && token.node !== command.node) problems.push({ what: 'token', why: `the token was made for node ${token.node}`, remedy: `enrol as ${token.node}, or ask for a token for ${command.node}` });
   if (!BASE64_KEY.test(command.publicKey)) problems.push({ what: 'publicKey', why: 'not a 32-byte public key in base64', remedy: 'send the public half of a tweetnacl box key pair' });
   if (command.busKey !== undefined && !BASE64_KEY.test(command.busKey)) problems.push({ what: 'busKey', why: 'not a 32-byte ed25519 public key in base64', remedy: "send the public half of the host's identity key" });
-  const enrolled = state.nodes.get(command.node)?.publicKey;
+  const enrolled = nodeNamed(state.nodes, command.node)?.publicKey;
   if (enrolled) problems.push({ what: command.node, why: `node ${command.node} is already enrolled`, remedy: 'an enrolled node keeps its key; remove the node before enrolling a new machine under its name' });
   refuseIfAny(subject, problems);
   return {
     aggregate: nodeAggregate(command.node),
     events: [{ type: NodeEnrolled.type, data: { node: command.node, publicKey: command.publicKey, tokenId: command.tokenId, ...(command.busKey ? { busKey: command.busKey } : {}) } }],
-    summary: `node ${command.node} enrolled${state.nodes.has(command.node) ? '' : ` (added with root ${DEFAULT_NODE_ROOT})`}`,
+    summary: `node ${command.node} enrolled${nodeNamed(state.nodes, command.node) ? '' : ` (added with root ${DEFAULT_NODE_ROOT})`}`,
   };
 };

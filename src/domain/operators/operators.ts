@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Decision } from '../decision.js';
 import { defineEvent } from '../events/registry.js';
 import type { MeshState } from '../mesh/state.js';
+import { allOperators, operatorNamed } from './state.js';
 import { refuseIfAny, type Problem } from '../refusal.js';
 
 // Operators are told apart by the keys they sign with (ed25519): the mesh keeps each operator's
@@ -35,18 +36,18 @@ export const decideAddOperator = (command: AddOperator, state: MeshState): Decis
   const problems: Problem[] = [];
   if (!/^[a-z][a-z0-9._-]*$/.test(command.operator)) problems.push({ what: command.operator, why: 'an operator name is lower-case letters, digits, ., _ and -', remedy: 'choose another name' });
   if (!ED25519_PUBLIC_KEY.test(command.publicKey)) problems.push({ what: 'publicKey', why: 'not an ed25519 public key in base64', remedy: 'give the public half of the operator’s signing key' });
-  const existing = state.operators.get(command.operator);
+  const existing = operatorNamed(state.operators, command.operator);
   if (existing) problems.push({ what: command.operator, why: existing.revoked ? `operator ${command.operator} was revoked` : `operator ${command.operator} exists`, remedy: 'choose another name' });
   refuseIfAny(`adding operator ${command.operator}`, problems);
   return { aggregate: operatorAggregate(command.operator), events: [{ type: OperatorAdded.type, data: { operator: command.operator, publicKey: command.publicKey } }], summary: `operator ${command.operator} added` };
 };
 
 export const decideRevokeOperator = (command: RevokeOperator, state: MeshState): Decision => {
-  const existing = state.operators.get(command.operator);
+  const existing = operatorNamed(state.operators, command.operator);
   const problems: Problem[] = [];
-  if (!existing) problems.push({ what: command.operator, why: 'no such operator', remedy: `operators: ${[...state.operators.keys()].join(', ') || 'none'}` });
+  if (!existing) problems.push({ what: command.operator, why: 'no such operator', remedy: `operators: ${[...allOperators(state.operators)].map((o) => o.operator).join(', ') || 'none'}` });
   else if (existing.revoked) problems.push({ what: command.operator, why: `operator ${command.operator} is already revoked`, remedy: 'nothing to do' });
-  const active = [...state.operators.values()].filter((o) => !o.revoked && o.operator !== command.operator);
+  const active = [...allOperators(state.operators)].filter((o) => !o.revoked && o.operator !== command.operator);
   if (existing && !existing.revoked && active.length === 0) problems.push({ what: command.operator, why: 'it is the last operator who is not revoked: nobody could command the mesh after it', remedy: 'add another operator first' });
   refuseIfAny(`revoking operator ${command.operator}`, problems);
   return { aggregate: operatorAggregate(command.operator), events: [{ type: OperatorRevoked.type, data: { operator: command.operator } }], summary: `operator ${command.operator} revoked` };

@@ -1,4 +1,6 @@
-import { seatNamed, type MeshState, type SeatState } from '../mesh/state.js';
+import { manifestOf, registeredModuleNames } from '../catalogue/state.js';
+import type { MeshState } from '../mesh/state.js';
+import { seatNamed, type SeatState } from './state.js';
 import type { Problem } from '../refusal.js';
 
 // CanHold: the one judgement shared by assignment and handover (design 26). A module may hold a
@@ -6,12 +8,12 @@ import type { Problem } from '../refusal.js';
 // serves every verb the seat's protocol declares (ADR 0132).
 
 export const canHoldProblems = (state: MeshState, module: string, seat: SeatState, what: string): Problem[] => {
-  const definition = state.modules.get(module)?.manifest;
+  const definition = manifestOf(state.catalogue, module);
   if (!definition) return [{ what, why: `module ${module} is not registered`, remedy: `register it first: mesh module register <manifest.json>` }];
   const problems: Problem[] = [];
   const names = new Set([seat.name, ...seat.aliases]);
   const claims = definition.canHold.some((claim) => names.has(typeof claim === 'string' ? claim : claim.seat));
-  const declares = definition.seats.some((declared) => seatNamed(state, declared.name)?.id === seat.id);
+  const declares = definition.seats.some((declared) => seatNamed(state.seats, declared.name)?.id === seat.id);
   if (!claims && !declares) {
     problems.push({ what, why: `module ${module} cannot hold ${seat.name}: its definition does not claim it`, remedy: `add "${seat.name}" to canHold in ${module}'s manifest and register it again` });
   }
@@ -31,4 +33,4 @@ export const canHoldProblems = (state: MeshState, module: string, seat: SeatStat
 
 /** Modules whose newest definition could hold the seat: named when a seat is unheld. */
 export const couldHold = (state: MeshState, seat: SeatState): string[] =>
-  [...state.modules.keys()].filter((module) => canHoldProblems(state, module, seat, seat.name).length === 0).sort();
+  [...registeredModuleNames(state.catalogue)].filter((module) => canHoldProblems(state, module, seat, seat.name).length === 0).sort();

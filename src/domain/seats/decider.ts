@@ -1,9 +1,11 @@
 import { z } from 'zod';
 import type { Decision } from '../decision.js';
-import { assignmentKey, holderOf, seatNamed, type MeshState } from '../mesh/state.js';
+import { isAssigned } from '../assignments/state.js';
+import type { MeshState } from '../mesh/state.js';
 import { Refusal, refuseIfAny } from '../refusal.js';
 import { canHoldProblems } from './can-hold.js';
 import { SeatDefined, SeatHandedOver, SeatRenamed, seatAggregate, seatProtocol, type AssignmentRef } from './events.js';
+import { allSeats, holderOf, seatById, seatNamed } from './state.js';
 import { hasSystemPrefix, type SystemSeat } from './system-seats.js';
 
 const systemSeatSchema: z.ZodType<SystemSeat> = z.strictObject({
@@ -41,7 +43,7 @@ const show = (ref: AssignmentRef | null | undefined): string => (ref ? `${ref.no
 
 export const decideDefineSystemSeat = (command: DefineSystemSeat, state: MeshState): Decision => {
   const { seat } = command;
-  if (state.seats.has(seat.name)) return { aggregate: seatAggregate(seat.name), events: [], summary: `${seat.name} is already defined` };
+  if (seatById(state.seats, seat.name)) return { aggregate: seatAggregate(seat.name), events: [], summary: `${seat.name} is already defined` };
   return {
     aggregate: seatAggregate(seat.name),
     events: [{ type: SeatDefined.type, data: { seat: seat.name, name: seat.name, scope: seat.scope, delivers: seat.delivers, reserved: seat.reserved, decided: seat.decided, protocol: seat.protocol } }],
@@ -50,12 +52,12 @@ export const decideDefineSystemSeat = (command: DefineSystemSeat, state: MeshSta
 };
 
 export const decideRenameSeat = (command: RenameSeat, state: MeshState): Decision => {
-  const seat = seatNamed(state, command.seat);
+  const seat = seatNamed(state.seats, command.seat);
   if (!seat) {
-    throw new Refusal(`renaming seat ${command.seat}`, [{ what: command.seat, why: 'no such seat', remedy: `name one of: ${[...state.seats.values()].map((s) => s.name).sort().join(', ')}` }]);
+    throw new Refusal(`renaming seat ${command.seat}`, [{ what: command.seat, why: 'no such seat', remedy: `name one of: ${[...allSeats(state.seats)].map((s) => s.name).sort().join(', ')}` }]);
   }
   const problems = [];
-  const taken = seatNamed(state, command.to);
+  const taken = seatNamed(state.seats, command.to);
   if (taken && taken.id !== seat.id) problems.push({ what: command.to, why: `the name is taken by seat ${taken.name}`, remedy: 'choose a name no seat has or had' });
   const wantsPrefix = seat.definer.kind === 'system' ? (seat.scope === 'mesh' ? 'mesh-' : 'node-') : undefined;
   if (wantsPrefix && !command.to.startsWith(wantsPrefix)) {
@@ -76,14 +78,13 @@ export const decideRenameSeat = (command: RenameSeat, state: MeshState): Decisio
 
 export const decideHandOverSeat = (command: HandOverSeat, state: MeshState): Decision => {
   const subject = `handing over seat ${command.seat} to ${show(command.to)}`;
-  const seat = seatNamed(state, command.seat);
-  if (!seat) throw new Refusal(subject, [{ what: command.seat, why: 'no such seat', remedy: `name one of: ${[...state.seats.values()].map((s) => s.name).sort().join(', ')}` }]);
-  const assignment = state.assignments.get(assignmentKey(command.to));
-  if (!assignment) {
+  const seat = seatNamed(state.seats, command.seat);
+  if (!seat) throw new Refusal(subject, [{ what: command.seat, why: 'no such seat', remedy: `name one of: ${[...allSeats(state.seats)].map((s) => s.name).sort().join(', ')}` }]);
+  if (!isAssigned(state.assignments, command.to)) {
     throw new Refusal(subject, [{ what: show(command.to), why: `module ${command.to.module} is not assigned to node ${command.to.node}`, remedy: `assign it first: mesh assign ${command.to.module} ${command.to.node}` }]);
   }
   const scopeKey = seat.scope === 'mesh' ? 'mesh' : command.to.node;
-  const current = holderOf(state, seat.id, scopeKey);
+  const current = holderOf(state.seats, seat.id, scopeKey);
   const problems = canHoldProblems(state, command.to.module, seat, seat.name);
   if (command.expectedHolder !== undefined && !sameRef(command.expectedHolder, current)) {
     problems.push({

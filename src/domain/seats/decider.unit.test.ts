@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { MeshFixture, minimalModule } from '../../../tests/helpers/given.js';
-import { holderOf, seatNamed } from '../mesh/state.js';
+import { assignmentOf } from '../assignments/state.js';
+import { allSeats, holderOf, seatNamed } from './state.js';
 import { SYSTEM_SEATS } from './system-seats.js';
 
 const meshWithGitea = (): MeshFixture => {
@@ -16,13 +17,13 @@ const meshWithGitea = (): MeshFixture => {
 describe('the mesh’s own seats', () => {
   it('are data defined by events at genesis, named for their scope, each naming its record', () => {
     const mesh = new MeshFixture();
-    expect(mesh.state.seats.size).toBe(15);
+    expect([...allSeats(mesh.state.seats)].length).toBe(15);
     for (const seat of SYSTEM_SEATS) {
       expect(seat.name.startsWith(seat.scope === 'mesh' ? 'mesh-' : 'node-')).toBe(true);
       expect(seat.decided).toMatch(/ADR/);
     }
-    expect(seatNamed(mesh.state, 'mesh-broker')?.delivers).toBe('mesh-bus');
-    expect(seatNamed(mesh.state, 'mesh-vault')).toMatchObject({ delivers: 'secret', reserved: true });
+    expect(seatNamed(mesh.state.seats, 'mesh-broker')?.delivers).toBe('mesh-bus');
+    expect(seatNamed(mesh.state.seats, 'mesh-vault')).toMatchObject({ delivers: 'secret', reserved: true });
     expect(mesh.run({ type: 'define-system-seat', seat: SYSTEM_SEATS[0] as (typeof SYSTEM_SEATS)[number] })).toEqual([]);
   });
 });
@@ -36,7 +37,7 @@ describe('handing a seat over', () => {
     mesh.assign('forgejo', 'lab1');
     const events = mesh.run({ type: 'hand-over-seat', seat: 'mesh-git', to: { node: 'lab1', module: 'forgejo' } });
     expect(events).toEqual([{ type: 'seat.handed-over', data: { seat: 'mesh-git', scopeKey: 'mesh', from: { node: 'novox', module: 'gitea' }, to: { node: 'lab1', module: 'forgejo' } } }]);
-    expect(holderOf(mesh.state, 'mesh-git', 'mesh')).toEqual({ node: 'lab1', module: 'forgejo' });
+    expect(holderOf(mesh.state.seats, 'mesh-git', 'mesh')).toEqual({ node: 'lab1', module: 'forgejo' });
   });
 
   it('refuses an expectation that no longer holds: of two handovers decided at once, one wins', () => {
@@ -80,8 +81,8 @@ describe('handing a seat over', () => {
     mesh.registerFixture('showcase');
     mesh.assign('showcase', 'a', { hold: ['showcase'] });
     mesh.assign('showcase', 'b', { hold: ['showcase'] });
-    expect(holderOf(mesh.state, 'showcase', 'a')).toEqual({ node: 'a', module: 'showcase' });
-    expect(holderOf(mesh.state, 'showcase', 'b')).toEqual({ node: 'b', module: 'showcase' });
+    expect(holderOf(mesh.state.seats, 'showcase', 'a')).toEqual({ node: 'a', module: 'showcase' });
+    expect(holderOf(mesh.state.seats, 'showcase', 'b')).toEqual({ node: 'b', module: 'showcase' });
   });
 });
 
@@ -89,12 +90,12 @@ describe('renaming a seat', () => {
   it('is one event; the old name keeps resolving, for claims registered later too', () => {
     const mesh = meshWithGitea();
     expect(mesh.run({ type: 'rename-seat', seat: 'mesh-git', to: 'mesh-forge' })).toEqual([{ type: 'seat.renamed', data: { seat: 'mesh-git', from: 'mesh-git', to: 'mesh-forge' } }]);
-    expect(seatNamed(mesh.state, 'mesh-git')?.name).toBe('mesh-forge');
-    expect(holderOf(mesh.state, 'mesh-git', 'mesh')).toEqual({ node: 'novox', module: 'gitea' });
+    expect(seatNamed(mesh.state.seats, 'mesh-git')?.name).toBe('mesh-forge');
+    expect(holderOf(mesh.state.seats, 'mesh-git', 'mesh')).toEqual({ node: 'novox', module: 'gitea' });
     // A manifest written with the old name still registers and still resolves.
     mesh.register(minimalModule('old-style', { requires: [{ name: 'bus', contract: 'mesh-bus', provider: 'module', seat: 'mesh-broker' }, { name: 'code', contract: 'git', provider: 'module', seat: 'mesh-git' }] }));
     mesh.assign('old-style', 'lab1');
-    expect(mesh.state.assignments.get('lab1/old-style')?.resolutions.find((r) => r.requirement === 'code')?.answer).toMatchObject({ node: 'novox', module: 'gitea', via: 'seat' });
+    expect(assignmentOf(mesh.state.assignments, { node: 'lab1', module: 'old-style' })?.resolutions.find((r) => r.requirement === 'code')?.answer).toMatchObject({ node: 'novox', module: 'gitea', via: 'seat' });
   });
 
   it('refuses a taken name and a name that breaks the scope rule', () => {
