@@ -17,6 +17,7 @@ import { Controller } from '../controller/controller.js';
 import { EnrolmentService } from '../controller/enrolment-service.js';
 import { MeshService } from '../controller/mesh-service.js';
 import { MeshView } from '../controller/mesh-view.js';
+import { startMeshProjector } from '../controller/projections.js';
 import { statusSchemaFromEnv } from '../controller/node-status.js';
 import { heartbeatThresholdMs } from '../controller/overview.js';
 import { ReportIngester } from '../controller/report-ingester.js';
@@ -78,13 +79,22 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   if (held) logger.error({ seq: held.seq, aggregate: held.aggregate, problem: held.problem }, `the log holds readers at seq ${held.seq}; the controller starts and serves reads, and decides nothing until an operator voids it`);
   const controller = new Controller(nc, view, log, {
     names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix },
-    // Its projector logs in as the role that owns the projections; the rest of it as the controller.
-    databaseUrl: databaseUrlFor('projector', config),
     actor: 'controller',
     logger,
     ...(busAuthority ? { busAuthority } : {}),
   });
   await controller.start();
+  // The projector logs in as the role that owns the projections; the rest of the process as the controller.
+  const projector = startMeshProjector({
+    nc,
+    log,
+    databaseUrl: databaseUrlFor('projector', config),
+    source: settings,
+    schemas: schemasFromEnv(),
+    actor: 'controller',
+    logger,
+    prefix: config.subjectPrefix,
+  });
   const enrolment = new EnrolmentService(nc, mesh, {
     prefix: config.subjectPrefix,
     natsUrl: config.natsUrl,
@@ -164,6 +174,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   busIdentities.stop();
   await reports.stop();
   await builds.stop();
+  await projector.stop();
   await controller.stop();
   await view.stop();
   await pool.end();

@@ -9,14 +9,10 @@ import { DeclarationRefused } from '../domain/declarations/events.js';
 import type { MeshState } from '../domain/mesh/state.js';
 import type { MeshEvent } from '../domain/registry.js';
 import { DeclarationInputs } from '../domain/declarations/inputs.js';
-import { loadConfig } from '../config.js';
-import { schemasFromEnv, type ProjectorSchemas } from '../projections/control.js';
-import type { Projector } from '../projections/projector.js';
 import type { BusAuthority } from './bus-authority.js';
 import { DeclarationPublisher, type PublishOutcome } from './declaration-publisher.js';
 import type { LogHold } from './mesh-service.js';
 import type { MeshView } from './mesh-view.js';
-import { runMeshProjector } from './projections.js';
 import { allNodes, nodeNamed } from '../domain/nodes/state.js';
 import { refusalStatedFor } from '../domain/declarations/state.js';
 
@@ -36,10 +32,6 @@ export interface ControllerNames {
 
 export interface ControllerOptions {
   names: ControllerNames;
-  /** PostgreSQL for the projections; without it the controller runs no projector */
-  databaseUrl?: string;
-  /** the log the projector reads and its schemas; MESH_LOG_* and MESH_PROJECTOR_SCHEMA / MESH_READ_SCHEMA when absent */
-  projector?: { log?: { stream: string; subjectPrefix: string }; schemas?: ProjectorSchemas };
   actor: string;
   logger: Logger;
   /** called after each pass over the nodes; tests and benchmarks watch it */
@@ -62,10 +54,9 @@ const OVERCOME = Symbol('a declaration was published since the last refusal');
 
 export class Controller {
   private readonly publisher: DeclarationPublisher;
-  private readonly abort = new AbortController();
   private pending: Promise<void> = Promise.resolve();
+  private stopped = false;
   private dirty = false;
-  private projector: Promise<Projector<MeshEvent> | undefined> | undefined;
   /** what each node's last composition read, so an event recomposes only the nodes it reaches */
   private readonly inputs = new DeclarationInputs();
   /** reached by the events folded since the last pass */
@@ -114,28 +105,11 @@ export class Controller {
       if (caughtUp) this.schedule();
     });
     if (this.view.isCaughtUp()) this.schedule();
-    if (this.options.databaseUrl) {
-      const config = loadConfig();
-      this.projector = runMeshProjector({
-        nc: this.nc,
-        log: this.log,
-        databaseUrl: this.options.databaseUrl,
-        source: this.options.projector?.log ?? { stream: config.logStream, subjectPrefix: config.logSubjectPrefix },
-        schemas: this.options.projector?.schemas ?? schemasFromEnv(),
-        actor: this.options.actor,
-        logger: this.options.logger,
-        signal: this.abort.signal,
-        prefix: this.options.names.prefix,
-      });
-    }
   }
 
   async stop(): Promise<void> {
-    this.abort.abort();
+    this.stopped = true;
     this.options.busAuthority?.stop();
-    const projector = this.projector;
-    this.projector = undefined;
-    await (await projector)?.stop();
     await this.pending.catch(() => undefined);
   }
 
@@ -151,7 +125,7 @@ export class Controller {
         await this.declareReached();
       } catch (error) {
         this.options.logger.error({ err: error }, 'deriving declarations failed; trying again shortly');
-        if (!this.abort.signal.aborted) setTimeout(() => this.schedule(), 500).unref();
+        if (!this.stopped) setTimeout(() => this.schedule(), 500).unref();
       }
     });
   }

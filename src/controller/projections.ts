@@ -93,3 +93,15 @@ export const runMeshProjector = async (setup: MeshProjectorSetup): Promise<Proje
   }
   return undefined;
 };
+
+/** The projector as one part of a process: started in the background (it waits for PostgreSQL), stopped with the process. */
+export const startMeshProjector = (setup: Omit<MeshProjectorSetup, 'signal'>): { stop(): Promise<void> } => {
+  const abort = new AbortController();
+  const running = runMeshProjector({ ...setup, signal: abort.signal });
+  return {
+    stop: async () => {
+      abort.abort();
+      await (await running)?.stop();
+    },
+  };
+};

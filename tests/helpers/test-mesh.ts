@@ -32,6 +32,7 @@ import type { ProjectorSchemas } from '../../src/projections/control.js';
 import { testNatsUrl } from './log.js';
 import { testDatabaseUrl } from './database.js';
 import { uniqueName } from './names.js';
+import { startMeshProjector } from '../../src/controller/projections.js';
 
 /** A test mesh's stream and subject names, all from its one name. */
 export const testMeshNames = (name: string) => ({ logStream: `LOG_${name}`, logPrefix: `${name}.log`, nodesStream: `NODES_${name}`, controlStream: `CONTROL_${name}`, prefix: name });
@@ -70,6 +71,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
   const keyDirs: string[] = [];
   const pools: pg.Pool[] = [];
   const passes: DeclarationPass[] = [];
+  const projectors: { stop(): Promise<void> }[] = [];
   let commands = 0;
 
   /**
@@ -79,9 +81,6 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
   const startController = async (options: { projector?: { databaseUrl: string; schemas: ProjectorSchemas }; busAuthority?: BusAuthority } = {}): Promise<Controller> => {
     const controller = new Controller(nc, newView(), newLog(), {
       names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
-      ...(options.projector
-        ? { databaseUrl: options.projector.databaseUrl, projector: { log: { stream: names.logStream, subjectPrefix: names.logPrefix }, schemas: options.projector.schemas } }
-        : {}),
       actor: 'controller',
       logger: pino({ level: 'silent' }),
       onPass: (pass) => passes.push(pass),
@@ -89,6 +88,20 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
     });
     await controller.start();
     controllers.push(controller);
+    if (options.projector) {
+      projectors.push(
+        startMeshProjector({
+          nc,
+          log: newLog(),
+          databaseUrl: options.projector.databaseUrl,
+          source: { stream: names.logStream, subjectPrefix: names.logPrefix },
+          schemas: options.projector.schemas,
+          actor: 'controller',
+          logger: pino({ level: 'silent' }),
+          prefix: names.prefix,
+        }),
+      );
+    }
     return controller;
   };
 
@@ -218,6 +231,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
       for (const server of toolServers) server.stop();
       for (const dir of keyDirs) rmSync(dir, { recursive: true, force: true });
       for (const coordinator of coordinators) await coordinator.stop();
+      for (const projector of projectors) await projector.stop();
       for (const controller of controllers) await controller.stop();
       for (const view of views) await view.stop();
       for (const stream of [names.logStream, names.nodesStream, names.controlStream, eventsStreamName(streamNames), jobsStreamName(names), `OBJ_${artifactBucketName(names)}`]) await jsm.streams.delete(stream).catch(() => undefined);
