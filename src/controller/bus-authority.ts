@@ -7,8 +7,8 @@ import { composeBusUsers, nextTokenExpiry, type BusUser, type BusWire } from '..
 import type { MeshState } from '../domain/mesh/state.js';
 import { ValidationError } from '../errors.js';
 
-// The control plane's authority over the bus: after every change of the mesh it composes the user
-// list again and, when it differs, writes it and has the server reload it — before the
+// The control plane's authority over the bus: after a change of the mesh that can change who may
+// speak or what (BUS_USER_EVENT_TYPES) it composes the user list again and, when it differs, writes it and has the server reload it — before the
 // declarations that change is about are published, so a module is granted its subjects before it
 // is told to start. A token's expiry changes the list by itself, so one is waited for too.
 
@@ -30,10 +30,20 @@ export class BusAuthority {
   constructor(private readonly options: BusAuthorityOptions) {}
 
   /** The list for this state; the file and the server follow. Calls are taken one at a time. */
-  sync(state: MeshState): Promise<void> {
+  /** Resolves false when the list could not be written (the server keeps the previous one): the caller syncs again later. */
+  sync(state: MeshState): Promise<boolean> {
     this.state = state;
-    this.queue = this.queue.then(() => this.write(state)).catch((error: unknown) => this.options.logger.error({ err: error }, 'the bus user list could not be written; the server keeps the previous one'));
-    return this.queue;
+    const written = this.queue
+      .then(() => this.write(state))
+      .then(
+        () => true,
+        (error: unknown) => {
+          this.options.logger.error({ err: error }, 'the bus user list could not be written; the server keeps the previous one');
+          return false;
+        },
+      );
+    this.queue = written.then(() => undefined);
+    return written;
   }
 
   /** The users as composed now, for `mesh bus users` and the tests. */

@@ -14,6 +14,7 @@ import { DeclarationPublisher, type PublishOutcome } from './declaration-publish
 import type { LogHold } from './mesh-service.js';
 import type { MeshView } from './mesh-view.js';
 import { allNodes, nodeNamed } from '../domain/nodes/state.js';
+import { BUS_USER_EVENT_TYPES } from '../domain/bus/users.js';
 import { refusalStatedFor } from '../domain/declarations/state.js';
 
 // Derives each node's declaration from the process's view of the mesh (mesh-view.ts) and publishes
@@ -61,6 +62,8 @@ export class Controller {
   private readonly inputs = new DeclarationInputs();
   /** reached by the events folded since the last pass */
   private readonly reachedSincePass = { nodes: new Set<string>(), inputs: new Set<string>(), all: true };
+  /** whether an event since the last pass can have changed the bus's user list (composed once at the first pass either way) */
+  private busUsersTouched = true;
   /**
    * What this controller knows beyond the log about each node's refusal: the one it just stated
    * (before its follower has folded it), or that a declaration was published since. The fold
@@ -100,6 +103,7 @@ export class Controller {
         if (touched.all) this.reachedSincePass.all = true;
         for (const node of touched.nodes) this.reachedSincePass.nodes.add(node);
         for (const input of touched.inputs) this.reachedSincePass.inputs.add(input);
+        if (BUS_USER_EVENT_TYPES.has(change.event.type)) this.busUsersTouched = true;
       }
       // Nothing is published until the view has caught up: a restart never sends a declaration older than the last.
       if (caughtUp) this.schedule();
@@ -121,7 +125,11 @@ export class Controller {
       await new Promise((r) => setImmediate(r));
       this.dirty = false;
       try {
-        await this.options.busAuthority?.sync(this.view.mesh());
+        if (this.busUsersTouched) {
+          this.busUsersTouched = false;
+          // Not written (the file or the server refused): composed again at the next pass.
+          if ((await this.options.busAuthority?.sync(this.view.mesh())) === false) this.busUsersTouched = true;
+        }
         await this.declareReached();
       } catch (error) {
         this.options.logger.error({ err: error }, 'deriving declarations failed; trying again shortly');

@@ -265,3 +265,24 @@ export const nextTokenExpiry = (state: MeshState, now: Date): Date | undefined =
   }
   return next === undefined ? undefined : new Date(next);
 };
+
+/**
+ * The event types that can change the user list: who may speak (operators, enrolled hosts, live
+ * tokens) and what each module on the bus may say (its assignment, its definition, the seats it
+ * holds or uses). Any other event (a fact, a build, a refusal stated) leaves the list as it was.
+ */
+export const BUS_USER_EVENT_TYPES: ReadonlySet<string> = new Set([
+  'operator.added',
+  'operator.revoked',
+  'node.added',
+  'node.enrolled',
+  'enrolment.token-issued',
+  'assignment.created',
+  'assignment.removed',
+  'module.registered',
+  'seat.defined',
+  'seat.renamed',
+  'seat.held',
+  'seat.handed-over',
+  'seat.released',
+]);
