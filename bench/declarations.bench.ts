@@ -33,7 +33,7 @@ const main = async (): Promise<void> => {
   const server = { dir, port: await freePort(), monitorPort: await freePort() };
   const { url } = await startNatsServer(server);
   const nc = await connectNats(url, { name: 'bench-declarations' });
-  const rows: { nodes: number; millis: number; published: number; composed: number; oneMillis: number; oneDerivedMillis: number; oneComposed: number }[] = [];
+  const rows: { nodes: number; millis: number; deriveMillis: number; published: number; composed: number; oneMillis: number; oneDerivedMillis: number; oneComposed: number }[] = [];
   try {
     for (const size of SIZES) {
       const name = `b${size}`;
@@ -86,7 +86,7 @@ const main = async (): Promise<void> => {
       const startedOne = process.hrtime.bigint();
       const onePass = await settled(one.seq);
       const oneMillis = Number(process.hrtime.bigint() - startedOne) / 1e6;
-      rows.push({ nodes: size, millis: Math.max(millis, pass.millis), published: pass.published.length, composed: pass.composed, oneMillis, oneDerivedMillis: onePass.millis, oneComposed: onePass.composed });
+      rows.push({ nodes: size, millis: Math.max(millis, pass.millis), deriveMillis: pass.deriveMillis, published: pass.published.length, composed: pass.composed, oneMillis, oneDerivedMillis: onePass.deriveMillis, oneComposed: onePass.composed });
       await controller.stop();
       await view.stop();
       const jsm = await jetstreamManager(nc);
@@ -99,13 +99,14 @@ const main = async (): Promise<void> => {
   }
   const print = (text: string): void => void process.stdout.write(`${text}\n`);
   print('\ndeclarations derived and published after one change that touches every node');
-  print(`${'nodes'.padStart(6)} ${'published'.padStart(10)} ${'ms'.padStart(8)} ${'ms/node'.padStart(8)} ${'growth vs first'.padStart(16)}`);
+  print('(target: deriving for all 1,000 ≤ 1 s; publishing is the bus’s part and is shown beside it)');
+  print(`${'nodes'.padStart(6)} ${'published'.padStart(10)} ${'derive ms'.padStart(10)} ${'to published ms'.padStart(16)} ${'ms/node'.padStart(8)} ${'growth vs first'.padStart(16)}`);
   const first = rows[0];
   for (const row of rows) {
     const growth = first ? `${(row.millis / first.millis).toFixed(1)}× for ${(row.nodes / first.nodes).toFixed(0)}× nodes` : '';
-    print(`${String(row.nodes).padStart(6)} ${String(row.published).padStart(10)} ${row.millis.toFixed(0).padStart(8)} ${(row.millis / row.nodes).toFixed(2).padStart(8)} ${growth.padStart(16)}`);
+    print(`${String(row.nodes).padStart(6)} ${String(row.published).padStart(10)} ${row.deriveMillis.toFixed(0).padStart(10)} ${row.millis.toFixed(0).padStart(16)} ${(row.millis / row.nodes).toFixed(2).padStart(8)} ${growth.padStart(16)}`);
   }
-  print('\nafter one change that reaches one node (target: derivation ≤ 5 ms at 1,000 nodes; all 1,000 ≤ 1 s above)');
+  print('\nafter one change that reaches one node (target: derivation ≤ 5 ms at 1,000 nodes)');
   print(`${'nodes'.padStart(6)} ${'composed'.padStart(9)} ${'derive ms'.padStart(10)} ${'to published ms'.padStart(16)}`);
   for (const row of rows) print(`${String(row.nodes).padStart(6)} ${String(row.oneComposed).padStart(9)} ${row.oneDerivedMillis.toFixed(1).padStart(10)} ${row.oneMillis.toFixed(1).padStart(16)}`);
 };
