@@ -1,11 +1,11 @@
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
-import type pg from 'pg';
 import { ChainReader, heldError, rawOf, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import type { StoredEvent } from '../domain/events/envelope.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { CorruptEventError } from '../errors.js';
+import { aggregateRegex, type IndexRow, type LogQuery } from '../projections/audit.js';
 
 // `mesh log` without --follow: the audit projection (an index of the log: where each event
 // stands and who caused it, no data) answers which events match; the log supplies their data.
@@ -14,71 +14,10 @@ import { CorruptEventError } from '../errors.js';
 // its last. Every event is checked against the index row that named it, so nothing is printed
 // that the log does not hold.
 
-/** What a reader asked for, up to the sequence the projection was waited for. */
-export interface LogQuery {
-  fromSeq: number;
-  toSeq: number;
-  /** an aggregate, a kind alone (every aggregate of it), or a pattern with `*` and a final `>`; already validated */
-  aggregate?: string | undefined;
-  types: readonly string[];
-  /** exact, or a prefix when it ends in `*` */
-  actor?: string | undefined;
-  correlation?: string | undefined;
-  /** milliseconds since the epoch, both inclusive */
-  after?: number | undefined;
-  before?: number | undefined;
-}
-
-export interface IndexRow {
-  seq: number;
-  index: number;
-  id: string;
-  type: string;
-}
-
-/** Rows of the audit index read per query; each page's events are fetched and printed before the next. */
-export const PAGE_ROWS = 2_000;
 /** A page naming more commits than this reads its stretch of the log instead of getting each commit. */
 export const RANGE_ABOVE_COMMITS = 200;
 /** Gets of single commits in flight at once. */
 const GETS_IN_FLIGHT = 16;
-
-/** The WHERE clause of the audit index for `query`, its parameters numbered from $1. */
-export const auditWhere = (query: LogQuery): { where: string; values: unknown[] } => {
-  const values: unknown[] = [];
-  const param = (value: unknown, cast = ''): string => {
-    values.push(value);
-    return `$${values.length}${cast}`;
-  };
-  const clauses = [`seq >= ${param(query.fromSeq, '::bigint')}`, `seq <= ${param(query.toSeq, '::bigint')}`];
-  if (query.aggregate !== undefined) clauses.push(aggregateClause(query.aggregate, param));
-  if (query.types.length > 0) clauses.push(`type = ANY(${param([...query.types], '::text[]')})`);
-  if (query.actor) {
-    // starts_with, not LIKE: the prefix is compared as text, so `%`, `_` and `\` in it mean themselves.
-    clauses.push(query.actor.endsWith('*') ? `starts_with(actor, ${param(query.actor.slice(0, -1))})` : `actor = ${param(query.actor)}`);
-  }
-  if (query.correlation) clauses.push(`correlation_id = ${param(query.correlation)}`);
-  if (query.after !== undefined) clauses.push(`time >= ${param(new Date(query.after).toISOString(), '::timestamptz')}`);
-  if (query.before !== undefined) clauses.push(`time <= ${param(new Date(query.before).toISOString(), '::timestamptz')}`);
-  return { where: clauses.join(' AND '), values };
-};
-
-/**
- * The aggregate filter as the log's subjects match it: `kind` alone is `kind.>`, `*` one token,
- * a final `>` one or more. Without a wildcard it is one aggregate (and the index on it serves).
- */
-const aggregateClause = (filter: string, param: (value: unknown) => string): string => {
-  const regex = aggregateRegex(filter);
-  return regex === undefined ? `aggregate = ${param(filter)}` : `aggregate ~ ${param(regex)}`;
-};
-
-/** The filter as a regular expression over aggregates, or undefined when it names one aggregate. */
-const aggregateRegex = (filter: string): string | undefined => {
-  const tokens = filter.split('.');
-  const pattern = tokens.length === 1 && tokens[0] !== '*' && tokens[0] !== '>' ? [...tokens, '>'] : tokens;
-  if (!pattern.some((token) => token === '*' || token === '>')) return undefined;
-  return `^${pattern.map((token) => (token === '*' ? '[^.]+' : token === '>' ? '.+' : token.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&'))).join('\\.')}$`;
-};
 
 /**
  * The commits an operator voided between the query's sequences (under its aggregate filter, when
@@ -94,25 +33,6 @@ export const voidsIn = async (source: LogSource, query: Pick<LogQuery, 'fromSeq'
 
 const chainOf = (source: LogSource): ChainReader =>
   new ChainReader(jetstreamManager(source.nc, { checkAPI: false }), jetstream(source.nc), { stream: source.stream, subjectPrefix: source.subjectPrefix, registry: meshEventRegistry() });
-
-/** The index rows matching `query`, a page at a time, in log order. */
-export async function* matchingRows(db: pg.Pool, view: string, query: LogQuery): AsyncIterable<IndexRow[]> {
-  const { where, values } = auditWhere(query);
-  let after = { seq: 0, index: -1 };
-  for (;;) {
-    const page = await db.query<{ seq: string; event_index: number; event_id: string; type: string }>(
-      `SELECT seq, event_index, event_id, type FROM ${view}
-        WHERE ${where} AND (seq, event_index) > ($${values.length + 1}::bigint, $${values.length + 2}::integer)
-        ORDER BY seq, event_index LIMIT ${PAGE_ROWS}`,
-      [...values, after.seq, after.index],
-    );
-    const rows = page.rows.map((row) => ({ seq: Number(row.seq), index: row.event_index, id: row.event_id, type: row.type }));
-    if (rows.length > 0) yield rows;
-    const last = rows.at(-1);
-    if (!last || rows.length < PAGE_ROWS) return;
-    after = { seq: last.seq, index: last.index };
-  }
-}
 
 export interface LogSource {
   nc: NatsConnection;

@@ -8,7 +8,7 @@ import { loadConfig, type MeshConfig } from '../config.js';
 import { databaseUrlFor, withoutPassword } from '../adapters/database-logins.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { CorruptEventError, UnavailableError, ValidationError } from '../errors.js';
-import { buildsTable, schemasFromEnv, type ProjectorSchemas } from '../projections/control.js';
+import { schemasFromEnv, stalledSequences, type ProjectorSchemas } from '../projections/control.js';
 import { ReadBarrier } from '../projections/read-barrier.js';
 import { ident, sqlstateOf } from '../projections/sql.js';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -37,10 +37,7 @@ export const atLeastFlag = (value: string | undefined): number | undefined => {
  * it would only time out. The commit is judged by the log itself (one voided since is not).
  */
 const heldProjection = async (db: pg.Pool, schemas: ProjectorSchemas, projections: readonly string[], seq: number, log: JetStreamEventLog): Promise<CorruptEventError | undefined> => {
-  const stalled = await db
-    .query<{ stalled_seq: string }>(`SELECT DISTINCT stalled_seq FROM ${buildsTable(schemas)} WHERE status = 'serving' AND projection = ANY($1) AND stalled_seq IS NOT NULL AND stalled_seq <= $2 ORDER BY stalled_seq`, [projections, seq])
-    .then((result) => result.rows.map((row) => Number(row.stalled_seq)))
-    .catch(() => [] as number[]);
+  const stalled = await stalledSequences(db, schemas, projections, seq).catch(() => [] as number[]);
   for (const at of stalled) {
     const found = await log.inspect(at);
     if (found.exists && found.problem !== null && !found.voided) return heldError(at, found.aggregate, found.problem);

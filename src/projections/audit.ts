@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { StoredEvent } from '../domain/events/envelope.js';
 import { copyFromStdin, copyText } from './copy.js';
 import { defineProjection, EVERY_EVENT, migrationSql, type ProjectionTx } from './projection.js';
@@ -48,3 +49,86 @@ export const auditProjection = defineProjection({
   handlers: { [EVERY_EVENT]: insertOne },
   applyMany: copyMany,
 });
+
+// Reading the index: which events match an operator's query (`mesh log`), a page at a time.
+
+/** What a reader asked for, up to the sequence the projection was waited for. */
+export interface LogQuery {
+  fromSeq: number;
+  toSeq: number;
+  /** an aggregate, a kind alone (every aggregate of it), or a pattern with `*` and a final `>`; already validated */
+  aggregate?: string | undefined;
+  types: readonly string[];
+  /** exact, or a prefix when it ends in `*` */
+  actor?: string | undefined;
+  correlation?: string | undefined;
+  /** milliseconds since the epoch, both inclusive */
+  after?: number | undefined;
+  before?: number | undefined;
+}
+
+export interface IndexRow {
+  seq: number;
+  index: number;
+  id: string;
+  type: string;
+}
+
+/** Rows of the audit index read per query; each page's events are fetched and printed before the next. */
+export const PAGE_ROWS = 2_000;
+/** The WHERE clause of the audit index for `query`, its parameters numbered from $1. */
+export const auditWhere = (query: LogQuery): { where: string; values: unknown[] } => {
+  const values: unknown[] = [];
+  const param = (value: unknown, cast = ''): string => {
+    values.push(value);
+    return `$${values.length}${cast}`;
+  };
+  const clauses = [`seq >= ${param(query.fromSeq, '::bigint')}`, `seq <= ${param(query.toSeq, '::bigint')}`];
+  if (query.aggregate !== undefined) clauses.push(aggregateClause(query.aggregate, param));
+  if (query.types.length > 0) clauses.push(`type = ANY(${param([...query.types], '::text[]')})`);
+  if (query.actor) {
+    // starts_with, not LIKE: the prefix is compared as text, so `%`, `_` and `\` in it mean themselves.
+    clauses.push(query.actor.endsWith('*') ? `starts_with(actor, ${param(query.actor.slice(0, -1))})` : `actor = ${param(query.actor)}`);
+  }
+  if (query.correlation) clauses.push(`correlation_id = ${param(query.correlation)}`);
+  if (query.after !== undefined) clauses.push(`time >= ${param(new Date(query.after).toISOString(), '::timestamptz')}`);
+  if (query.before !== undefined) clauses.push(`time <= ${param(new Date(query.before).toISOString(), '::timestamptz')}`);
+  return { where: clauses.join(' AND '), values };
+};
+
+/**
+ * The aggregate filter as the log's subjects match it: `kind` alone is `kind.>`, `*` one token,
+ * a final `>` one or more. Without a wildcard it is one aggregate (and the index on it serves).
+ */
+const aggregateClause = (filter: string, param: (value: unknown) => string): string => {
+  const regex = aggregateRegex(filter);
+  return regex === undefined ? `aggregate = ${param(filter)}` : `aggregate ~ ${param(regex)}`;
+};
+
+/** The filter as a regular expression over aggregates, or undefined when it names one aggregate. */
+export const aggregateRegex = (filter: string): string | undefined => {
+  const tokens = filter.split('.');
+  const pattern = tokens.length === 1 && tokens[0] !== '*' && tokens[0] !== '>' ? [...tokens, '>'] : tokens;
+  if (!pattern.some((token) => token === '*' || token === '>')) return undefined;
+  return `^${pattern.map((token) => (token === '*' ? '[^.]+' : token === '>' ? '.+' : token.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&'))).join('\\.')}$`;
+};
+
+/** The index rows matching `query`, a page at a time, in log order. */
+export async function* matchingRows(db: pg.Pool, view: string, query: LogQuery): AsyncIterable<IndexRow[]> {
+  const { where, values } = auditWhere(query);
+  let after = { seq: 0, index: -1 };
+  for (;;) {
+    const page = await db.query<{ seq: string; event_index: number; event_id: string; type: string }>(
+      `SELECT seq, event_index, event_id, type FROM ${view}
+        WHERE ${where} AND (seq, event_index) > ($${values.length + 1}::bigint, $${values.length + 2}::integer)
+        ORDER BY seq, event_index LIMIT ${PAGE_ROWS}`,
+      [...values, after.seq, after.index],
+    );
+    const rows = page.rows.map((row) => ({ seq: Number(row.seq), index: row.event_index, id: row.event_id, type: row.type }));
+    if (rows.length > 0) yield rows;
+    const last = rows.at(-1);
+    if (!last || rows.length < PAGE_ROWS) return;
+    after = { seq: last.seq, index: last.index };
+  }
+}
+

@@ -184,3 +184,12 @@ export const pointViews = async (client: ClientBase, schemas: ProjectorSchemas, 
     await client.query(`CREATE VIEW ${ident(schemas.read)}.${ident(table)} AS SELECT * FROM ${ident(serving.schemaName)}.${ident(table)}`);
   }
 };
+
+/** The sequences serving builds of `projections` are stalled at, up to `upTo`, lowest first. */
+export const stalledSequences = async (db: Pool | ClientBase, schemas: ProjectorSchemas, projections: readonly string[], upTo: number): Promise<number[]> => {
+  const { rows } = await db.query<{ stalled_seq: string }>(
+    `SELECT DISTINCT stalled_seq FROM ${buildsTable(schemas)} WHERE status = 'serving' AND projection = ANY($1) AND stalled_seq IS NOT NULL AND stalled_seq <= $2 ORDER BY stalled_seq`,
+    [projections, upTo],
+  );
+  return rows.map((row) => Number(row.stalled_seq));
+};

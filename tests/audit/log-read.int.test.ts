@@ -6,7 +6,8 @@ import type { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-lo
 import { projectRoot } from '../../src/config.js';
 import type { StoredEvent } from '../../src/domain/events/envelope.js';
 import { meshEventRegistry, type MeshEvent } from '../../src/domain/registry.js';
-import { PAGE_ROWS, RANGE_ABOVE_COMMITS } from '../../src/cli/log-read.js';
+import { RANGE_ABOVE_COMMITS } from '../../src/cli/log-read.js';
+import { PAGE_ROWS } from '../../src/projections/audit.js';
 import { meshProjections } from '../../src/projections/catalogue.js';
 import { Projector } from '../../src/projections/projector.js';
 import { ident } from '../../src/projections/sql.js';
