@@ -4,6 +4,7 @@ import type { CommandResult } from '../controller/mesh-service.js';
 import { toolSubject, type ToolAnswer } from '../controller/tool-server.js';
 import type { MeshCommand } from '../domain/mesh/commands.js';
 import { Refusal } from '../domain/refusal.js';
+import { commandTooLarge, DEFAULT_MAX_PAYLOAD } from '../domain/operators/command-size.js';
 import { MeshError, UnavailableError, type MeshErrorCode } from '../errors.js';
 import { loadOperatorKey, signCommand } from './operator-keys.js';
 
@@ -20,6 +21,9 @@ export const sendSignedCommand = async (nc: NatsConnection, config: { operatorKe
   const key = loadOperatorKey(config.operatorKeyFile);
   const signed = signCommand(key, commandId, command, new Date());
   const subject = toolSubject(command.type, config.subjectPrefix);
+  // One that could never be logged is refused here, at once, rather than sent to time out.
+  const tooLarge = commandTooLarge(signed, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
+  if (tooLarge) throw tooLarge;
   let answer: ToolAnswer;
   try {
     const reply = await nc.request(subject, JSON.stringify(signed), { timeout: COMMAND_TIMEOUT_MS });

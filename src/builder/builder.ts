@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { fetchArtifact, storeArtifact } from '../adapters/artifacts/artifact-store.js';
 import { BUILDERS_CONSUMER, artifactBucketName, buildOutcomeSubject, cloneBaseSubject, jobsStreamName } from '../adapters/nats/build-streams.js';
 import { buildJobSchema, type BuildJob, type BuildOutcome } from '../domain/builds/job.js';
+import { baseVariable, lastLines } from '../domain/builds/recipe.js';
 
 // A holder of mesh-build-machine: takes one job at a time from the seat's work queue, clones the
 // source at the commit, runs the recipe with the bases it was handed, stores what the recipe left
@@ -27,8 +28,7 @@ export interface BuilderOptions {
 
 const OUTPUT_TAIL = 4_000;
 
-/** `node-20-runtime` → `MESH_BASE_NODE_20_RUNTIME`: where the recipe finds a base it was handed. */
-export const baseVariable = (name: string): string => `MESH_BASE_${name.replace(/[^A-Za-z0-9]/g, '_').toUpperCase()}`;
+export { baseVariable };
 
 class JobFailed extends Error {
   constructor(
@@ -115,7 +115,9 @@ export class Builder {
         return;
       }
       const failure = error instanceof JobFailed ? error : new JobFailed((error as Error).message);
-      outcome = { outcome: 'failed', buildId: job.buildId, module: job.module, commit: job.commit, reason: failure.message, output: failure.output.slice(-OUTPUT_TAIL), builder: this.name };
+      // The reason says what the recipe said last, not only how it ended ("exited with 2").
+      const said = lastLines(failure.output);
+      outcome = { outcome: 'failed', buildId: job.buildId, module: job.module, commit: job.commit, reason: said ? `${failure.message}: ${said}` : failure.message, output: failure.output.slice(-OUTPUT_TAIL), builder: this.name };
       log.warn({ reason: failure.message }, 'build failed');
     } finally {
       clearInterval(heartbeat);
@@ -159,6 +161,10 @@ export class Builder {
         env[baseVariable(base.name)] = into;
       }
       const dir = resolve(checkout, job.path);
+      // A folder the commit does not have would end in `spawn sh ENOENT`: say what is missing and where it looked.
+      if (!(await stat(dir).then((s) => s.isDirectory()).catch(() => false))) {
+        throw new JobFailed(`the source has no folder ${job.path} at commit ${job.commit} (looked in ${url}): the module's source path is not in that commit`);
+      }
       // `set -u`: a recipe naming a base it was not handed stops there, with that reason; there is no default base.
       const result = await runCommand('sh', ['-c', `set -u\n${job.recipe}`], dir, env).catch((error: JobFailed) => {
         throw new JobFailed(`the recipe failed: ${error.message}`, error.output);

@@ -22,7 +22,7 @@ export const builderCommand = async (args: string[]): Promise<number> => {
   const nc = await connectNats(config.natsUrl, { name: 'mesh-builder', persistent: true });
   const builder = new Builder(nc, {
     prefix: config.subjectPrefix,
-    heartbeatMs: wholeNumberFlag('heartbeat-ms', values['heartbeat-ms']) ?? 5_000,
+    heartbeatMs: wholeNumberFlag('heartbeat-ms', values['heartbeat-ms'], { min: 100, max: 30_000, why: 'often enough to tell the server inside the build queue\'s 60-second ack wait, not so often it is all the builder does' }) ?? 5_000,
     logger,
     ...(values.work ? { workDir: values.work } : {}),
     ...(values.name ? { name: values.name } : {}),

@@ -22,6 +22,7 @@ import { statusSchemaFromEnv } from '../controller/node-status.js';
 import { heartbeatThresholdMs } from '../controller/overview.js';
 import { ReportIngester } from '../controller/report-ingester.js';
 import { CommandDispatcher } from '../controller/command-dispatcher.js';
+import { DEFAULT_MAX_PAYLOAD } from '../domain/operators/command-size.js';
 import { DeclarationPublisher } from '../controller/declaration-publisher.js';
 import { buildApp } from '../controller/http/app.js';
 import { FactFeed } from '../controller/http/fact-feed.js';
@@ -124,7 +125,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     logger: logger.child({ component: 'builds' }),
   });
   await builds.start();
-  const dispatcher = new CommandDispatcher(mesh);
+  const dispatcher = new CommandDispatcher(mesh, { maxPayload: nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD });
   const tools = new ToolServer(nc, dispatcher, { prefix: config.subjectPrefix, logger: logger.child({ component: 'tools' }) });
   tools.start();
   const catchUp = new CatchUpTool(nc, newLog(), { prefix: config.subjectPrefix, logger: logger.child({ component: 'catch-up' }) });

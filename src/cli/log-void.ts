@@ -1,3 +1,4 @@
+import { parseSequence } from '../domain/limits.js';
 import { ValidationError } from '../errors.js';
 import { parseFlags } from './flags.js';
 import { runCommand } from './mesh-session.js';
@@ -11,8 +12,9 @@ export const voidCommand = async (args: string[]): Promise<number> => {
   const { values, positionals } = parseFlags(args, { reason: { type: 'string' }, 'command-id': { type: 'string' }, json: { type: 'boolean', default: false } }, 1);
   const usage = 'usage: mesh log void SEQ --reason "why the commit is passed by"';
   const raw = positionals[0];
-  if (raw === undefined || !/^\d+$/.test(raw) || Number(raw) < 1) throw new ValidationError(`${usage}: SEQ is the log sequence readers are held at (\`mesh status\` names it), not "${raw ?? ''}"`, { field: 'seq' });
+  const parsed = raw === undefined ? undefined : parseSequence(raw);
+  if (parsed === undefined || 'why' in parsed) throw new ValidationError(`${usage}: SEQ is the log sequence readers are held at (\`mesh status\` names it)${parsed ? `; ${parsed.why}` : ''}`, { field: 'seq', value: raw ?? '' });
   const reason = values.reason?.trim();
   if (!reason) throw new ValidationError(`${usage}: a void says why (--reason)`, { field: '--reason' });
-  return runCommand(output(values.json ?? false), { type: 'void-commit', seq: Number(raw), reason }, values['command-id']);
+  return runCommand(output(values.json ?? false), { type: 'void-commit', seq: parsed.seq, reason }, values['command-id']);
 };

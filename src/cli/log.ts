@@ -5,7 +5,7 @@ import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { filterSubjectOf } from '../adapters/eventlog/subjects.js';
 import type { StoredEvent } from '../domain/events/envelope.js';
 import { meshEventRegistry } from '../domain/registry.js';
-import { parseFlags, wholeNumberFlag } from './flags.js';
+import { parseFlags, sequenceFlag } from './flags.js';
 import { eventsOf, voidsIn } from './log-read.js';
 import { matchingRows, type LogQuery } from '../projections/audit.js';
 import { voidCommand } from './log-void.js';
@@ -35,7 +35,7 @@ export const logCommand = async (args: string[]): Promise<number> => {
   });
   const out = output(values.json ?? false);
   const config = loadConfig();
-  const fromSeq = wholeNumberFlag('since', values.since) ?? 1;
+  const fromSeq = sequenceFlag('--since', values.since) ?? 1;
   const want = { types: values.type ?? [], actor: values.actor, correlation: values.correlation, after: timeFlag('after', values.after), before: timeFlag('before', values.before) };
   const aggregate = values.aggregate;
   if (aggregate !== undefined) filterSubjectOf(config.logSubjectPrefix, aggregate); // refuses a malformed filter before anything is read

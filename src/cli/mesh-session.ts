@@ -4,7 +4,8 @@ import { loadConfig, type MeshConfig } from '../config.js';
 import { connectAsOperator } from './bus-connection.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { sendSignedCommand, type CommandAnswer } from '../adapters/command-client.js';
-import type { CommandMetadata } from '../domain/events/envelope.js';
+import { commandMetadataSchema, type CommandMetadata } from '../domain/events/envelope.js';
+import { ValidationError } from '../errors.js';
 import type { MeshCommand } from '../domain/mesh/commands.js';
 import type { Output } from './output.js';
 
@@ -24,6 +25,13 @@ export interface MeshSession {
   metadata: (commandId?: string) => CommandMetadata;
 }
 
+/** `--command-id`: it becomes part of the log's message id, so it has no whitespace and is at most 200 characters. */
+const commandIdFlag = (value: string): string => {
+  const parsed = commandMetadataSchema.shape.commandId.safeParse(value);
+  if (!parsed.success) throw new ValidationError(`--command-id "${value.slice(0, 60)}" is refused: ${parsed.error.issues.map((i) => i.message).join('; ')}; it is part of the log's message id`, { field: '--command-id', value });
+  return parsed.data;
+};
+
 export const withMesh = async <T>(work: (session: MeshSession) => Promise<T>): Promise<T> => {
   const config = loadConfig();
   const nc = await connectAsOperator(config, 'mesh-cli');
@@ -33,7 +41,7 @@ export const withMesh = async <T>(work: (session: MeshSession) => Promise<T>): P
     return await work({
       config,
       mesh: { execute: (command, metadata) => sendSignedCommand(nc, config, command, metadata.commandId) },
-      metadata: (commandId) => ({ commandId: commandId ?? randomUUID(), actor: config.actor }),
+      metadata: (commandId) => ({ commandId: commandId === undefined ? randomUUID() : commandIdFlag(commandId), actor: config.actor }),
     });
   } finally {
     await nc.close();

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { machineOverview } from './machine-overview.js';
-import { NotFoundError, ValidationError } from '../errors.js';
+import { NotFoundError, RefusedError, ValidationError } from '../errors.js';
 import { tokenVerifier } from '../domain/nodes/enrolment.js';
-import { parseFlags } from './flags.js';
+import { TOKEN_TTL_MAX } from '../domain/nodes/token-limits.js';
+import { durationFlag, parseFlags } from './flags.js';
 import { printResult, withMesh } from './mesh-session.js';
 import { output } from './output.js';
 import { atLeastFlag, withReads } from './reads.js';
@@ -13,13 +14,6 @@ import { OVERVIEW_PROJECTIONS } from '../projections/mesh/overview.js';
 import { holdingsOf } from '../projections/mesh/seats.js';
 
 // mesh node add NAME [--root PATH] [--address HOST] | list | token [--node NAME] [--ttl 1h]
-
-const TTL = /^(\d+)([smhd])$/;
-const ttlMillis = (ttl: string): number => {
-  const match = TTL.exec(ttl);
-  if (!match) throw new ValidationError(`--ttl "${ttl}" is not a duration like 30m, 12h or 7d`, { field: '--ttl' });
-  return Number(match[1]) * { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 's' | 'm' | 'h' | 'd'];
-};
 
 export const nodeCommand = async (args: string[]): Promise<number> => {
   const { values, positionals } = parseFlags(
@@ -89,9 +83,12 @@ export const nodeCommand = async (args: string[]): Promise<number> => {
       // The secret is shown here once; the log keeps only its hash.
       const tokenId = randomBytes(8).toString('hex');
       const secret = randomBytes(24).toString('base64url');
-      const expiresAt = new Date(Date.now() + ttlMillis(values.ttl ?? '1h')).toISOString();
+      const expiresAt = new Date(Date.now() + durationFlag('--ttl', values.ttl ?? '1h', TOKEN_TTL_MAX)).toISOString();
       return withMesh(async ({ mesh, metadata }) => {
-        const result = await mesh.execute({ type: 'issue-enrolment-token', tokenId, verifier: tokenVerifier(secret), node: values.node ?? null, expiresAt }, metadata(values['command-id']));
+        const meta = metadata(values['command-id']);
+        const result = await mesh.execute({ type: 'issue-enrolment-token', tokenId, verifier: tokenVerifier(secret), node: values.node ?? null, expiresAt }, meta);
+        // The token printed is the one recorded: a duplicate answer recorded another (command-reuse.ts refuses that case, naming it).
+        if (result.duplicate) throw new RefusedError(`command ${meta.commandId} had already made a token at log seq ${result.seq}; its secret was shown once and cannot be shown again: make a new token without --command-id`, { field: '--command-id', seq: result.seq });
         const token = `${tokenId}.${secret}`;
         if (out.json) out.data({ ok: true, token, tokenId, node: values.node ?? null, expiresAt, seq: result.seq });
         else {

@@ -6,6 +6,7 @@ import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { loadConfig, type MeshConfig } from '../config.js';
 import { databaseUrlFor, withoutPassword } from '../adapters/database-logins.js';
+import { parseSequence } from '../domain/limits.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { CorruptEventError, UnavailableError, ValidationError } from '../errors.js';
 import { schemasFromEnv, stalledSequences, type ProjectorSchemas } from '../projections/control.js';
@@ -19,17 +20,19 @@ import type { NatsConnection } from '@nats-io/nats-core';
 // far each got and why, instead of answering from tables that are behind.
 
 export const DEFAULT_READ_TIMEOUT_MS = 10_000;
+const TIMER_MAX_MS = 2 ** 31 - 1;
 
 export const readTimeoutMs = (env: NodeJS.ProcessEnv = process.env): number => {
   const value = Number(env.MESH_READ_TIMEOUT_MS ?? DEFAULT_READ_TIMEOUT_MS);
-  if (!Number.isFinite(value) || value < 0) throw new ValidationError(`MESH_READ_TIMEOUT_MS "${env.MESH_READ_TIMEOUT_MS}" is not a number of milliseconds`, { field: 'MESH_READ_TIMEOUT_MS' });
+  if (!Number.isFinite(value) || value < 0 || value > TIMER_MAX_MS) throw new ValidationError(`MESH_READ_TIMEOUT_MS "${env.MESH_READ_TIMEOUT_MS}" is not a number of milliseconds from 0 to ${TIMER_MAX_MS} (Node's longest timer, about 24.8 days)`, { field: 'MESH_READ_TIMEOUT_MS' });
   return value;
 };
 
 export const atLeastFlag = (value: string | undefined): number | undefined => {
   if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value)) throw new ValidationError(`--at-least must be a log sequence (a whole number), not "${value}"`, { field: '--at-least' });
-  return Number(value);
+  const parsed = parseSequence(value);
+  if ('why' in parsed) throw new ValidationError(`--at-least must be a log sequence: ${parsed.why}`, { field: '--at-least', value });
+  return parsed.seq;
 };
 
 /**

@@ -1,6 +1,8 @@
 import { verifySignature } from '../adapters/operator-keys.js';
 import { parseMeshCommand, type MeshCommand } from '../domain/mesh/commands.js';
+import { DEFAULT_MAX_PAYLOAD } from '../domain/operators/command-size.js';
 import { signedCommandSchema, type SignedCommand } from '../domain/operators/signed-command.js';
+import { entryRefusal } from './entry-checks.js';
 import { Refusal } from '../domain/refusal.js';
 import { ValidationError } from '../errors.js';
 import type { CommandResult, MeshService } from './mesh-service.js';
@@ -30,7 +32,11 @@ export const OPERATOR_COMMANDS: ReadonlySet<string> = new Set<MeshCommand['type'
 ]);
 
 export class CommandDispatcher {
-  constructor(private readonly mesh: MeshService) {}
+  constructor(
+    private readonly mesh: MeshService,
+    /** `maxPayload`: the bus's message limit, which bounds a command (command-size.ts); `now`: the controller's clock */
+    private readonly options: { maxPayload?: number; now?: () => Date } = {},
+  ) {}
 
   async dispatch(input: unknown, verb?: string): Promise<CommandResult> {
     const parsed = signedCommandSchema.safeParse(input);
@@ -60,6 +66,8 @@ export class CommandDispatcher {
     }
     // Read against its type's schema only now, as the operator signed it: a malformed command is refused, naming the field, and appends nothing.
     const command = parseMeshCommand(signed.command);
+    const refused = entryRefusal(signed, command, { maxPayload: this.options.maxPayload ?? DEFAULT_MAX_PAYLOAD, now: (this.options.now ?? (() => new Date()))() });
+    if (refused) throw refused;
     return this.mesh.execute(command, { commandId: signed.commandId, actor: `operator:${signed.operator}` }, { signed });
   }
 }

@@ -9,6 +9,7 @@ import type { SignedCommand } from '../domain/operators/signed-command.js';
 import { emptyMeshState, evolveMesh, type MeshState } from '../domain/mesh/state.js';
 import { Refusal } from '../domain/refusal.js';
 import { ConcurrencyError } from '../errors.js';
+import { commandIdReuse } from './command-reuse.js';
 
 // Where a mesh command meets the log. Every rule of the mesh reads more than one aggregate (a seat
 // is declared once across modules; an assignment resolves against every provider), so a command is
@@ -177,7 +178,10 @@ export class MeshService {
       const { state, held } = await this.view();
       if (held) throw new LogHeldRefusal(held, `${command.type} (command ${metadata.commandId})`);
       const earlier = state.commands.get(metadata.commandId);
-      if (earlier) return { summary: `command ${metadata.commandId} was already carried out at seq ${earlier.seq}`, seq: earlier.seq, events: [], duplicate: true };
+      if (earlier) {
+        if (options.signed) this.refuseReuse(options.signed, (await this.log.readAggregate(earlier.aggregate)).events);
+        return { summary: `command ${metadata.commandId} was already carried out at seq ${earlier.seq}`, seq: earlier.seq, events: [], duplicate: true };
+      }
       const decision = decideMeshCommand(command, state);
       if (decision.events.length === 0) return { summary: decision.summary, seq: state.seq, events: [], duplicate: false };
       try {
@@ -196,6 +200,12 @@ export class MeshService {
     }
   }
 
+  /** A signed command whose id the log holds for another command is refused, naming it (command-reuse.ts). */
+  private refuseReuse(signed: SignedCommand, aggregateEvents: readonly StoredMeshEvent[]): void {
+    const refusal = commandIdReuse(signed, aggregateEvents.filter((event) => event.commandId === signed.commandId));
+    if (refusal) throw refusal;
+  }
+
   /**
    * A void is judged by the log itself, not by the fold (which may be held right there): what the
    * log holds at the sequence, read now. It is appended with its own aggregate's expectation only,
@@ -206,6 +216,7 @@ export class MeshService {
     for (let attempt = 1; ; attempt++) {
       const history = await this.log.readAggregate(aggregate);
       const earlier = history.events.find((event) => event.commandId === metadata.commandId);
+      if (earlier && options.signed) this.refuseReuse(options.signed, history.events);
       if (earlier) return { summary: `command ${metadata.commandId} was already carried out at seq ${earlier.seq}`, seq: earlier.seq, events: [], duplicate: true };
       // What the operator sent says which sequence and why; what is there is read here, never taken from the sender.
       const decision = decideMeshCommand({ type: 'void-commit', seq: command.seq, reason: command.reason, found: await this.log.inspect(command.seq) }, (await this.reader.atHead()).state);

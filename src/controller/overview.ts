@@ -1,4 +1,5 @@
 import { sourceKey } from '../domain/builds/events.js';
+import { buildProblemsOf, buildStandingsOf, type BuildStanding } from '../domain/builds/standing.js';
 import { refusalOvercome } from '../domain/declarations/events.js';
 import type { MeshState } from '../domain/mesh/state.js';
 import type { Report } from '../domain/reports/report.js';
@@ -62,6 +63,8 @@ export interface OverviewMesh {
   heads: ReadonlyMap<string, number>;
   /** node → the last refusal stated for its declaration */
   refusals: ReadonlyMap<string, { seq: number; derivedFromSeq: number }>;
+  /** each built module's branch head, newest version and newest build (src/domain/builds/standing.ts) */
+  builds?: BuildStanding[];
 }
 
 export const overviewMeshOf = (state: MeshState): OverviewMesh => ({
@@ -75,6 +78,7 @@ export const overviewMeshOf = (state: MeshState): OverviewMesh => ({
   }),
   heads: new Map([...sourceHeads(state.builds)].map(([key, head]) => [key, head.seq])),
   refusals: new Map(statedRefusals(state.declarations)),
+  builds: buildStandingsOf(registeredModules(state.catalogue), state.builds),
 });
 
 export interface OverviewInput {
@@ -194,6 +198,9 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
       problems.push(`projection ${projection.projection}: stalled at sequence ${projection.stalledAt.seq} (${projection.stalledAt.eventType}${projection.stalledAt.sqlstate ? `, SQLSTATE ${projection.stalledAt.sqlstate}` : ''}): ${projection.stalledAt.error}`);
     }
   }
+
+  // Builds: a newest build that failed, a source moved with nothing built from it since.
+  problems.push(...buildProblemsOf(mesh.builds ?? []));
 
   // Sources: a branch no push or merge was ever heard from may be moving unseen.
   const notKnown: string[] = [];

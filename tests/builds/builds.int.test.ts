@@ -193,6 +193,8 @@ describe('from a merge to a running version', () => {
     });
     expect(failure?.data).toMatchObject({ module: 'b', commit: broken });
     expect((failure?.data as { output: string }).output).toContain('b cannot build: broken');
+    // The reason says what the recipe said last, not only how it ended.
+    expect((failure?.data as { reason: string }).reason).toBe('the recipe failed: exited with 3: b cannot build: broken');
     const submittedAfter = await events(mesh, 'build.submitted');
     expect(submittedAfter).toHaveLength(5);
     const result = await runMesh(['build', 'c', '--json'], { ...envOf(mesh), ...(await mesh.operatorCommands()) });

@@ -83,7 +83,7 @@ describe('the local stack from the command line', () => {
   it('refuses bad flags with a message naming the flag and a non-zero exit', async () => {
     const since = await mesh('log', '--since', 'yesterday');
     expect(since.code).toBe(2);
-    expect(since.stderr).toContain('--since must be a whole number');
+    expect(since.stderr).toContain('--since "yesterday" is not a log sequence');
     const unknown = await mesh('log', '--colour');
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('--colour');

@@ -2,6 +2,7 @@ import { canonicalJson } from '../canonical.js';
 import type { Manifest } from '../catalogue/manifest.js';
 import type { Base, SourceRef } from './events.js';
 import { sourceKey } from './events.js';
+import { recipeProblem } from './recipe.js';
 import type { BuildRecord, BuildsState, ModuleVersion } from './state.js';
 
 // What must be built, judged from the versions the log holds. Staleness is by artifact digest,
@@ -133,6 +134,8 @@ export const assessGraph = (input: GraphInput): Map<string, Assessment> => {
     if (pending?.status === 'submitted') return { module: name, version, status: 'building', reasons, buildId: pending.buildId, commit: pending.commit };
     if (on.length > 0) return { module: name, version, status: 'waiting', reasons, on, roots: [...roots] };
     if (reasons.length === 0) return { module: name, version, status: 'current' };
+    const unstartable = recipeProblem(build);
+    if (unstartable) return { module: name, version, status: 'blocked', reasons, why: unstartable };
 
     const commit = head?.commit;
     if (!source || !ref) return { module: name, version, status: 'blocked', reasons, why: 'it has no source to build from' };

@@ -5,6 +5,7 @@ import { allSeats, seatNamed } from '../seats/state.js';
 import { hasSystemPrefix } from '../seats/system-seats.js';
 import { knownContractField } from './contracts.js';
 import { isLocalName } from './manifest.js';
+import { valueProblems } from './value-checks.js';
 
 // Registration's rules, each a function from the manifest as written to the problems it has. They
 // read the raw input defensively, so a manifest with a schema error still gets every other rule
@@ -253,5 +254,6 @@ export const registrationProblems = (manifest: unknown, state: MeshState): Probl
     ...seatProblems(raw, moduleName, state),
     ...requirementProblems(raw, state),
     ...secretEnvProblems(raw, state),
+    ...valueProblems(raw),
   ];
 };

@@ -4,6 +4,7 @@ import type { Decision } from '../decision.js';
 import { defineEvent } from '../events/registry.js';
 import type { MeshState } from '../mesh/state.js';
 import { enrolmentToken, nodeNamed } from './state.js';
+import { nameProblem } from '../limits.js';
 import { Refusal, refuseIfAny, type Problem } from '../refusal.js';
 import { DEFAULT_NODE_ROOT, nodeAggregate } from './events.js';
 
@@ -77,7 +78,9 @@ export const tokenVerifier = (secret: string): string => createHash('sha256').up
 export const decideIssueEnrolmentToken = (command: IssueEnrolmentToken, state: MeshState): Decision => {
   const problems: Problem[] = [];
   if (enrolmentToken(state.nodes, command.tokenId)) problems.push({ what: command.tokenId, why: 'a token with this id exists', remedy: 'make another token' });
-  if (command.node !== null && !/^[a-z][a-z0-9-]*$/.test(command.node)) problems.push({ what: '--node', why: `"${command.node}" is not a node name`, remedy: 'lower-case letters, digits and -' });
+  const badNode = command.node === null ? undefined : nameProblem('node', command.node, '--node');
+  if (badNode) problems.push(badNode);
+  if (Number.isNaN(Date.parse(command.expiresAt))) problems.push({ what: 'expiresAt', why: `"${command.expiresAt}" is not a time`, remedy: 'send an ISO 8601 time, e.g. 2026-01-01T12:00:00Z' });
   if (command.publicKey !== undefined && !BASE64_KEY.test(command.publicKey)) problems.push({ what: 'publicKey', why: 'not a 32-byte public key in base64', remedy: 'send the public half of the identity the token derives' });
   refuseIfAny('making an enrolment token', problems);
   return {
@@ -102,6 +105,8 @@ export const decideEnrolNode = (command: EnrolNode, state: MeshState): Decision 
   if (token.spentBy) problems.push({ what: 'token', why: `the token was already spent, by node ${token.spentBy}`, remedy: 'a token is spent once: ask for a new one' });
   if (Date.parse(command.now) > Date.parse(token.expiresAt)) problems.push({ what: 'token', why: `the token expired at ${token.expiresAt}`, remedy: 'ask for a new one' });
   if (token.node !== null && token.node !== command.node) problems.push({ what: 'token', why: `the token was made for node ${token.node}`, remedy: `enrol as ${token.node}, or ask for a token for ${command.node}` });
+  const badNode = nameProblem('node', command.node, 'node');
+  if (badNode) problems.push(badNode);
   if (!BASE64_KEY.test(command.publicKey)) problems.push({ what: 'publicKey', why: 'not a 32-byte public key in base64', remedy: 'send the public half of a tweetnacl box key pair' });
   if (command.busKey !== undefined && !BASE64_KEY.test(command.busKey)) problems.push({ what: 'busKey', why: 'not a 32-byte ed25519 public key in base64', remedy: "send the public half of the host's identity key" });
   const enrolled = nodeNamed(state.nodes, command.node)?.publicKey;

@@ -30,11 +30,14 @@ export type AddOperator = z.infer<typeof addOperatorSchema>;
 export const revokeOperatorSchema = z.strictObject({ type: z.literal('revoke-operator'), operator: z.string() });
 export type RevokeOperator = z.infer<typeof revokeOperatorSchema>;
 
+const OPERATOR_NAME_MAX = 63;
 const ED25519_PUBLIC_KEY = /^[A-Za-z0-9+/]{43}=$/;
 
 export const decideAddOperator = (command: AddOperator, state: MeshState): Decision => {
   const problems: Problem[] = [];
-  if (!/^[a-z][a-z0-9._-]*$/.test(command.operator)) problems.push({ what: command.operator, why: 'an operator name is lower-case letters, digits, ., _ and -', remedy: 'choose another name' });
+  if (command.operator.length > OPERATOR_NAME_MAX) {
+    problems.push({ what: command.operator.slice(0, 40), why: `an operator name is at most ${OPERATOR_NAME_MAX} characters, and this one has ${command.operator.length}: it names the operator in every command's actor and in the log's subject operator.<name>`, remedy: 'choose a shorter name' });
+  } else if (!/^[a-z][a-z0-9._-]*$/.test(command.operator)) problems.push({ what: command.operator, why: 'an operator name is lower-case letters, digits, ., _ and -', remedy: 'choose another name' });
   if (!ED25519_PUBLIC_KEY.test(command.publicKey)) problems.push({ what: 'publicKey', why: 'not an ed25519 public key in base64', remedy: 'give the public half of the operator’s signing key' });
   const existing = operatorNamed(state.operators, command.operator);
   if (existing) problems.push({ what: command.operator, why: existing.revoked ? `operator ${command.operator} was revoked` : `operator ${command.operator} exists`, remedy: 'choose another name' });

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Decision } from '../decision.js';
 import { isAssigned } from '../assignments/state.js';
 import type { MeshState } from '../mesh/state.js';
+import { nameProblem } from '../limits.js';
 import { Refusal, refuseIfAny } from '../refusal.js';
 import { canHoldProblems } from './can-hold.js';
 import { SeatDefined, SeatHandedOver, SeatRenamed, seatAggregate, seatProtocol, type AssignmentRef } from './events.js';
@@ -66,7 +67,8 @@ export const decideRenameSeat = (command: RenameSeat, state: MeshState): Decisio
   if (!wantsPrefix && hasSystemPrefix(command.to)) {
     problems.push({ what: command.to, why: 'mesh- and node- name the mesh\'s own seats (ADR 0121)', remedy: 'choose a name without the prefix' });
   }
-  if (!/^[a-z][a-z0-9-]*$/.test(command.to)) problems.push({ what: command.to, why: 'a seat name is lower-case letters, digits and -', remedy: 'choose another name' });
+  const badName = nameProblem('seat', command.to, command.to.length > 40 ? 'NEW-NAME' : command.to);
+  if (badName) problems.push(badName);
   refuseIfAny(`renaming seat ${seat.name}`, problems);
   if (seat.name === command.to) return { aggregate: seatAggregate(seat.id), events: [], summary: `${seat.name} already has that name` };
   return {

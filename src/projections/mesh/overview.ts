@@ -2,6 +2,7 @@ import { sourceKey } from '../../domain/builds/events.js';
 import type { OverviewMesh } from '../../controller/overview.js';
 import { readAssignedModules } from './assignments.js';
 import { readSourceHeads } from './builds.js';
+import { readBuildStandings } from './build-standing.js';
 import { readRefusals } from './declarations.js';
 import { readModuleSources } from './modules.js';
 import { readNodeAddresses } from './nodes.js';
@@ -15,7 +16,7 @@ import { readHoldings, readSeatSet } from './seats.js';
 export const OVERVIEW_PROJECTIONS = ['nodes', 'assignments', 'seats', 'modules', 'builds', 'declarations'] as const;
 
 export const readOverviewMesh = async (views: ReadViews): Promise<OverviewMesh> => {
-  const [nodes, assignments, seats, holdings, sources, heads, refusals] = await Promise.all([
+  const [nodes, assignments, seats, holdings, sources, heads, refusals, builds] = await Promise.all([
     readNodeAddresses(views),
     readAssignedModules(views),
     readSeatSet(views),
@@ -23,6 +24,7 @@ export const readOverviewMesh = async (views: ReadViews): Promise<OverviewMesh> 
     readModuleSources(views),
     readSourceHeads(views),
     readRefusals(views),
+    readBuildStandings(views),
   ]);
   return {
     nodes,
@@ -32,5 +34,6 @@ export const readOverviewMesh = async (views: ReadViews): Promise<OverviewMesh> 
     sources: sources.map(({ module, source }) => ({ module, key: sourceKey(source, source.ref) })),
     heads,
     refusals: new Map(refusals.map((r) => [r.node, { seq: r.seq, derivedFromSeq: r.derivedFromSeq }])),
+    builds,
   };
 };
