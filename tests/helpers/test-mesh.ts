@@ -2,6 +2,9 @@ import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { pino } from 'pino';
 import { connectNats } from '../../src/adapters/nats/connect.js';
 import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
+import type { EventLog } from '../../src/adapters/eventlog/event-log.js';
+import type { MeshEvent } from '../../src/domain/registry.js';
+import type { NatsConnection } from '@nats-io/nats-core';
 import { LogWriter } from '../../src/adapters/eventlog/log-writer.js';
 import { newIdentity } from '../../src/adapters/identity.js';
 import { writePrivateJson } from '../../src/adapters/key-files.js';
@@ -13,7 +16,7 @@ import type { Identity } from '../../src/adapters/identity.js';
 import type { BusIdentity } from '../../src/adapters/nats/connect.js';
 import { artifactBucketName, jobsStreamName } from '../../src/adapters/nats/build-streams.js';
 import { eventsStreamName, type ControlStreamNames } from '../../src/adapters/nats/control-streams.js';
-import { Controller, type DeclarationPass } from '../../src/controller/controller.js';
+import { Controller, type ControllerOptions, type DeclarationPass } from '../../src/controller/controller.js';
 import { EnrolmentService } from '../../src/controller/enrolment-service.js';
 import { ReportIngester } from '../../src/controller/report-ingester.js';
 import { CommandDispatcher } from '../../src/controller/command-dispatcher.js';
@@ -42,6 +45,24 @@ export const testMeshNames = (name: string) => ({ logStream: `LOG_${name}`, logP
  * `identity`: who its own connection is (on a server of the test's own that knows no harness);
  * `name`: its names, when the test must know them before (to compose a bus user list).
  */
+/** The controller as its process runs it: with a projector beside it, stopped with it (a test's "the controller stops"). */
+class ControllerProcess extends Controller {
+  constructor(
+    nc: NatsConnection,
+    view: MeshView,
+    log: EventLog<MeshEvent>,
+    options: ControllerOptions,
+    private readonly projector: { stop(): Promise<void> } | undefined,
+  ) {
+    super(nc, view, log, options);
+  }
+
+  override async stop(): Promise<void> {
+    await this.projector?.stop();
+    await super.stop();
+  }
+}
+
 export const openTestMesh = async (options: { url?: string; identity?: BusIdentity; name?: string } = {}) => {
   const name = options.name ?? uniqueName('t');
   const names = testMeshNames(name);
@@ -71,7 +92,6 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
   const keyDirs: string[] = [];
   const pools: pg.Pool[] = [];
   const passes: DeclarationPass[] = [];
-  const projectors: { stop(): Promise<void> }[] = [];
   let commands = 0;
 
   /**
@@ -79,18 +99,8 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
    * with `busAuthority`, it composes the bus's user list before each pass.
    */
   const startController = async (options: { projector?: { databaseUrl: string; schemas: ProjectorSchemas }; busAuthority?: BusAuthority } = {}): Promise<Controller> => {
-    const controller = new Controller(nc, newView(), newLog(), {
-      names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
-      actor: 'controller',
-      logger: pino({ level: 'silent' }),
-      onPass: (pass) => passes.push(pass),
-      ...(options.busAuthority ? { busAuthority: options.busAuthority } : {}),
-    });
-    await controller.start();
-    controllers.push(controller);
-    if (options.projector) {
-      projectors.push(
-        startMeshProjector({
+    const projector = options.projector
+      ? startMeshProjector({
           nc,
           log: newLog(),
           databaseUrl: options.projector.databaseUrl,
@@ -99,9 +109,23 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
           actor: 'controller',
           logger: pino({ level: 'silent' }),
           prefix: names.prefix,
-        }),
-      );
-    }
+        })
+      : undefined;
+    const controller = new ControllerProcess(
+      nc,
+      newView(),
+      newLog(),
+      {
+        names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
+        actor: 'controller',
+        logger: pino({ level: 'silent' }),
+        onPass: (pass) => passes.push(pass),
+        ...(options.busAuthority ? { busAuthority: options.busAuthority } : {}),
+      },
+      projector,
+    );
+    await controller.start();
+    controllers.push(controller);
     return controller;
   };
 
@@ -231,7 +255,6 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
       for (const server of toolServers) server.stop();
       for (const dir of keyDirs) rmSync(dir, { recursive: true, force: true });
       for (const coordinator of coordinators) await coordinator.stop();
-      for (const projector of projectors) await projector.stop();
       for (const controller of controllers) await controller.stop();
       for (const view of views) await view.stop();
       for (const stream of [names.logStream, names.nodesStream, names.controlStream, eventsStreamName(streamNames), jobsStreamName(names), `OBJ_${artifactBucketName(names)}`]) await jsm.streams.delete(stream).catch(() => undefined);
