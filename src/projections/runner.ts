@@ -190,15 +190,18 @@ export class BuildRunner<E extends AnyEvent = AnyEvent> {
         }
         batch.push(commit);
         events += commit.events.length;
-        if (commit.pending > 0 && batch.length < maxCommits && events < maxEvents) continue;
+        // More is on its way: keep the batch open. The server's count is a hint; `idle` (nothing
+        // followed for a while) writes what was read whatever the count says.
+        const more = commit.pending > 0 && !commit.idle;
+        if (more && batch.length < maxCommits && events < maxEvents) continue;
         await settle();
         const done = this.flush(client, batch);
         done.catch(() => undefined); // awaited by settle(); this only keeps it from being reported as unhandled meanwhile
         inFlight = { done, last: commit };
         batch = [];
         events = 0;
-        if (commit.pending > 0) continue;
-        // At the head: commit now, so live events are visible one by one, then maybe take over.
+        if (more) continue;
+        // At the head, or idle: commit now, so live events are visible one by one, then maybe take over.
         await settle();
         if (this.build.status === 'building') await this.trySwitch(commit.seq);
         if (this.deps.untilServing && this.build.status === 'serving') return 'stopped';
