@@ -138,6 +138,8 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
           lagEvents: state.lagCommits,
           stalledAt: state.stall ? { seq: state.stall.seq, eventType: state.stall.type, sqlstate: state.stall.sqlstate ?? null, error: state.stall.error } : undefined,
           notServing: state.status !== 'serving',
+          notMovingSince: state.notMoving?.since.toISOString(),
+          stallRetry: state.stall ? { attempts: state.stall.attempts, nextAttemptAt: state.stall.nextAttemptAt?.toISOString() ?? null } : undefined,
         }));
       },
     }),

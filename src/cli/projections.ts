@@ -14,7 +14,7 @@ import { CommitReader } from '../projections/commit-reader.js';
 import { ensureControlSchema, readBuild, schemasFromEnv, type ProjectorSchemas } from '../projections/control.js';
 import { terminalProgress } from '../projections/progress.js';
 import { connectClient } from '../projections/projector.js';
-import { BuildRunner, DEFAULT_RUNNER_SETTINGS } from '../projections/runner.js';
+import { BuildRunner, runnerSettingsFromEnv } from '../projections/runner.js';
 import { allHealthy, projectionsStatus, type BuildState } from '../projections/status.js';
 import { parseFlags } from './flags.js';
 import { output, say, type Output } from './output.js';
@@ -91,7 +91,7 @@ const rebuild = async (name: string | undefined, deps: { out: Output; pool: pg.P
         schemas: deps.schemas,
         projection,
         logger,
-        settings: DEFAULT_RUNNER_SETTINGS,
+        settings: runnerSettingsFromEnv(),
         onProgress: terminalProgress(),
         untilServing: true,
         onStandby: () => {
@@ -121,15 +121,21 @@ const printStatus = (out: Output, states: readonly BuildState[]): void => {
   const header = ['PROJECTION', 'STATUS', 'VERSION', 'CHECKPOINT', 'HEAD', 'LAG', 'LAG(s)', 'STALL'];
   const rows = states.map((s) => [
     s.projection,
-    s.status,
+    // A build that applies nothing while the log moves is not "serving", whatever its row says.
+    s.notMoving ? 'NOT MOVING' : s.status,
     s.version === undefined ? `(code v${s.codeVersion})` : `v${s.version}${s.codeVersion !== undefined && s.codeVersion !== s.version ? ` (code v${s.codeVersion})` : ''}`,
     String(s.checkpoint),
     String(s.headSeq),
     String(s.lagCommits),
     s.lagSeconds === null ? '?' : s.lagSeconds.toFixed(1),
-    s.stall ? `at seq ${s.stall.seq} ${s.stall.type}${s.stall.sqlstate ? ` SQLSTATE ${s.stall.sqlstate}` : ''} since ${s.stall.since.toISOString()} (${s.stall.attempts} tries): ${s.stall.error}` : '-',
+    s.stall
+      ? `at seq ${s.stall.seq} ${s.stall.type}${s.stall.sqlstate ? ` SQLSTATE ${s.stall.sqlstate}` : ''} since ${s.stall.since.toISOString()} (${s.stall.attempts} ${s.stall.attempts === 1 ? 'try' : 'tries'}${s.stall.nextAttemptAt ? `, next at ${s.stall.nextAttemptAt.toISOString()}` : ''}): ${s.stall.error}`
+      : '-',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   for (const row of [header, ...rows]) out.line(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  '));
   out.line('LAG counts log entries (commits) not applied yet.');
+  const problems = states.flatMap((s) => (s.problem ? [s.problem] : []));
+  if (problems.length > 0) out.line('problems:');
+  for (const problem of problems) out.line(`  ${problem}`);
 };

@@ -12,6 +12,7 @@ import { DeclarationInputs } from '../domain/declarations/inputs.js';
 import { loadConfig } from '../config.js';
 import { schemasFromEnv, type ProjectorSchemas } from '../projections/control.js';
 import type { Projector } from '../projections/projector.js';
+import type { RunnerSettings } from '../projections/runner.js';
 import type { BusAuthority } from './bus-authority.js';
 import { DeclarationPublisher, type PublishOutcome } from './declaration-publisher.js';
 import type { LogHold } from './mesh-service.js';
@@ -37,7 +38,7 @@ export interface ControllerOptions {
   /** PostgreSQL for the projections; without it the controller runs no projector */
   databaseUrl?: string;
   /** the log the projector reads and its schemas; MESH_LOG_* and MESH_PROJECTOR_SCHEMA / MESH_READ_SCHEMA when absent */
-  projector?: { log?: { stream: string; subjectPrefix: string }; schemas?: ProjectorSchemas };
+  projector?: { log?: { stream: string; subjectPrefix: string }; schemas?: ProjectorSchemas; settings?: Partial<RunnerSettings> };
   actor: string;
   logger: Logger;
   /** called after each pass over the nodes; tests and benchmarks watch it */
@@ -124,6 +125,7 @@ export class Controller {
         logger: this.options.logger,
         signal: this.abort.signal,
         prefix: this.options.names.prefix,
+        ...(this.options.projector?.settings ? { settings: this.options.projector.settings } : {}),
       });
     }
   }

@@ -32,6 +32,10 @@ export interface ProjectionHealthInput {
   lagEvents: number;
   /** no build of it serves reads yet */
   notServing?: boolean;
+  /** it has applied nothing since then while the log held more (status.ts) */
+  notMovingSince?: string | undefined;
+  /** when a stalled projection tries again, and how often it has */
+  stallRetry?: { attempts: number; nextAttemptAt: string | null } | undefined;
 }
 
 /** How far behind a projection may be before the overview says so: a burst being folded is not a fault. */
@@ -186,9 +190,11 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
 
   for (const projection of input.projections ?? []) {
     if (projection.notServing) problems.push(`projection ${projection.projection}: not built yet, so what it shows is not known`);
+    else if (!projection.stalledAt && projection.notMovingSince) problems.push(`projection ${projection.projection}: not moving: nothing applied since ${projection.notMovingSince}, ${projection.lagEvents} log entries behind`);
     else if (!projection.stalledAt && projection.lagEvents > LAG_TOLERATED) problems.push(`projection ${projection.projection}: ${projection.lagEvents} log entries behind`);
     if (projection.stalledAt) {
-      problems.push(`projection ${projection.projection}: stalled at sequence ${projection.stalledAt.seq} (${projection.stalledAt.eventType}${projection.stalledAt.sqlstate ? `, SQLSTATE ${projection.stalledAt.sqlstate}` : ''}): ${projection.stalledAt.error}`);
+      const retry = projection.stallRetry ? ` (${projection.stallRetry.attempts} tries${projection.stallRetry.nextAttemptAt ? `, next at ${projection.stallRetry.nextAttemptAt}` : ''})` : '';
+      problems.push(`projection ${projection.projection}: stalled at sequence ${projection.stalledAt.seq} (${projection.stalledAt.eventType}${projection.stalledAt.sqlstate ? `, SQLSTATE ${projection.stalledAt.sqlstate}` : ''})${retry}: ${projection.stalledAt.error}`);
     }
   }
 
