@@ -130,6 +130,8 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
       heartbeatThresholdMs: heartbeatThresholdMs(),
       // Which of this process's readers the log holds at a commit, and why.
       holds: () => heldReaders({ 'the fact feed': facts.held() }),
+      // An outage of PostgreSQL is named with its start, not read as nodes never heard from.
+      store: () => controller.storeHealth(),
       // The projections' health, as `mesh status` judges it: a stall or a lagging build is on the page too.
       projections: async () => {
         const states = await projectionsStatus(pool, schemasFromEnv(), new CommitReader(nc, { ...settings, registry: meshEventRegistry() }), meshProjections());

@@ -17,6 +17,8 @@ import { connectClient } from '../projections/projector.js';
 import { BuildRunner, runnerSettingsFromEnv } from '../projections/runner.js';
 import { allHealthy, projectionsStatus, type BuildState } from '../projections/status.js';
 import { parseFlags } from './flags.js';
+import { isConnectionFailure } from '../projections/sql.js';
+import { storeUnreachable } from './store-unreachable.js';
 import { output, say, type Output } from './output.js';
 
 // `mesh projections status|rebuild`: how far each projection is behind the log, and a forced
@@ -35,7 +37,8 @@ export const projectionsCommand = async (args: string[]): Promise<number> => {
     const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
     await verifyLogStream(await jetstreamManager(nc), settings, config.natsUrl);
     const reader = new CommitReader(nc, { ...settings, registry: meshEventRegistry() });
-    await pool.query('SELECT 1').catch((cause: unknown) => {
+    await pool.query('SELECT 1').catch(async (cause: unknown) => {
+      if (isConnectionFailure(cause)) throw await storeUnreachable(nc, config, databaseUrl, cause);
       const url = withoutPassword(databaseUrl);
       throw new UnavailableError(`cannot reach PostgreSQL at ${url}: ${(cause as Error).message}. Is the stack up? Run \`npx mesh dev up\`, or set MESH_DATABASE_URL.`, { url }, { cause });
     });

@@ -18,6 +18,10 @@ import { DeclarationPublisher, type PublishOutcome } from './declaration-publish
 import type { LogHold } from './mesh-service.js';
 import type { MeshView } from './mesh-view.js';
 import { runMeshProjector } from './projections.js';
+import type { Subscription } from '@nats-io/nats-core';
+import { withoutPassword } from '../adapters/database-logins.js';
+import { serveHealth } from './health-tool.js';
+import { StoreWatch, type StoreHealth } from './store-watch.js';
 
 // Derives each node's declaration from the process's view of the mesh (mesh-view.ts) and publishes
 // those whose content changed. Incremental, as a reconciler is: each folded event marks the nodes
@@ -45,6 +49,8 @@ export interface ControllerOptions {
   onPass?: (pass: DeclarationPass) => void;
   /** the bus's user list, composed again before each pass so nobody is told to start before it may speak */
   busAuthority?: BusAuthority;
+  /** how often the controller looks whether PostgreSQL answers (store-watch.ts); 2 s by default */
+  storeWatchMs?: number;
 }
 
 export interface DeclarationPass {
@@ -65,6 +71,8 @@ export class Controller {
   private pending: Promise<void> = Promise.resolve();
   private dirty = false;
   private projector: Promise<Projector<MeshEvent> | undefined> | undefined;
+  private storeWatch: StoreWatch | undefined;
+  private healthTool: Subscription | undefined;
   /** what each node's last composition read, so an event recomposes only the nodes it reaches */
   private readonly inputs = new DeclarationInputs();
   /** reached by the events folded since the last pass */
@@ -95,6 +103,11 @@ export class Controller {
     return this.view.held();
   }
 
+  /** Whether PostgreSQL answers this controller, and since when it has not; undefined without a database. */
+  storeHealth(): StoreHealth | undefined {
+    return this.storeWatch?.state();
+  }
+
   /** Resolves once this process's view has folded `seq`. */
   reached(seq: number): Promise<void> {
     return this.view.reached(seq);
@@ -115,6 +128,14 @@ export class Controller {
     if (this.view.isCaughtUp()) this.schedule();
     if (this.options.databaseUrl) {
       const config = loadConfig();
+      this.storeWatch = new StoreWatch(this.options.databaseUrl, {
+        url: withoutPassword(this.options.databaseUrl),
+        logger: this.options.logger.child({ component: 'store-watch' }),
+        ...(this.options.storeWatchMs ? { intervalMs: this.options.storeWatchMs } : {}),
+      });
+      this.storeWatch.start();
+      // Readers that cannot reach PostgreSQL ask the controller since when it has been away.
+      this.healthTool = serveHealth(this.nc, this.options.names.prefix, () => this.storeWatch?.state());
       this.projector = runMeshProjector({
         nc: this.nc,
         log: this.log,
@@ -133,6 +154,8 @@ export class Controller {
   async stop(): Promise<void> {
     this.abort.abort();
     this.options.busAuthority?.stop();
+    this.healthTool?.unsubscribe();
+    await this.storeWatch?.stop();
     const projector = this.projector;
     this.projector = undefined;
     await (await projector)?.stop();

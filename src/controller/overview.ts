@@ -81,6 +81,11 @@ export const overviewMeshOf = (state: MeshState): OverviewMesh => ({
 export interface OverviewInput {
   state: MeshState;
   nodes: NodeHealthInput[];
+  /**
+   * Set when what nodes last said could not be read (the controller's store away), saying why:
+   * nothing is then judged from its absence — no node is "never heard from" for want of a row.
+   */
+  nodesUnknown?: string | undefined;
   /** the newest declaration published for each node, and the log sequence it was derived at */
   declared: Map<string, { sequence: number; digest: string; derivedFromSeq: number }>;
   projections?: ProjectionHealthInput[];
@@ -102,6 +107,8 @@ export interface NodeOverview {
   holds: string[];
   seats: string[];
   problems: string[];
+  /** why what this node last said is not known (its store away), or null when it is */
+  statusUnknown: string | null;
 }
 
 export interface Overview {
@@ -119,6 +126,9 @@ export interface Overview {
 
 const when = (date: Date | null): string | null => (date ? date.toISOString() : null);
 
+/** The one line the overview says when what nodes last said cannot be read. */
+export const nodesUnknownLine = (why: string): string => `what the nodes last said is not known, so none is judged heard from or not: ${why}`;
+
 export const overview = ({ state, ...input }: OverviewInput): Overview => overviewOf({ ...input, mesh: overviewMeshOf(state) });
 
 export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: OverviewMesh }): Overview => {
@@ -132,6 +142,7 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
       `the log holds ${at.map((h) => h.reader).join(', ')} at seq ${seq} (${at[0]?.aggregate}): ${at[0]?.problem}; nothing after it is read until an operator voids it: mesh log void ${seq} --reason "…"`,
     );
   }
+  if (input.nodesUnknown !== undefined) problems.push(nodesUnknownLine(input.nodesUnknown));
   const byNode = new Map(input.nodes.map((n) => [n.node, n]));
   const holderAt = (seatId: string, scopeKey: string) => mesh.holdings.find((h) => h.seatId === seatId && h.scopeKey === scopeKey);
   const nodes: NodeOverview[] = [];
@@ -142,9 +153,12 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
     const report = health?.report ?? null;
     const nodeProblems: string[] = [];
     const heard = [health?.heartbeatAt, health?.reportedAt].filter((d): d is Date => d instanceof Date).sort((a, b) => b.getTime() - a.getTime())[0] ?? null;
-    if (!heard) nodeProblems.push(`${node.name}: never heard from`);
-    else if (input.now.getTime() - heard.getTime() > input.heartbeatThresholdMs) nodeProblems.push(`${node.name}: not heard from since ${heard.toISOString()}`);
-    if (declared && (!report || report.digest !== declared.digest)) {
+    // What a node said is unknown while its store is away: the outage is named once (by the
+    // caller), not turned into "never heard from" about every node.
+    const known = input.nodesUnknown === undefined;
+    if (known && !heard) nodeProblems.push(`${node.name}: never heard from`);
+    else if (known && heard && input.now.getTime() - heard.getTime() > input.heartbeatThresholdMs) nodeProblems.push(`${node.name}: not heard from since ${heard.toISOString()}`);
+    if (known && declared && (!report || report.digest !== declared.digest)) {
       nodeProblems.push(`${node.name}: has not applied declaration ${declared.sequence}${report ? ` (last applied ${report.sequence} at ${report.at})` : ''}`);
     }
     if (report?.refusal) nodeProblems.push(`${node.name}: refused declaration ${report.sequence}: ${report.refusal}`);
@@ -164,7 +178,7 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
       }
       for (const r of refused) nodeProblems.push(`${node.name}/${module}: ${r.key} refused: ${r.reason ?? 'no reason given'}`);
       for (const r of looping) nodeProblems.push(`${node.name}/${module}: ${r.key} crash-looping (${r.restarts ?? '?'} restarts): ${r.reason ?? ''}`.trim());
-      if (report && report.digest === declared?.digest && !running && held.length + refused.length + looping.length === 0) nodeProblems.push(`${node.name}/${module}: assigned but not running`);
+      if (known && report && report.digest === declared?.digest && !running && held.length + refused.length + looping.length === 0) nodeProblems.push(`${node.name}/${module}: assigned but not running`);
     }
     // A refusal stands until a declaration derived after the refused attempt has been published:
     // the log keeps the last refusal stated, and only the published declaration says it was overcome.
@@ -185,6 +199,7 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
       holds,
       seats,
       problems: nodeProblems,
+      statusUnknown: input.nodesUnknown ?? null,
     });
   }
 
