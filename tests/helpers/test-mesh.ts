@@ -29,6 +29,7 @@ import type { MeshCommand } from '../../src/domain/mesh/commands.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../../src/domain/declarations/declaration.js';
 import { meshEventRegistry } from '../../src/domain/registry.js';
 import type { ProjectorSchemas } from '../../src/projections/control.js';
+import type { RunnerSettings } from '../../src/projections/runner.js';
 import { testNatsUrl } from './log.js';
 import { testDatabaseUrl } from './database.js';
 import { uniqueName } from './names.js';
@@ -76,12 +77,18 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
    * With `projector`, the controller also folds this mesh's log into PostgreSQL under those schemas;
    * with `busAuthority`, it composes the bus's user list before each pass.
    */
-  const startController = async (options: { projector?: { databaseUrl: string; schemas: ProjectorSchemas }; busAuthority?: BusAuthority } = {}): Promise<Controller> => {
+  const startController = async (
+    options: { projector?: { databaseUrl: string; schemas: ProjectorSchemas; settings?: Partial<RunnerSettings> }; busAuthority?: BusAuthority; storeWatchMs?: number } = {},
+  ): Promise<Controller> => {
     const controller = new Controller(nc, newView(), newLog(), {
       names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
       ...(options.projector
-        ? { databaseUrl: options.projector.databaseUrl, projector: { log: { stream: names.logStream, subjectPrefix: names.logPrefix }, schemas: options.projector.schemas } }
+        ? {
+            databaseUrl: options.projector.databaseUrl,
+            projector: { log: { stream: names.logStream, subjectPrefix: names.logPrefix }, schemas: options.projector.schemas, ...(options.projector.settings ? { settings: options.projector.settings } : {}) },
+          }
         : {}),
+      ...(options.storeWatchMs ? { storeWatchMs: options.storeWatchMs } : {}),
       actor: 'controller',
       logger: pino({ level: 'silent' }),
       onPass: (pass) => passes.push(pass),
@@ -171,17 +178,25 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
    * The control plane a `mesh` read needs: the controller folding into `schemas`, the report
    * ingester, the command tools. Returns the environment a `mesh` child process reads this mesh with.
    */
-  const startControlPlane = async (schemas: ProjectorSchemas): Promise<Record<string, string>> => {
-    const controller = await startController({ projector: { databaseUrl: testDatabaseUrl(), schemas } });
+  /** The environment a `mesh` child process reads this mesh with, its projections in `schemas`; also lets it send commands. */
+  const readEnv = async (schemas: ProjectorSchemas): Promise<Record<string, string>> => ({
+    ...(await operatorCommands()),
+    MESH_NATS_URL: options.url ?? testNatsUrl(),
+    MESH_NODES_STREAM: names.nodesStream,
+    MESH_CONTROL_STREAM: names.controlStream,
+    MESH_PROJECTOR_SCHEMA: schemas.control,
+    MESH_READ_SCHEMA: schemas.read,
+    MESH_CONTROLLER_SCHEMA: `status_${name}`,
+  });
+
+  /**
+   * The control plane a `mesh` read needs: the controller folding into `schemas`, the report
+   * ingester, the command tools. Returns the environment a `mesh` child process reads this mesh with.
+   */
+  const startControlPlane = async (schemas: ProjectorSchemas, settings?: Partial<RunnerSettings>): Promise<Record<string, string>> => {
+    const controller = await startController({ projector: { databaseUrl: testDatabaseUrl(), schemas, ...(settings ? { settings } : {}) } });
     await startIngester(controller);
-    return {
-      ...(await operatorCommands()),
-      MESH_NATS_URL: options.url ?? testNatsUrl(),
-      MESH_NODES_STREAM: names.nodesStream,
-      MESH_PROJECTOR_SCHEMA: schemas.control,
-      MESH_READ_SCHEMA: schemas.read,
-      MESH_CONTROLLER_SCHEMA: `status_${name}`,
-    };
+    return readEnv(schemas);
   };
 
   return {
@@ -203,6 +218,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
     passes,
     startController,
     startControlPlane,
+    readEnv,
     run: (command: MeshCommand) => mesh.execute(command, { commandId: `${name}-${++commands}`, actor: 'operator:test' }),
     /** The declaration NODES holds for a node now, if any. */
     declarationOf: async (node: string): Promise<Declaration | undefined> => {
