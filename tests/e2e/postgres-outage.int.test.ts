@@ -131,5 +131,5 @@ describe('PostgreSQL away for a while under a running controller', () => {
     const { built, rebuilt } = await besideARebuild(pool, { databaseUrl: projectorUrl, nc: t.nc, log: { stream: t.names.logStream, subjectPrefix: t.names.logPrefix }, schemas, headSeq: await head() });
     expect(Object.keys(built).length).toBeGreaterThan(10);
     expect(built).toEqual(rebuilt);
-  }, 240_000);
+  }, OUTAGE_MS + 200_000);
 });

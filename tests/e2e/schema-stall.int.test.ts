@@ -129,5 +129,5 @@ describe('a projection stalled by a schema change resumes by itself once the sch
     const { built, rebuilt } = await besideARebuild(pool, { databaseUrl: testDatabaseUrl(), nc: t.nc, log: { stream: t.names.logStream, subjectPrefix: t.names.logPrefix }, schemas, headSeq: await head() });
     expect(built['nodes.nodes']).toHaveLength(3 + during);
     expect(built).toEqual(rebuilt);
-  }, 180_000);
+  }, STALL_MS + 150_000);
 });
