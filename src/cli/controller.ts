@@ -18,6 +18,8 @@ import { EnrolmentService } from '../controller/enrolment-service.js';
 import { MeshService } from '../controller/mesh-service.js';
 import { MeshView } from '../controller/mesh-view.js';
 import { startMeshProjector } from '../controller/projections.js';
+import { watchStore } from '../controller/health-tool.js';
+import { runnerSettingsFromEnv } from '../projections/runner.js';
 import { statusSchemaFromEnv } from '../controller/node-status.js';
 import { heartbeatThresholdMs } from '../controller/overview.js';
 import { ReportIngester } from '../controller/report-ingester.js';
@@ -92,10 +94,13 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     databaseUrl: databaseUrlFor('projector', config),
     source: settings,
     schemas: schemasFromEnv(),
+    settings: runnerSettingsFromEnv(),
     actor: 'controller',
     logger,
     prefix: config.subjectPrefix,
   });
+  // Readers that cannot reach PostgreSQL ask the controller since when it has been away.
+  const store = watchStore(nc, config.subjectPrefix, databaseUrlFor('projector', config), { logger: logger.child({ component: 'store-watch' }) });
   const enrolment = new EnrolmentService(nc, mesh, {
     prefix: config.subjectPrefix,
     natsUrl: config.natsUrl,
@@ -141,6 +146,8 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
       heartbeatThresholdMs: heartbeatThresholdMs(),
       // Which of this process's readers the log holds at a commit, and why.
       holds: () => heldReaders({ 'the fact feed': facts.held() }),
+      // An outage of PostgreSQL is named with its start, not read as nodes never heard from.
+      store: () => store.state(),
       // The projections' health, as `mesh status` judges it: a stall or a lagging build is on the page too.
       projections: async () => {
         const states = await projectionsStatus(pool, schemasFromEnv(), new CommitReader(nc, { ...settings, registry: meshEventRegistry() }), meshProjections());
@@ -149,6 +156,8 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
           lagEvents: state.lagCommits,
           stalledAt: state.stall ? { seq: state.stall.seq, eventType: state.stall.type, sqlstate: state.stall.sqlstate ?? null, error: state.stall.error } : undefined,
           notServing: state.status !== 'serving',
+          notMovingSince: state.notMoving?.since.toISOString(),
+          stallRetry: state.stall ? { attempts: state.stall.attempts, nextAttemptAt: state.stall.nextAttemptAt?.toISOString() ?? null } : undefined,
         }));
       },
     }),
@@ -176,6 +185,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   await reports.stop();
   await builds.stop();
   await projector.stop();
+  await store.stop();
   await controller.stop();
   await view.stop();
   await pool.end();

@@ -70,7 +70,8 @@ export const nodeCommand = async (args: string[]): Promise<number> => {
         out.line(`runs: ${shown.assignments.map((a) => `${a.module} (definition v${a.definitionVersion})`).join(', ') || 'nothing'}`);
         out.line(`holds: ${shown.seats.map((h) => `${h.seat} (by ${h.module})`).join(', ') || 'no seat'}`);
         const machine = shown.machine;
-        out.line(`last heard: ${machine?.lastHeard ?? 'never'}; last report: ${machine?.lastReport ?? 'never'}; declaration ${machine?.appliedSequence ?? '–'} applied of ${machine?.declaredSequence ?? '–'}`);
+        const never = machine?.statusUnknown ? `not known (${machine.statusUnknown})` : 'never';
+        out.line(`last heard: ${machine?.lastHeard ?? never}; last report: ${machine?.lastReport ?? never}; declaration ${machine?.appliedSequence ?? '–'} applied of ${machine?.declaredSequence ?? '–'}`);
         out.line(`running now: ${machine?.running.map((r) => `${r.module} (definition v${r.definitionVersion})`).join(', ') || 'nothing reported'}`);
         out.line(machine && machine.holds.length > 0 ? `held (${machine.holds.length}):` : 'held: nothing');
         for (const hold of machine?.holds ?? []) out.line(`  ${hold}`);

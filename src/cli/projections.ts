@@ -14,9 +14,11 @@ import { CommitReader } from '../projections/commit-reader.js';
 import { ensureControlSchema, readBuild, schemasFromEnv, type ProjectorSchemas } from '../projections/control.js';
 import { terminalProgress } from '../projections/progress.js';
 import { connectClient } from '../projections/projector.js';
-import { BuildRunner, DEFAULT_RUNNER_SETTINGS } from '../projections/runner.js';
+import { BuildRunner, runnerSettingsFromEnv } from '../projections/runner.js';
 import { allHealthy, projectionsStatus, type BuildState } from '../projections/status.js';
 import { parseFlags } from './flags.js';
+import { isConnectionFailure } from '../projections/sql.js';
+import { storeUnreachable } from './store-unreachable.js';
 import { output, say, type Output } from './output.js';
 
 // `mesh projections status|rebuild`: how far each projection is behind the log, and a forced
@@ -35,7 +37,8 @@ export const projectionsCommand = async (args: string[]): Promise<number> => {
     const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
     await verifyLogStream(await jetstreamManager(nc), settings, config.natsUrl);
     const reader = new CommitReader(nc, { ...settings, registry: meshEventRegistry() });
-    await pool.query('SELECT 1').catch((cause: unknown) => {
+    await pool.query('SELECT 1').catch(async (cause: unknown) => {
+      if (isConnectionFailure(cause)) throw await storeUnreachable(nc, config, databaseUrl, cause);
       const url = withoutPassword(databaseUrl);
       throw new UnavailableError(`cannot reach PostgreSQL at ${url}: ${(cause as Error).message}. Is the stack up? Run \`npx mesh dev up\`, or set MESH_DATABASE_URL.`, { url }, { cause });
     });
@@ -91,7 +94,7 @@ const rebuild = async (name: string | undefined, deps: { out: Output; pool: pg.P
         schemas: deps.schemas,
         projection,
         logger,
-        settings: DEFAULT_RUNNER_SETTINGS,
+        settings: runnerSettingsFromEnv(),
         onProgress: terminalProgress(),
         untilServing: true,
         onStandby: () => {
@@ -121,15 +124,21 @@ const printStatus = (out: Output, states: readonly BuildState[]): void => {
   const header = ['PROJECTION', 'STATUS', 'VERSION', 'CHECKPOINT', 'HEAD', 'LAG', 'LAG(s)', 'STALL'];
   const rows = states.map((s) => [
     s.projection,
-    s.status,
+    // A build that applies nothing while the log moves is not "serving", whatever its row says.
+    s.notMoving ? 'NOT MOVING' : s.status,
     s.version === undefined ? `(code v${s.codeVersion})` : `v${s.version}${s.codeVersion !== undefined && s.codeVersion !== s.version ? ` (code v${s.codeVersion})` : ''}`,
     String(s.checkpoint),
     String(s.headSeq),
     String(s.lagCommits),
     s.lagSeconds === null ? '?' : s.lagSeconds.toFixed(1),
-    s.stall ? `at seq ${s.stall.seq} ${s.stall.type}${s.stall.sqlstate ? ` SQLSTATE ${s.stall.sqlstate}` : ''} since ${s.stall.since.toISOString()} (${s.stall.attempts} tries): ${s.stall.error}` : '-',
+    s.stall
+      ? `at seq ${s.stall.seq} ${s.stall.type}${s.stall.sqlstate ? ` SQLSTATE ${s.stall.sqlstate}` : ''} since ${s.stall.since.toISOString()} (${s.stall.attempts} ${s.stall.attempts === 1 ? 'try' : 'tries'}${s.stall.nextAttemptAt ? `, next at ${s.stall.nextAttemptAt.toISOString()}` : ''}): ${s.stall.error}`
+      : '-',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   for (const row of [header, ...rows]) out.line(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  '));
   out.line('LAG counts log entries (commits) not applied yet.');
+  const problems = states.flatMap((s) => (s.problem ? [s.problem] : []));
+  if (problems.length > 0) out.line('problems:');
+  for (const problem of problems) out.line(`  ${problem}`);
 };

@@ -11,7 +11,9 @@ import { meshEventRegistry } from '../domain/registry.js';
 import { CorruptEventError, UnavailableError, ValidationError } from '../errors.js';
 import { schemasFromEnv, stalledSequences, type ProjectorSchemas } from '../projections/control.js';
 import { ReadBarrier } from '../projections/read-barrier.js';
-import { ident, sqlstateOf } from '../projections/sql.js';
+import { ident, isConnectionFailure, sqlstateOf } from '../projections/sql.js';
+import { askHealth } from '../controller/health-tool.js';
+import { behindHint, storeUnreachable } from './store-unreachable.js';
 import type { NatsConnection } from '@nats-io/nats-core';
 
 // Reads that see the writes: a query first waits until the projections it reads have reached the
@@ -85,9 +87,10 @@ export const withReads = async <T>(
     const jsm = await jetstreamManager(nc);
     await verifyLogStream(jsm, settings, config.natsUrl);
     const seq = options.atLeast ?? (await jsm.streams.info(config.logStream)).state.last_seq;
-    barrier = await ReadBarrier.open(databaseUrl, db, schemas).catch((cause: unknown) => {
+    barrier = await ReadBarrier.open(databaseUrl, db, schemas).catch(async (cause: unknown) => {
+      if (isConnectionFailure(cause)) throw await storeUnreachable(nc, config, databaseUrl, cause);
       const url = withoutPassword(databaseUrl);
-      throw new UnavailableError(`cannot reach PostgreSQL at ${url}: ${(cause as Error).message}. Is the stack up? Run \`npx mesh dev up\`, or set MESH_DATABASE_URL.`, { url }, { cause });
+      throw new UnavailableError(`cannot use PostgreSQL at ${url}: ${(cause as Error).message}. Is the stack up? Run \`npx mesh dev up\`, or set MESH_DATABASE_URL.`, { url }, { cause });
     });
     let behind: UnavailableError | undefined;
     try {
@@ -101,7 +104,9 @@ export const withReads = async <T>(
       }
     } catch (error) {
       if (error instanceof CorruptEventError) throw error;
-      const hint = 'Is the controller running? It folds the log into these tables: `npx mesh dev up` starts it.';
+      if (isConnectionFailure(error)) throw await storeUnreachable(nc, config, databaseUrl, error);
+      // Behind: the controller says whether it runs and whether its store answers, rather than a guess.
+      const hint = behindHint(await askHealth(nc, config.subjectPrefix), config.subjectPrefix);
       if (sqlstateOf(error) === '42P01') {
         throw new UnavailableError(`no projection has been built in schema ${schemas.control} yet. ${hint}`, { schema: schemas.control }, { cause: error });
       }
@@ -112,6 +117,7 @@ export const withReads = async <T>(
     try {
       return await work({ config, nc, db, schemas, view: (table) => `${ident(schemas.read)}.${ident(table)}`, seq, ...(behind ? { behind } : {}) });
     } catch (error) {
+      if (isConnectionFailure(error)) throw await storeUnreachable(nc, config, databaseUrl, error);
       if (sqlstateOf(error) !== '42P01') throw error;
       throw new UnavailableError(
         `the read schema ${schemas.read} has no view of ${projections.join(', ')} (${(error as Error).message}): the controller folding into ${schemas.control} serves its views elsewhere. Check MESH_READ_SCHEMA.`,

@@ -31,8 +31,11 @@ const NOT_JUDGED: Overview & { unknown: string[] } = { healthy: false, problems:
 const describeProjection = (s: BuildState): string => {
   const version = s.version === undefined ? `(code v${s.codeVersion})` : `v${s.version}`;
   const lag = s.lagCommits === 0 ? 'caught up' : `${s.lagCommits} behind${s.lagSeconds === null ? '' : ` (${s.lagSeconds.toFixed(1)} s)`}`;
-  const stall = s.stall ? `; STALLED at seq ${s.stall.seq} (${s.stall.type}${s.stall.sqlstate ? `, SQLSTATE ${s.stall.sqlstate}` : ''}) since ${s.stall.since.toISOString()}: ${s.stall.error}` : '';
-  return `${s.projection.padEnd(12)} ${s.status.padEnd(9)} ${version.padEnd(6)} at seq ${s.checkpoint} of ${s.headSeq}, ${lag}${stall}`;
+  const stall = s.stall
+    ? `; STALLED at seq ${s.stall.seq} (${s.stall.type}${s.stall.sqlstate ? `, SQLSTATE ${s.stall.sqlstate}` : ''}) since ${s.stall.since.toISOString()}, ${s.stall.attempts} ${s.stall.attempts === 1 ? 'try' : 'tries'}${s.stall.nextAttemptAt ? `, next at ${s.stall.nextAttemptAt.toISOString()}` : ''}: ${s.stall.error}`
+    : '';
+  const moving = s.notMoving ? `; NOT MOVING: nothing applied since ${s.notMoving.since.toISOString()}` : '';
+  return `${s.projection.padEnd(12)} ${(s.notMoving ? 'NOT MOVING' : s.status).padEnd(9)} ${version.padEnd(6)} at seq ${s.checkpoint} of ${s.headSeq}, ${lag}${stall}${moving}`;
 };
 
 export const statusCommand = async (args: string[]): Promise<number> => {
@@ -98,7 +101,7 @@ export const statusCommand = async (args: string[]): Promise<number> => {
       out.line(`mesh seats unheld: ${unheld.join(', ') || 'none'}`);
       if (machines.nodes.length > 0) out.line('machines:');
       for (const machine of machines.nodes) {
-        out.line(`  ${machine.node.padEnd(20)} heard ${machine.lastHeard ?? 'never'}; declaration ${machine.appliedSequence ?? '–'} applied of ${machine.declaredSequence ?? '–'}; running ${machine.running.map((r) => r.module).join(', ') || 'nothing'}`);
+        out.line(`  ${machine.node.padEnd(20)} heard ${machine.lastHeard ?? (machine.statusUnknown ? 'not known' : 'never')}; declaration ${machine.appliedSequence ?? '–'} applied of ${machine.declaredSequence ?? '–'}; running ${machine.running.map((r) => r.module).join(', ') || 'nothing'}`);
       }
       if (machines.problems.length > 0) out.line('not as told:');
       for (const problem of machines.problems) out.line(`  ${problem}`);

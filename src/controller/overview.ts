@@ -39,6 +39,10 @@ export interface ProjectionHealthInput {
   lagEvents: number;
   /** no build of it serves reads yet */
   notServing?: boolean;
+  /** it has applied nothing since then while the log held more (status.ts) */
+  notMovingSince?: string | undefined;
+  /** when a stalled projection tries again, and how often it has */
+  stallRetry?: { attempts: number; nextAttemptAt: string | null } | undefined;
 }
 
 /** How far behind a projection may be before the overview says so: a burst being folded is not a fault. */
@@ -84,6 +88,11 @@ export const overviewMeshOf = (state: MeshState): OverviewMesh => ({
 export interface OverviewInput {
   state: MeshState;
   nodes: NodeHealthInput[];
+  /**
+   * Set when what nodes last said could not be read (the controller's store away), saying why:
+   * nothing is then judged from its absence — no node is "never heard from" for want of a row.
+   */
+  nodesUnknown?: string | undefined;
   /** the newest declaration published for each node, and the log sequence it was derived at */
   declared: Map<string, { sequence: number; digest: string; derivedFromSeq: number }>;
   projections?: ProjectionHealthInput[];
@@ -105,6 +114,8 @@ export interface NodeOverview {
   holds: string[];
   seats: string[];
   problems: string[];
+  /** why what this node last said is not known (its store away), or null when it is */
+  statusUnknown: string | null;
 }
 
 export interface Overview {
@@ -122,6 +133,9 @@ export interface Overview {
 
 const when = (date: Date | null): string | null => (date ? date.toISOString() : null);
 
+/** The one line the overview says when what nodes last said cannot be read. */
+export const nodesUnknownLine = (why: string): string => `what the nodes last said is not known, so none is judged heard from or not: ${why}`;
+
 export const overview = ({ state, ...input }: OverviewInput): Overview => overviewOf({ ...input, mesh: overviewMeshOf(state) });
 
 export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: OverviewMesh }): Overview => {
@@ -135,6 +149,7 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
       `the log holds ${at.map((h) => h.reader).join(', ')} at seq ${seq} (${at[0]?.aggregate}): ${at[0]?.problem}; nothing after it is read until an operator voids it: mesh log void ${seq} --reason "…"`,
     );
   }
+  if (input.nodesUnknown !== undefined) problems.push(nodesUnknownLine(input.nodesUnknown));
   const byNode = new Map(input.nodes.map((n) => [n.node, n]));
   const holderAt = (seatId: string, scopeKey: string) => mesh.holdings.find((h) => h.seatId === seatId && h.scopeKey === scopeKey);
   const nodes: NodeOverview[] = [];
@@ -145,9 +160,12 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
     const report = health?.report ?? null;
     const nodeProblems: string[] = [];
     const heard = [health?.heartbeatAt, health?.reportedAt].filter((d): d is Date => d instanceof Date).sort((a, b) => b.getTime() - a.getTime())[0] ?? null;
-    if (!heard) nodeProblems.push(`${node.name}: never heard from`);
-    else if (input.now.getTime() - heard.getTime() > input.heartbeatThresholdMs) nodeProblems.push(`${node.name}: not heard from since ${heard.toISOString()}`);
-    if (declared && (!report || report.digest !== declared.digest)) {
+    // What a node said is unknown while its store is away: the outage is named once (by the
+    // caller), not turned into "never heard from" about every node.
+    const known = input.nodesUnknown === undefined;
+    if (known && !heard) nodeProblems.push(`${node.name}: never heard from`);
+    else if (known && heard && input.now.getTime() - heard.getTime() > input.heartbeatThresholdMs) nodeProblems.push(`${node.name}: not heard from since ${heard.toISOString()}`);
+    if (known && declared && (!report || report.digest !== declared.digest)) {
       nodeProblems.push(`${node.name}: has not applied declaration ${declared.sequence}${report ? ` (last applied ${report.sequence} at ${report.at})` : ''}`);
     }
     if (report?.refusal) nodeProblems.push(`${node.name}: refused declaration ${report.sequence}: ${report.refusal}`);
@@ -167,7 +185,7 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
       }
       for (const r of refused) nodeProblems.push(`${node.name}/${module}: ${r.key} refused: ${r.reason ?? 'no reason given'}`);
       for (const r of looping) nodeProblems.push(`${node.name}/${module}: ${r.key} crash-looping (${r.restarts ?? '?'} restarts): ${r.reason ?? ''}`.trim());
-      if (report && report.digest === declared?.digest && !running && held.length + refused.length + looping.length === 0) nodeProblems.push(`${node.name}/${module}: assigned but not running`);
+      if (known && report && report.digest === declared?.digest && !running && held.length + refused.length + looping.length === 0) nodeProblems.push(`${node.name}/${module}: assigned but not running`);
     }
     // A refusal stands until a declaration derived after the refused attempt has been published:
     // the log keeps the last refusal stated, and only the published declaration says it was overcome.
@@ -188,14 +206,17 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
       holds,
       seats,
       problems: nodeProblems,
+      statusUnknown: input.nodesUnknown ?? null,
     });
   }
 
   for (const projection of input.projections ?? []) {
     if (projection.notServing) problems.push(`projection ${projection.projection}: not built yet, so what it shows is not known`);
+    else if (!projection.stalledAt && projection.notMovingSince) problems.push(`projection ${projection.projection}: not moving: nothing applied since ${projection.notMovingSince}, ${projection.lagEvents} log entries behind`);
     else if (!projection.stalledAt && projection.lagEvents > LAG_TOLERATED) problems.push(`projection ${projection.projection}: ${projection.lagEvents} log entries behind`);
     if (projection.stalledAt) {
-      problems.push(`projection ${projection.projection}: stalled at sequence ${projection.stalledAt.seq} (${projection.stalledAt.eventType}${projection.stalledAt.sqlstate ? `, SQLSTATE ${projection.stalledAt.sqlstate}` : ''}): ${projection.stalledAt.error}`);
+      const retry = projection.stallRetry ? ` (${projection.stallRetry.attempts} tries${projection.stallRetry.nextAttemptAt ? `, next at ${projection.stallRetry.nextAttemptAt}` : ''})` : '';
+      problems.push(`projection ${projection.projection}: stalled at sequence ${projection.stalledAt.seq} (${projection.stalledAt.eventType}${projection.stalledAt.sqlstate ? `, SQLSTATE ${projection.stalledAt.sqlstate}` : ''})${retry}: ${projection.stalledAt.error}`);
     }
   }
 

@@ -41,6 +41,18 @@ describe('the overview never claims health from absence', () => {
     expect(result.nodes.find((n) => n.node === 'beta')?.seats).toEqual(['front-desk']);
   });
 
+  it('does not turn an outage of its own store into nodes never heard from', () => {
+    const why = 'PostgreSQL at postgres://127.0.0.1:5432/mesh is unreachable since 2026-12-02T11:59:00.000Z (connect ECONNREFUSED 127.0.0.1:5432)';
+    const result = overview({ state: mesh().state, nodes: [], nodesUnknown: why, declared, now, heartbeatThresholdMs: 15_000 });
+    expect(result.healthy).toBe(false);
+    expect(result.problems).toEqual([`what the nodes last said is not known, so none is judged heard from or not: ${why}`]);
+    expect(result.problems.join('\n')).not.toContain('never heard from');
+    expect(result.nodes.map((n) => [n.node, n.lastHeard, n.statusUnknown])).toEqual([
+      ['alpha', null, why],
+      ['beta', null, why],
+    ]);
+  });
+
   it('names a node never heard from, one silent since T, and a declaration not applied', () => {
     const nodes: NodeHealthInput[] = [{ node: 'alpha', report: report('alpha', 'sha256:old', 'local-bus'), reportedAt: ago(60_000), heartbeatAt: ago(60_000) }];
     const result = overview({ state: mesh().state, nodes, declared, now, heartbeatThresholdMs: 15_000 });

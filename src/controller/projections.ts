@@ -8,7 +8,7 @@ import { ConcurrencyError } from '../errors.js';
 import { meshProjections } from '../projections/catalogue.js';
 import type { ProjectorSchemas } from '../projections/control.js';
 import { Projector } from '../projections/projector.js';
-import type { StallReport } from '../projections/runner.js';
+import { type RunnerSettings, type StallReport } from '../projections/runner.js';
 
 // The controller's projector: every mesh projection folded into PostgreSQL. The projector only
 // reads the log; a stall it reports is stated here, as a `projection.stalled` fact, once per
@@ -26,6 +26,8 @@ export interface MeshProjectorSetup {
   signal: AbortSignal;
   /** subject prefix of the seat events the stall is published on, for any consumer (ADR 0134) */
   prefix?: string;
+  /** how the builds retry and batch; MESH_PROJECTION_RETRY_MAX_MS and the defaults when absent */
+  settings?: Partial<RunnerSettings>;
 }
 
 const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
@@ -81,6 +83,7 @@ export const runMeshProjector = async (setup: MeshProjectorSetup): Promise<Proje
       schemas: setup.schemas,
       logger,
       onStall: (stall) => void stateStall(setup, stall),
+      ...(setup.settings ? { settings: setup.settings } : {}),
     });
     try {
       await projector.start();

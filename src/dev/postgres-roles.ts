@@ -1,6 +1,6 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { ADMIN_ROLE, DATABASE_ROLES, passwordFileName, roleName, type DatabaseRole } from '../adapters/database-logins.js';
 import { statusSchemaFromEnv } from '../controller/node-status.js';
@@ -32,6 +32,9 @@ const READERS_OF: Record<'projector' | 'controller', DatabaseRole[]> = { project
  * 0600 if it was not), a missing or empty one is written with a new random password, mode 0600.
  */
 export const ensurePasswordFiles = (secretsDir: string): { passwords: Record<PasswordOwner, string>; made: PasswordOwner[] } => {
+  // The folders above it with the usual mode: a recursive mkdir gives its mode to every folder it
+  // makes, and a 0700 parent shuts the postgres user out of a data folder beside the secrets.
+  mkdirSync(dirname(secretsDir), { recursive: true });
   mkdirSync(secretsDir, { recursive: true, mode: 0o700 });
   chmodSync(secretsDir, 0o700);
   const made: PasswordOwner[] = [];

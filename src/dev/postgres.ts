@@ -187,9 +187,10 @@ export const startPostgres = async (options: PostgresOptions): Promise<StartedPo
   return { ...status, started: !current.running, wasOpen };
 };
 
-export const stopPostgres = async (options: Pick<PostgresOptions, 'dir' | 'port'>): Promise<boolean> => {
+/** Stops the server: `fast` by default; `immediate` as a crash would (tests of an outage), recovering from the WAL at the next start. */
+export const stopPostgres = async (options: Pick<PostgresOptions, 'dir' | 'port'>, mode: 'fast' | 'immediate' = 'fast'): Promise<boolean> => {
   const status = postgresStatus(options);
   if (!status.running) return false;
-  run(`${BIN}/pg_ctl`, ['-D', paths(options.dir).data, '-m', 'fast', '-w', '-t', '60', 'stop'], 'pg_ctl stop');
+  run(`${BIN}/pg_ctl`, ['-D', paths(options.dir).data, '-m', mode, '-w', '-t', '60', 'stop'], 'pg_ctl stop');
   return true;
 };

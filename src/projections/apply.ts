@@ -83,7 +83,7 @@ export const applyCommits = async <E extends AnyEvent>(
     await client.query(
       `WITH moved AS (
          UPDATE ${buildsTable(schemas)} SET checkpoint = $2, checkpoint_time = $3, events_applied = events_applied + $4, updated_at = now(),
-           stalled_seq = NULL, stalled_type = NULL, stalled_sqlstate = NULL, stalled_error = NULL, stalled_since = NULL, stall_attempts = 0
+           stalled_seq = NULL, stalled_type = NULL, stalled_sqlstate = NULL, stalled_error = NULL, stalled_since = NULL, stall_attempts = 0, stall_next_at = NULL
          WHERE id = $1 RETURNING id)
        SELECT pg_notify($5, $6) FROM moved`,
       [build.id, last.seq, time, events, progressChannel(schemas), JSON.stringify({ projection: projection.name, build: build.id, status: current.status, seq: last.seq })],
@@ -104,23 +104,28 @@ const applyOne = async <E extends AnyEvent>(projection: ProjectionDefinition<E>,
   }
 };
 
-/** Records that `build` cannot apply `failure`'s commit. Returns true the first time this sequence stalls it. */
+/**
+ * Records that `build` cannot apply `failure`'s commit, and that it tries again in `retryInMs`.
+ * Returns true the first time this sequence stalls it.
+ */
 export const recordStall = async (
   db: Pick<ClientBase, 'query'>,
   schemas: ProjectorSchemas,
   buildId: number,
   failure: { seq: number; type: string; sqlstate?: string | undefined; message: string },
+  retryInMs: number,
 ): Promise<boolean> => {
   const { rows } = await db.query<{ first: boolean }>(
     `UPDATE ${buildsTable(schemas)} AS b SET
        stalled_seq = $2, stalled_type = $3, stalled_sqlstate = $4, stalled_error = $5,
        stalled_since = CASE WHEN old.stalled_seq IS DISTINCT FROM $2 THEN now() ELSE old.stalled_since END,
        stall_attempts = CASE WHEN old.stalled_seq IS DISTINCT FROM $2 THEN 1 ELSE old.stall_attempts + 1 END,
+       stall_next_at = now() + make_interval(secs => $6::double precision / 1000),
        updated_at = now()
      FROM (SELECT id, stalled_seq, stalled_since, stall_attempts FROM ${buildsTable(schemas)} WHERE id = $1 FOR UPDATE) AS old
      WHERE b.id = old.id
      RETURNING old.stalled_seq IS DISTINCT FROM $2 AS first`,
-    [buildId, failure.seq, failure.type, failure.sqlstate ?? null, failure.message],
+    [buildId, failure.seq, failure.type, failure.sqlstate ?? null, failure.message, retryInMs],
   );
   return rows[0]?.first ?? false;
 };

@@ -1,4 +1,4 @@
-import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { ChainReader, heldError, StretchCheck, type CheckedCommit, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
 import { deliveriesOf, lastSeqUnder } from '../adapters/eventlog/deliveries.js';
@@ -10,7 +10,9 @@ import type { MeshError } from '../errors.js';
 // an ordered consumer from the sequence after its checkpoint. The consumer keeps no state on the
 // server: the checkpoint in PostgreSQL is the only record of how far a projection got, and a
 // restarted reader simply starts from it again. `pending` (the server's count of messages after
-// this one) tells catching up from live. Every commit is checked as the log's whole-log readers
+// this one) tells catching up from live, as a hint only: a commit the reader hands on because
+// nothing followed it for a while is marked `idle`, and is written at once whatever the count
+// said (deliveries.ts). Every commit is checked as the log's whole-log readers
 // check it — its link to the commit before and the writer's signature — once per process (the
 // builds share it); one that does not verify or read is a stall at its sequence, one an operator
 // voided comes through with no events and `passed` saying so.
@@ -18,8 +20,10 @@ import type { MeshError } from '../errors.js';
 export interface LogCommit<E extends AnyEvent = AnyEvent> {
   seq: number;
   events: StoredEvent<E>[];
-  /** Messages stored after this one when it was delivered: 0 means this commit was the head. */
+  /** Messages stored after this one when it was delivered, as the server counted them: a hint, it can be wrong. */
   pending: number;
+  /** Nothing followed this commit for a while: the reader holds nothing more, so what was read should be written now. */
+  idle?: boolean;
   /** set when an operator voided this commit: it has no events, and the reader passes it by */
   passed?: PassedCommit;
 }
@@ -40,6 +44,9 @@ export interface LogSource<E extends AnyEvent = AnyEvent> {
   subjectPrefix: string;
   registry: EventRegistry<E>;
 }
+
+/** What the reader takes of a delivered message. */
+export type ConsumedMessage = Pick<JsMsg, 'seq' | 'subject' | 'data' | 'headers'> & { info: { pending: number } };
 
 /** A commit as checked and decoded once, for every build. */
 interface Decoded<E extends AnyEvent> {
@@ -79,6 +86,17 @@ export class CommitReader<E extends AnyEvent = AnyEvent> {
     return { seq: info.state.last_seq, time: info.state.last_seq > 0 ? new Date(info.state.last_ts) : null };
   }
 
+  /** When the log stored the commit at `seq` (null when it holds none there). */
+  async storedAt(seq: number): Promise<Date | null> {
+    const message = await (await this.jsm).streams.getMessage(this.source.stream, { seq }).catch(() => null);
+    return message ? message.time : null;
+  }
+
+  /** What the consumer delivers, as this reader sees it; a test may lay a fault over it (a wrong pending count). */
+  protected delivered(messages: AsyncIterable<JsMsg>): AsyncIterable<ConsumedMessage> {
+    return messages;
+  }
+
   /** Every commit from `fromSeq` on, then whatever arrives, until `signal` aborts. */
   async *commits(fromSeq: number, signal: AbortSignal): AsyncIterable<LogCommit<E>> {
     const start = Math.max(1, fromSeq);
@@ -106,8 +124,8 @@ export class CommitReader<E extends AnyEvent = AnyEvent> {
       return { seq: checked.seq, events: checked.events ?? [], hash: checked.link.hash };
     };
     const commitOf = (entry: Decoded<E>, pending: number): LogCommit<E> => ({ seq: entry.seq, events: entry.events, pending, ...(entry.passed ? { passed: entry.passed } : {}) });
-    // A commit the server said more follows is handed on when the next arrives, or when the head
-    // turns out to be it after all (deliveries.ts): a reader never keeps the last one waiting.
+    // A commit the server said more follows is handed on when the next arrives, or when nothing
+    // arrives for a while (deliveries.ts): a reader never keeps the last one waiting.
     let promised: LogCommit<E> | undefined;
     const ready: LogCommit<E>[] = [];
     const handOn = (commit: LogCommit<E>): void => {
@@ -135,12 +153,13 @@ export class CommitReader<E extends AnyEvent = AnyEvent> {
     };
     const lastStored = async (): Promise<number> => lastSeqUnder(await this.jsm, this.source.stream, filter);
     try {
-      for await (const delivery of deliveriesOf(messages, lastStored)) {
+      for await (const delivery of deliveriesOf(this.delivered(messages), lastStored)) {
         let held: UnreadableCommit | undefined;
-        if (delivery.kind === 'at-head') {
-          // Nothing came after what the server promised: decide what is held back, the last as the head.
-          held = await decide(stretch.flush(key), (seq) => (seq >= delivery.seq ? 0 : (pendingOf.get(seq) ?? 0)));
-          if (promised) ready.push({ ...promised, pending: 0 });
+        if (delivery.kind === 'idle') {
+          // Nothing came after what the server promised: decide everything held back, and hand it on as idle.
+          held = await decide(stretch.flush(key), (seq) => pendingOf.get(seq) ?? 0);
+          if (promised) ready.push({ ...promised, idle: true });
+          else if (!held && ready.length > 0) ready[ready.length - 1] = { ...(ready[ready.length - 1] as LogCommit<E>), idle: true };
           promised = undefined;
         } else {
           const message = delivery.message;

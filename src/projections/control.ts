@@ -39,6 +39,8 @@ export interface Build {
   checkpointTime: Date | null;
   eventsApplied: number;
   createdAt: Date;
+  /** when the row last changed: the checkpoint moved, a stall was recorded, the status changed */
+  updatedAt: Date;
   servingSince: Date | null;
   stall: Stall | null;
 }
@@ -54,6 +56,8 @@ export interface Stall {
   error: string;
   since: Date;
   attempts: number;
+  /** when the next attempt is due (null: not known, e.g. recorded by an older process) */
+  nextAttemptAt: Date | null;
 }
 
 interface BuildRow {
@@ -68,6 +72,7 @@ interface BuildRow {
   checkpoint_time: Date | null;
   events_applied: string;
   created_at: Date;
+  updated_at: Date;
   serving_since: Date | null;
   stalled_seq: string | null;
   stalled_type: string | null;
@@ -75,6 +80,7 @@ interface BuildRow {
   stalled_error: string | null;
   stalled_since: Date | null;
   stall_attempts: number;
+  stall_next_at: Date | null;
 }
 
 export const toBuild = (row: BuildRow): Build => ({
@@ -89,6 +95,7 @@ export const toBuild = (row: BuildRow): Build => ({
   checkpointTime: row.checkpoint_time,
   eventsApplied: Number(row.events_applied),
   createdAt: row.created_at,
+  updatedAt: row.updated_at,
   servingSince: row.serving_since,
   stall:
     row.stalled_seq === null
@@ -102,6 +109,7 @@ export const toBuild = (row: BuildRow): Build => ({
           error: row.stalled_error ?? '',
           since: row.stalled_since ?? new Date(0),
           attempts: row.stall_attempts,
+          nextAttemptAt: row.stall_next_at ?? null,
         },
 });
 

@@ -29,6 +29,8 @@ export interface ProjectorOptions<E extends AnyEvent = AnyEvent> {
   /** How often builds are planned again (a requested rebuild, a version another process created). */
   planIntervalMs?: number;
   settings?: Partial<RunnerSettings>;
+  /** the reader of the log, when not one made from `nc` and `log` */
+  reader?: CommitReader<E>;
 }
 
 /** A connection of a runner's own: it holds the build's session lock, so it is never pooled. */
@@ -62,7 +64,7 @@ export class Projector<E extends AnyEvent = AnyEvent> {
     this.pool.on('error', () => undefined); // an idle client's failure; the next checkout reports it
     this.schemas = options.schemas ?? DEFAULT_SCHEMAS;
     this.logger = (options.logger ?? pino({ level: 'silent' })).child({ component: 'projector' });
-    this.reader = new CommitReader(options.nc, options.log);
+    this.reader = options.reader ?? new CommitReader(options.nc, options.log);
     this.settings = { ...DEFAULT_RUNNER_SETTINGS, ...options.settings };
   }
 

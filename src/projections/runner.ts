@@ -9,6 +9,7 @@ import { ProgressMeter, type ProgressListener } from './progress.js';
 import type { ProjectionDefinition } from './projection.js';
 import type { AnyEvent } from '../domain/events/envelope.js';
 import { isConnectionFailure, LOCK_SPACE } from './sql.js';
+import { ValidationError } from '../errors.js';
 
 // Folds the log into one build. Exactly one process does so at a time: the one holding the
 // build's session advisory lock, on the very connection its transactions run on (if that
@@ -35,6 +36,21 @@ export const DEFAULT_RUNNER_SETTINGS: RunnerSettings = {
 };
 
 /**
+ * The runner's settings with the longest wait between attempts from MESH_PROJECTION_RETRY_MAX_MS
+ * (default 30 s): a stalled build tries again at most that long after its last attempt, for as long
+ * as it is stalled.
+ */
+export const runnerSettingsFromEnv = (env: NodeJS.ProcessEnv = process.env): RunnerSettings => {
+  const raw = env.MESH_PROJECTION_RETRY_MAX_MS;
+  if (raw === undefined) return DEFAULT_RUNNER_SETTINGS;
+  const maxMs = Number(raw);
+  if (!Number.isInteger(maxMs) || maxMs < 1 || maxMs > 3_600_000) {
+    throw new ValidationError(`MESH_PROJECTION_RETRY_MAX_MS "${raw}" is not a whole number of milliseconds from 1 to 3600000 (an hour)`, { field: 'MESH_PROJECTION_RETRY_MAX_MS', value: raw });
+  }
+  return { ...DEFAULT_RUNNER_SETTINGS, retry: { initialMs: Math.min(DEFAULT_RUNNER_SETTINGS.retry.initialMs, maxMs), maxMs } };
+};
+
+/**
  * While catching up, the reader hands over commits it already holds without ever leaving the
  * microtask queue, so PostgreSQL's replies to the batch in flight would wait until its buffer ran
  * dry; every this many commits the runner lets I/O in, and the two keep working side by side.
@@ -47,7 +63,7 @@ const HELD_RETRY_MAX_MS = 10_000;
 const letIoIn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** A stall as reported to `onStall`: once per build and sequence, however often it is retried. */
-export type StallReport = Omit<Stall, 'since' | 'attempts'> & { buildId: number };
+export type StallReport = Omit<Stall, 'since' | 'attempts' | 'nextAttemptAt'> & { buildId: number };
 
 export interface RunnerDeps<E extends AnyEvent = AnyEvent> {
   pool: pg.Pool;
@@ -119,7 +135,13 @@ export class BuildRunner<E extends AnyEvent = AnyEvent> {
           if (outcome !== 'stopped' || this.deps.untilServing) return outcome;
         } catch (error) {
           if (error instanceof BuildRetired) return 'retired';
-          await this.onFailure(error);
+          // Saying so must not end the retrying: a stall that cannot be recorded (PostgreSQL away
+          // again) is tried again like the commit itself.
+          await this.onFailure(error).catch((failure: unknown) => {
+            this.logger.warn({ err: failure, retryInMs: this.delay }, 'could not record why the projection stopped; retrying');
+            if (isConnectionFailure(failure)) return this.release();
+            return undefined;
+          });
           await sleep(this.delay, signal);
           // Held at a commit of the log, the build waits for an operator's void: it looks again at
           // least as often as the log's other readers do.
@@ -190,15 +212,18 @@ export class BuildRunner<E extends AnyEvent = AnyEvent> {
         }
         batch.push(commit);
         events += commit.events.length;
-        if (commit.pending > 0 && batch.length < maxCommits && events < maxEvents) continue;
+        // More is on its way: keep the batch open. The server's count is a hint; `idle` (nothing
+        // followed for a while) writes what was read whatever the count says.
+        const more = commit.pending > 0 && !commit.idle;
+        if (more && batch.length < maxCommits && events < maxEvents) continue;
         await settle();
         const done = this.flush(client, batch);
         done.catch(() => undefined); // awaited by settle(); this only keeps it from being reported as unhandled meanwhile
         inFlight = { done, last: commit };
         batch = [];
         events = 0;
-        if (commit.pending > 0) continue;
-        // At the head: commit now, so live events are visible one by one, then maybe take over.
+        if (more) continue;
+        // At the head, or idle: commit now, so live events are visible one by one, then maybe take over.
         await settle();
         if (this.build.status === 'building') await this.trySwitch(commit.seq);
         if (this.deps.untilServing && this.build.status === 'serving') return 'stopped';
@@ -250,7 +275,7 @@ export class BuildRunner<E extends AnyEvent = AnyEvent> {
         error instanceof ApplyFailure
           ? { seq: error.seq, type: error.type, sqlstate: error.sqlstate, message: (error.cause as Error)?.message ?? error.message }
           : { seq: error.seq, type: String(error.reason.details.type ?? 'unreadable commit'), sqlstate: undefined, message: error.message };
-      const first = await recordStall(this.deps.pool, this.deps.schemas, this.build.id, stall);
+      const first = await recordStall(this.deps.pool, this.deps.schemas, this.build.id, stall, this.delay);
       const report: StallReport = {
         buildId: this.build.id,
         projection: this.build.projection,
@@ -264,7 +289,7 @@ export class BuildRunner<E extends AnyEvent = AnyEvent> {
         this.logger.error({ seq: stall.seq, type: stall.type, sqlstate: stall.sqlstate, err: stall.message }, 'projection stalled: it cannot apply this commit and will not go past it');
         this.deps.onStall?.(report);
       } else {
-        this.logger.warn({ seq: stall.seq, sqlstate: stall.sqlstate, retryInMs: this.delay }, 'projection still stalled');
+        this.logger.warn({ seq: stall.seq, sqlstate: stall.sqlstate, retryInMs: this.delay }, 'projection still stalled; trying again');
       }
       return;
     }

@@ -28,5 +28,5 @@ export const isConnectionFailure = (error: unknown): boolean => {
   const code = sqlstateOf(error);
   if (code) return code.startsWith('08') || code.startsWith('57P');
   const message = (error as Error | null)?.message ?? '';
-  return /Connection terminated|ECONNREFUSED|ECONNRESET|Client has encountered a connection error|not queryable/i.test(message);
+  return /Connection terminated|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|timeout exceeded when trying to connect|Client has encountered a connection error|not queryable/i.test(message);
 };

@@ -240,7 +240,7 @@ describe('mesh log refuses when the audit projection cannot answer', () => {
   beforeAll(async () => {
     t = await openTestMesh();
     pool = openPool();
-    env = { MESH_LOG_STREAM: t.names.logStream, MESH_LOG_SUBJECT_PREFIX: t.names.logPrefix, MESH_PROJECTOR_SCHEMA: schemas.control, MESH_READ_SCHEMA: schemas.read, MESH_READ_TIMEOUT_MS: '500' };
+    env = { MESH_LOG_STREAM: t.names.logStream, MESH_LOG_SUBJECT_PREFIX: t.names.logPrefix, MESH_SUBJECT_PREFIX: t.names.prefix, MESH_PROJECTOR_SCHEMA: schemas.control, MESH_READ_SCHEMA: schemas.read, MESH_READ_TIMEOUT_MS: '500' };
   });
   afterAll(async () => {
     await t.close();
@@ -273,7 +273,8 @@ describe('mesh log refuses when the audit projection cannot answer', () => {
       // --json puts the refusal on stdout as a document; otherwise it is on stderr and stdout is empty.
       const refusal = args.includes('--json') ? result.stdout : result.stderr;
       expect(refusal).toContain(`projections have not reached seq ${added.seq} after 500 ms: audit is at seq ${reached}`);
-      expect(refusal).toContain('Is the controller running?');
+      // No controller answers on this mesh's prefix: the refusal says so, rather than guessing.
+      expect(refusal).toContain(`The controller did not answer on ${t.names.prefix}.seat.mesh-controller.tool.health: is it running?`);
       if (!args.includes('--json')) expect(result.stdout).toBe('');
     }
   });

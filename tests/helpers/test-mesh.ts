@@ -36,6 +36,8 @@ import { testNatsUrl } from './log.js';
 import { testDatabaseUrl } from './database.js';
 import { uniqueName } from './names.js';
 import { startMeshProjector } from '../../src/controller/projections.js';
+import { watchStore } from '../../src/controller/health-tool.js';
+import type { RunnerSettings } from '../../src/projections/runner.js';
 
 /** A test mesh's stream and subject names, all from its one name. */
 export const testMeshNames = (name: string) => ({ logStream: `LOG_${name}`, logPrefix: `${name}.log`, nodesStream: `NODES_${name}`, controlStream: `CONTROL_${name}`, prefix: name });
@@ -45,20 +47,20 @@ export const testMeshNames = (name: string) => ({ logStream: `LOG_${name}`, logP
  * `identity`: who its own connection is (on a server of the test's own that knows no harness);
  * `name`: its names, when the test must know them before (to compose a bus user list).
  */
-/** The controller as its process runs it: with a projector beside it, stopped with it (a test's "the controller stops"). */
+/** The controller as its process runs it: the parts that need PostgreSQL (projector, store watch) beside it, stopped with it (a test's "the controller stops"). */
 class ControllerProcess extends Controller {
   constructor(
     nc: NatsConnection,
     view: MeshView,
     log: EventLog<MeshEvent>,
     options: ControllerOptions,
-    private readonly projector: { stop(): Promise<void> } | undefined,
+    private readonly beside: readonly { stop(): Promise<void> }[],
   ) {
     super(nc, view, log, options);
   }
 
   override async stop(): Promise<void> {
-    await this.projector?.stop();
+    for (const part of this.beside) await part.stop();
     await super.stop();
   }
 }
@@ -98,7 +100,10 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
    * With `projector`, the controller also folds this mesh's log into PostgreSQL under those schemas;
    * with `busAuthority`, it composes the bus's user list before each pass.
    */
-  const startController = async (options: { projector?: { databaseUrl: string; schemas: ProjectorSchemas }; busAuthority?: BusAuthority } = {}): Promise<Controller> => {
+  const startController = async (
+    options: { projector?: { databaseUrl: string; schemas: ProjectorSchemas; settings?: Partial<RunnerSettings> }; busAuthority?: BusAuthority; storeWatchMs?: number } = {},
+  ): Promise<Controller> => {
+    const store = options.projector ? watchStore(nc, names.prefix, options.projector.databaseUrl, { logger: pino({ level: 'silent' }), ...(options.storeWatchMs ? { intervalMs: options.storeWatchMs } : {}) }) : undefined;
     const projector = options.projector
       ? startMeshProjector({
           nc,
@@ -106,6 +111,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
           databaseUrl: options.projector.databaseUrl,
           source: { stream: names.logStream, subjectPrefix: names.logPrefix },
           schemas: options.projector.schemas,
+          ...(options.projector.settings ? { settings: options.projector.settings } : {}),
           actor: 'controller',
           logger: pino({ level: 'silent' }),
           prefix: names.prefix,
@@ -122,7 +128,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
         onPass: (pass) => passes.push(pass),
         ...(options.busAuthority ? { busAuthority: options.busAuthority } : {}),
       },
-      projector,
+      [...(projector ? [projector] : []), ...(store ? [store] : [])],
     );
     await controller.start();
     controllers.push(controller);
@@ -204,21 +210,25 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
     return { MESH_OPERATOR_KEY: keyFile, MESH_CONTROLLER_KEY: controllerKeyFile, MESH_SUBJECT_PREFIX: names.prefix, MESH_LOG_STREAM: names.logStream, MESH_LOG_SUBJECT_PREFIX: names.logPrefix };
   };
 
+  /** The environment a `mesh` child process reads this mesh with, its projections in `schemas`; also lets it send commands. */
+  const readEnv = async (schemas: ProjectorSchemas): Promise<Record<string, string>> => ({
+    ...(await operatorCommands()),
+    MESH_NATS_URL: options.url ?? testNatsUrl(),
+    MESH_NODES_STREAM: names.nodesStream,
+    MESH_CONTROL_STREAM: names.controlStream,
+    MESH_PROJECTOR_SCHEMA: schemas.control,
+    MESH_READ_SCHEMA: schemas.read,
+    MESH_CONTROLLER_SCHEMA: `status_${name}`,
+  });
+
   /**
    * The control plane a `mesh` read needs: the controller folding into `schemas`, the report
    * ingester, the command tools. Returns the environment a `mesh` child process reads this mesh with.
    */
-  const startControlPlane = async (schemas: ProjectorSchemas): Promise<Record<string, string>> => {
-    const controller = await startController({ projector: { databaseUrl: testDatabaseUrl(), schemas } });
+  const startControlPlane = async (schemas: ProjectorSchemas, settings?: Partial<RunnerSettings>): Promise<Record<string, string>> => {
+    const controller = await startController({ projector: { databaseUrl: testDatabaseUrl(), schemas, ...(settings ? { settings } : {}) } });
     await startIngester(controller);
-    return {
-      ...(await operatorCommands()),
-      MESH_NATS_URL: options.url ?? testNatsUrl(),
-      MESH_NODES_STREAM: names.nodesStream,
-      MESH_PROJECTOR_SCHEMA: schemas.control,
-      MESH_READ_SCHEMA: schemas.read,
-      MESH_CONTROLLER_SCHEMA: `status_${name}`,
-    };
+    return readEnv(schemas);
   };
 
   return {
@@ -240,6 +250,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
     passes,
     startController,
     startControlPlane,
+    readEnv,
     run: (command: MeshCommand) => mesh.execute(command, { commandId: `${name}-${++commands}`, actor: 'operator:test' }),
     /** The declaration NODES holds for a node now, if any. */
     declarationOf: async (node: string): Promise<Declaration | undefined> => {

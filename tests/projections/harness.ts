@@ -7,6 +7,8 @@ import { meshEventRegistry, type MeshEvent } from '../../src/domain/registry.js'
 import { ident } from '../../src/projections/sql.js';
 import { listBuilds, type Build, type ProjectorSchemas } from '../../src/projections/control.js';
 import { Projector, type ProjectorOptions } from '../../src/projections/projector.js';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { meshProjections } from '../../src/projections/catalogue.js';
 import { meta, openTestLog, type TestLog } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
 import { testRegistry } from '../helpers/test-events.js';
@@ -122,4 +124,41 @@ export const appendMany = async (
   };
   await Promise.all(Array.from({ length: Math.min(options.window ?? 64, count) }, worker));
   return last;
+};
+
+/**
+ * Every table of every mesh projection as `schemas` serve it, and the same folded from sequence 1
+ * by a projector of its own into fresh schemas (a rebuild), both read up to `headSeq`: a test
+ * expects the two equal. The rebuild's schemas are dropped afterwards.
+ */
+export const besideARebuild = async (
+  pool: pg.Pool,
+  options: { databaseUrl: string; nc: NatsConnection; log: { stream: string; subjectPrefix: string }; schemas: ProjectorSchemas; headSeq: number },
+): Promise<{ built: Record<string, unknown[]>; rebuilt: Record<string, unknown[]> }> => {
+  const scratch = freshSchemas();
+  const projector = new Projector<MeshEvent>({
+    databaseUrl: options.databaseUrl,
+    nc: options.nc,
+    log: { ...options.log, registry: meshEventRegistry() },
+    projections: meshProjections(),
+    schemas: scratch,
+    planIntervalMs: 500,
+    logger: pino({ level: process.env.MESH_TEST_LOG ?? 'silent' }),
+    settings: FAST,
+  });
+  await projector.start();
+  try {
+    for (const projection of meshProjections()) await waitServingAt(pool, scratch, projection.name, options.headSeq, 120_000);
+    const read = async (schemas: ProjectorSchemas): Promise<Record<string, unknown[]>> => {
+      const tables: Record<string, unknown[]> = {};
+      for (const build of (await listBuilds(pool, schemas)).filter((b) => b.status === 'serving')) {
+        for (const table of build.tables) tables[`${build.projection}.${table}`] = (await pool.query(`SELECT * FROM ${ident(schemas.read)}.${ident(table)} t ORDER BY t::text`)).rows;
+      }
+      return tables;
+    };
+    return { built: await read(options.schemas), rebuilt: await read(scratch) };
+  } finally {
+    await projector.stop();
+    await dropSchemas(pool, scratch);
+  }
 };

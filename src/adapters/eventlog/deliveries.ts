@@ -1,27 +1,27 @@
 // A reader of the log tells catching up from live by the server's count of what is stored after
-// each message it delivers (`info.pending`): a commit held back for a later signature, or a batch
-// kept open for the next commit, is let go when that count is 0. The count can be wrong: a
-// nats-server 2.9 filtered consumer has been seen to deliver the newest message of the stream
-// with a pending of 1, when another message was stored while it was delivering. Trusting it, a
-// reader would hold the last commit until the log moved again — and a log held at a bad commit
-// does not move, so a projection stayed "stalled" after the void that freed it. So a delivery
-// that says more is coming is not taken on its word: when nothing comes for a while, the
-// server is asked what it holds last under the reader's filter, and if that is what was just
-// delivered, the reader is told it is at the head. And a consumer that delivers nothing while the
-// server holds more (seen as a projection that stopped at one sequence while the log grew) is
-// not waited on for ever: the reader is told it stalled, and starts a consumer again.
+// each message it delivers (`info.pending`), and batches or holds back commits while it says more
+// follows. The count is only a hint: a nats-server 2.9 filtered consumer has been seen to deliver
+// the newest message of the stream with a pending of 1, and after PostgreSQL came back a log was
+// seen whose counts stayed at 2–3 after its last message. A reader that trusted it held the last
+// commits until the log moved again — and a projection stayed behind, "serving", for minutes. So
+// what was delivered is let go on idle, never on the count: when nothing comes for `quietMs` after
+// a delivery that said more would follow, the reader is told it is idle, and decides and applies
+// everything it holds, whatever the server says. The server is asked only about the opposite
+// failure: a consumer that delivers nothing while the server holds more (seen as a projection that
+// stopped at one sequence while the log grew) is not waited on for ever: the reader is told it
+// stalled, and starts a consumer again.
 
 import type { JetStreamManager } from '@nats-io/jetstream';
 
-/** What a reader takes from its consumer: the next message, or word that the last one was the head after all. */
-export type Delivery<M> = { kind: 'message'; message: M; pending: number } | { kind: 'at-head'; seq: number };
+/** What a reader takes from its consumer: the next message, or word that nothing followed the last one for a while (let go of what is held). */
+export type Delivery<M> = { kind: 'message'; message: M; pending: number } | { kind: 'idle'; seq: number };
 
 interface Consumed {
   seq: number;
   info: { pending: number };
 }
 
-/** How long a reader waits: for the message a delivery promised, before it asks the server; while idle, between looks; and how long the server may hold more than was delivered before the consumer counts as stalled. */
+/** How long a reader waits: for the message a delivery promised, before it is told it is idle; while idle, between looks at the server; and how long the server may hold more than was delivered before the consumer counts as stalled. */
 export interface DeliveryPatience {
   quietMs: number;
   idleMs: number;
@@ -47,17 +47,17 @@ const WAITING = Symbol('waiting');
 const NOT_YET: Promise<typeof WAITING> = Promise.resolve(WAITING);
 
 /**
- * The messages of a consumer, in order, and an `at-head` after a message that claimed more would
- * follow when nothing followed for `quietMs` and `lastStoredSeq` (the newest sequence under the
- * consumer's filter) is that message's. While nothing comes, the server is asked every `idleMs`
- * what it holds; when it has held more than was delivered for `stalledMs`, the consumer is
- * stalled and this throws `ConsumerStalledError`, so the reader starts a consumer again from
- * where it is instead of going quiet.
+ * The messages of a consumer, in order, and an `idle` after a message that claimed more would
+ * follow when nothing followed for `quietMs` — whatever the server's count said, and without
+ * asking it. While nothing comes, the server is asked every `idleMs` what it holds last
+ * (`lastStoredSeq`, the newest sequence under the consumer's filter); when it has held more than
+ * was delivered for `stalledMs`, the consumer is stalled and this throws `ConsumerStalledError`,
+ * so the reader starts a consumer again from where it is instead of going quiet.
  */
 export async function* deliveriesOf<M extends Consumed>(messages: AsyncIterable<M>, lastStoredSeq: () => Promise<number>, patience: DeliveryPatience = DEFAULT_PATIENCE): AsyncGenerator<Delivery<M>> {
   const iterator = messages[Symbol.asyncIterator]();
   let next = iterator.next();
-  // the sequence of the last message delivered with a pending count above 0, until one follows it
+  // the sequence of the last message delivered with a pending count above 0, until one follows it or the reader is told it is idle
   let promised: number | undefined;
   let delivered = 0;
   // since when the server has held more than was delivered, while nothing came
@@ -74,13 +74,16 @@ export async function* deliveriesOf<M extends Consumed>(messages: AsyncIterable<
       clearTimeout(timer);
     }
     if (result === QUIET) {
+      if (promised !== undefined) {
+        // Flush on idle: what was delivered is applied whatever the count promised.
+        yield { kind: 'idle', seq: promised };
+        promised = undefined;
+        continue;
+      }
       // Unanswered (the server away): not sure either way, so wait on, and ask again.
       const last = await lastStoredSeq().catch(() => undefined);
       if (last === undefined) continue;
-      if (promised !== undefined && last <= promised) {
-        yield { kind: 'at-head', seq: promised };
-        promised = undefined;
-      } else if (last > delivered) {
+      if (last > delivered) {
         behindSince ??= Date.now();
         if (Date.now() - behindSince >= patience.stalledMs) throw new ConsumerStalledError(delivered, last, Date.now() - behindSince);
       } else {

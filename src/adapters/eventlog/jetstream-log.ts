@@ -214,8 +214,8 @@ export class JetStreamEventLog<E extends AnyEvent = AnyEvent> implements EventLo
       try {
         consuming: for await (const delivery of deliveriesOf(messages, async () => (await this.lastMessage(subject))?.seq ?? 0)) {
           let decided: CheckedCommit<E>[];
-          if (delivery.kind === 'at-head') {
-            // What the server said would follow never came: what is held back is decided now.
+          if (delivery.kind === 'idle') {
+            // Nothing followed for a while, whatever the server said would: what is held back is decided now.
             decided = check?.flush(key) ?? [];
           } else {
             const message = delivery.message;

@@ -2,7 +2,8 @@ import type pg from 'pg';
 import type { DeclarationPublisher } from '../declaration-publisher.js';
 import type { LogHold, MeshService } from '../mesh-service.js';
 import { readNodeStatus } from '../node-status.js';
-import { overviewMeshOf, overviewOf, type HeldReader, type Overview, type OverviewMesh, type ProjectionHealthInput } from '../overview.js';
+import { nodesUnknownLine, overviewMeshOf, overviewOf, type HeldReader, type Overview, type OverviewMesh, type ProjectionHealthInput } from '../overview.js';
+import { unreachableLine, type StoreHealth } from '../store-watch.js';
 
 // Gathers what the overview is judged from: the mesh (as the controller's fold of the log says it
 // is now, or as the projections hold it), what each node was last told (NODES) and last said (the
@@ -17,6 +18,8 @@ export interface OverviewSourceOptions {
   projections?: () => Promise<ProjectionHealthInput[]>;
   /** this process's other readers of the log that are held at a commit */
   holds?: () => HeldReader[];
+  /** what the controller knows of PostgreSQL (store-watch.ts), to name an outage with its start */
+  store?: () => StoreHealth | undefined;
 }
 
 /** The readers among `readers` that the log holds at a commit. */
@@ -41,18 +44,34 @@ export const overviewOfMesh = async (
     const head = await options.publisher.lastPublished(node.name, { fresh: true });
     if (head) declared.set(node.name, { sequence: head.sequence, digest: head.digest, derivedFromSeq: head.derivedFromSeq });
   }
+  // Why PostgreSQL did not answer: the outage and its start when the controller has seen it.
+  const why = (error: unknown): string => {
+    const store = options.store?.();
+    return store?.reachable === false ? unreachableLine(store) : `PostgreSQL did not answer (${(error as Error).message})`;
+  };
   let nodes: Awaited<ReturnType<typeof readNodeStatus>> = [];
+  let nodesUnknown: string | undefined;
   try {
     nodes = await readNodeStatus(options.pool, options.statusSchema);
   } catch (error) {
-    unknown.push(`what nodes last said is unknown: PostgreSQL did not answer (${(error as Error).message})`);
+    nodesUnknown = why(error);
+    unknown.push(nodesUnknownLine(nodesUnknown));
   }
   let projections: ProjectionHealthInput[] | undefined;
   try {
     projections = await options.projections?.();
   } catch (error) {
-    unknown.push(`the projections' state is unknown: ${(error as Error).message}`);
+    unknown.push(`the projections' state is not known: ${why(error)}`);
   }
-  const result = overviewOf({ mesh: options.mesh, nodes, declared, now: new Date(), heartbeatThresholdMs: options.heartbeatThresholdMs, holds: options.holds, ...(projections ? { projections } : {}) });
-  return { ...result, healthy: result.healthy && unknown.length === 0, problems: [...unknown, ...result.problems], unknown };
+  const result = overviewOf({
+    mesh: options.mesh,
+    nodes,
+    ...(nodesUnknown !== undefined ? { nodesUnknown } : {}),
+    declared,
+    now: new Date(),
+    heartbeatThresholdMs: options.heartbeatThresholdMs,
+    holds: options.holds,
+    ...(projections ? { projections } : {}),
+  });
+  return { ...result, healthy: result.healthy && unknown.length === 0, problems: [...unknown.filter((line) => !result.problems.includes(line)), ...result.problems], unknown };
 };
