@@ -43,11 +43,13 @@ export const watchStore = (nc: NatsConnection, prefix: string, databaseUrl: stri
   const watch = new StoreWatch(databaseUrl, { url: withoutPassword(databaseUrl), logger: options.logger, ...(options.intervalMs ? { intervalMs: options.intervalMs } : {}) });
   watch.start();
   const tool = serveHealth(nc, prefix, () => watch.state());
+  let stopped: Promise<void> | undefined;
   return {
     state: () => watch.state(),
-    stop: async () => {
-      tool.unsubscribe();
-      await watch.stop();
-    },
+    stop: () =>
+      (stopped ??= (async () => {
+        tool.unsubscribe();
+        await watch.stop();
+      })()),
   };
 };

@@ -101,10 +101,13 @@ export const runMeshProjector = async (setup: MeshProjectorSetup): Promise<Proje
 export const startMeshProjector = (setup: Omit<MeshProjectorSetup, 'signal'>): { stop(): Promise<void> } => {
   const abort = new AbortController();
   const running = runMeshProjector({ ...setup, signal: abort.signal });
+  let stopped: Promise<void> | undefined;
   return {
-    stop: async () => {
-      abort.abort();
-      await (await running)?.stop();
-    },
+    // Once, however often asked: a process and its tests may both stop it.
+    stop: () =>
+      (stopped ??= (async () => {
+        abort.abort();
+        await (await running)?.stop();
+      })()),
   };
 };
