@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Pool } from 'pg';
+import { inTransaction } from './pool-client.js';
 import { projectRoot } from '../config.js';
 import { LOCK_SPACE, lockKey } from '../projections/sql.js';
 
@@ -15,9 +16,7 @@ const quoted = (name: string): string => `"${name.replaceAll('"', '""')}"`;
  * `migrations/<folder>` it has not recorded yet, in one transaction; safe to run concurrently.
  */
 export const migrateSchema = async (pool: Pool, options: { schema: string; folder: string; alsoCreate?: readonly string[] }, root = join(projectRoot, 'migrations')): Promise<void> => {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  await inTransaction(pool, async (client) => {
     // One migrating process at a time: the others find the files recorded when they get the lock.
     await client.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_SPACE, lockKey(`${options.schema}:migrate`)]);
     for (const schema of [options.schema, ...(options.alsoCreate ?? [])]) await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoted(schema)}`);
@@ -29,11 +28,5 @@ export const migrateSchema = async (pool: Pool, options: { schema: string; folde
       await client.query(readFileSync(join(root, options.folder, file), 'utf8'));
       await client.query('INSERT INTO schema_migrations (file) VALUES ($1)', [file]);
     }
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 };

@@ -1,4 +1,5 @@
-import type { ClientBase, Pool } from 'pg';
+import type { Pool } from 'pg';
+import { inTransaction } from '../adapters/pool-client.js';
 import { buildsTable, createBuild, listBuilds, lockProjectionXact, pointViews, progressChannel, readBuild, type Build, type ProjectorSchemas } from './control.js';
 import type { ProjectionSchema } from './projection.js';
 import { ident } from './sql.js';
@@ -16,20 +17,6 @@ export interface Plan {
   retired: Build[];
 }
 
-const inTransaction = async <T>(pool: Pool, work: (client: ClientBase) => Promise<T>): Promise<T> => {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    const result = await work(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
-};
 
 const byStatus = (builds: Build[], projection: ProjectionSchema) => ({
   serving: builds.find((b) => b.status === 'serving'),
