@@ -9,6 +9,7 @@ import { output } from './output.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { assignmentsOf } from '../projections/mesh/assignments.js';
 import { lastFactsOf } from '../projections/mesh/facts.js';
+import { readNodeHolds } from '../projections/mesh/holds.js';
 import { nodeNames, readNode, readNodesWithModules } from '../projections/mesh/nodes.js';
 import { OVERVIEW_PROJECTIONS } from '../projections/mesh/overview.js';
 import { holdingsOf } from '../projections/mesh/seats.js';
@@ -50,6 +51,8 @@ export const nodeCommand = async (args: string[]): Promise<number> => {
         const assignments = await assignmentsOf(session, name);
         const seats = await holdingsOf(session, name);
         const facts = await lastFactsOf(session, name, 10);
+        // What the node holds and why, as the facts stated it (the holds projection), not the report re-read.
+        const held = await readNodeHolds(session, name);
         const shown = {
           node: node.name,
           root: node.root,
@@ -58,8 +61,9 @@ export const nodeCommand = async (args: string[]): Promise<number> => {
           ...(node.enrolled_at ? { enrolledAt: new Date(node.enrolled_at).toISOString() } : {}),
           assignments: assignments.map((a) => ({ module: a.module, definitionVersion: a.definition_version })),
           seats: seats.map((h) => ({ seat: h.seat, module: h.module })),
+          held: held.map(({ module, resource, kind, reason, since }) => ({ module, resource, kind, reason, since })),
           lastFacts: facts.map((f) => ({ seq: Number(f.seq), type: f.type, module: f.module, time: new Date(f.time).toISOString(), data: f.data })),
-          // What the machine itself last said: heard when, running what, and its holds with their reasons.
+          // What the machine itself last said: heard when, running what, what is not as told.
           machine: (await machineOverview(session)).nodes.find((m) => m.node === node.name) ?? null,
         };
         if (out.json) {
@@ -73,8 +77,12 @@ export const nodeCommand = async (args: string[]): Promise<number> => {
         const never = machine?.statusUnknown ? `not known (${machine.statusUnknown})` : 'never';
         out.line(`last heard: ${machine?.lastHeard ?? never}; last report: ${machine?.lastReport ?? never}; declaration ${machine?.appliedSequence ?? '–'} applied of ${machine?.declaredSequence ?? '–'}`);
         out.line(`running now: ${machine?.running.map((r) => `${r.module} (definition v${r.definitionVersion})`).join(', ') || 'nothing reported'}`);
-        out.line(machine && machine.holds.length > 0 ? `held (${machine.holds.length}):` : 'held: nothing');
-        for (const hold of machine?.holds ?? []) out.line(`  ${hold}`);
+        out.line(shown.held.length > 0 ? `held (${shown.held.length}):` : 'held: nothing');
+        for (const module of [...new Set(shown.held.map((h) => h.module))]) {
+          const of = shown.held.filter((h) => h.module === module);
+          out.line(`  ${module}: ${of.length} held`);
+          for (const h of of) out.line(`    ${h.resource} (${h.kind}): ${h.reason ?? 'no reason given'} — since ${h.since.time} (log seq ${h.since.seq})`);
+        }
         for (const problem of machine?.problems ?? []) out.line(`not as told: ${problem}`);
         out.line(shown.lastFacts.length > 0 ? 'last facts:' : 'no facts stated about it yet');
         for (const f of shown.lastFacts) out.line(`  ${String(f.seq).padEnd(8)} ${f.time}  ${f.type}${f.module ? ` ${f.module}` : ''}`);

@@ -101,7 +101,10 @@ export const statusCommand = async (args: string[]): Promise<number> => {
       out.line(`mesh seats unheld: ${unheld.join(', ') || 'none'}`);
       if (machines.nodes.length > 0) out.line('machines:');
       for (const machine of machines.nodes) {
-        out.line(`  ${machine.node.padEnd(20)} heard ${machine.lastHeard ?? (machine.statusUnknown ? 'not known' : 'never')}; declaration ${machine.appliedSequence ?? '–'} applied of ${machine.declaredSequence ?? '–'}; running ${machine.running.map((r) => r.module).join(', ') || 'nothing'}`);
+        const heldModules = [...new Set(machine.held.map((h) => h.module))].map((module) => `${module} (${machine.held.filter((h) => h.module === module).length})`);
+        out.line(
+          `  ${machine.node.padEnd(20)} heard ${machine.lastHeard ?? (machine.statusUnknown ? 'not known' : 'never')}; declaration ${machine.appliedSequence ?? '–'} applied of ${machine.declaredSequence ?? '–'}; running ${machine.running.map((r) => r.module).join(', ') || 'nothing'}${heldModules.length > 0 ? `; held: ${heldModules.join(', ')}` : ''}`,
+        );
       }
       if (machines.problems.length > 0) out.line('not as told:');
       for (const problem of machines.problems) out.line(`  ${problem}`);

@@ -6,6 +6,7 @@ import type { Report } from '../domain/reports/report.js';
 import { allAssignments } from '../domain/assignments/state.js';
 import { registeredModules } from '../domain/catalogue/state.js';
 import { statedRefusals } from '../domain/declarations/state.js';
+import { allStatedHolds, type NodeHold } from '../domain/facts/state.js';
 import { allNodes } from '../domain/nodes/state.js';
 import { allHoldings, allSeats } from '../domain/seats/state.js';
 import { sourceHeads } from '../domain/builds/state.js';
@@ -69,6 +70,8 @@ export interface OverviewMesh {
   refusals: ReadonlyMap<string, { seq: number; derivedFromSeq: number }>;
   /** each built module's branch head, newest version and newest build (src/domain/builds/standing.ts) */
   builds?: BuildStanding[];
+  /** what each node was last stated to hold (fact.held), by node, module and resource */
+  holds: NodeHold[];
 }
 
 export const overviewMeshOf = (state: MeshState): OverviewMesh => ({
@@ -83,6 +86,9 @@ export const overviewMeshOf = (state: MeshState): OverviewMesh => ({
   heads: new Map([...sourceHeads(state.builds)].map(([key, head]) => [key, head.seq])),
   refusals: new Map(statedRefusals(state.declarations)),
   builds: buildStandingsOf(registeredModules(state.catalogue), state.builds),
+  holds: [...allStatedHolds(state.facts)]
+    .map(({ node, module, resource, kind, reason, since }) => ({ node, module, resource, kind, reason, since }))
+    .sort((a, b) => (a.node === b.node ? (a.module === b.module ? (a.resource < b.resource ? -1 : 1) : a.module < b.module ? -1 : 1) : a.node < b.node ? -1 : 1)),
 });
 
 export interface OverviewInput {
@@ -111,7 +117,10 @@ export interface NodeOverview {
   appliedSequence: number | null;
   running: { module: string; definitionVersion: number; artifact: string | null }[];
   assigned: string[];
+  /** each held resource as `<resource>: <reason>` */
   holds: string[];
+  /** the same holds in full, with where each was first stated */
+  held: NodeHold[];
   seats: string[];
   problems: string[];
   /** why what this node last said is not known (its store away), or null when it is */
@@ -171,17 +180,23 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
     if (report?.refusal) nodeProblems.push(`${node.name}: refused declaration ${report.sequence}: ${report.refusal}`);
 
     const assigned = mesh.assignments.filter((a) => a.node === node.name).map((a) => a.module).sort();
-    const holds: string[] = [];
+    // What is held comes from the facts stated (fact.held), not from reading the report again:
+    // the same holds every follower of the facts heard about, with where each was first stated.
+    const nodeHolds = mesh.holds.filter((h) => h.node === node.name);
+    const holds = nodeHolds.map((h) => `${h.resource}: ${h.reason ?? 'no reason given'}`);
     for (const module of assigned) {
       const outcomes = (report?.resources ?? []).filter((r) => r.module === module);
-      const held = outcomes.filter((r) => r.outcome === 'held');
+      const held = nodeHolds.filter((h) => h.module === module);
       const refused = outcomes.filter((r) => r.outcome === 'refused');
       const looping = outcomes.filter((r) => r.outcome === 'crash-looping');
       const running = report?.running.some((r) => r.module === module) ?? false;
       if (held.length > 0) {
         const total = outcomes.length;
-        nodeProblems.push(`${node.name}/${module}: assigned, not taken — ${held.length} held, ${total - held.length - refused.length - looping.length} of ${total} applied (${[...new Set(held.map((r) => r.reason ?? 'no reason given'))].join('; ')})`);
-        holds.push(...held.map((r) => `${r.key}: ${r.reason ?? 'no reason given'}`));
+        const applied = outcomes.filter((r) => r.outcome === 'applied').length;
+        const since = held.reduce((first, h) => (h.since.seq < first.seq ? h.since : first), held[0]?.since ?? { seq: 0, time: '' });
+        nodeProblems.push(
+          `${node.name}/${module}: assigned, not taken — ${held.length} held since ${since.time} (log seq ${since.seq}), ${applied} of ${total} applied (${[...new Set(held.map((r) => r.reason ?? 'no reason given'))].join('; ')})`,
+        );
       }
       for (const r of refused) nodeProblems.push(`${node.name}/${module}: ${r.key} refused: ${r.reason ?? 'no reason given'}`);
       for (const r of looping) nodeProblems.push(`${node.name}/${module}: ${r.key} crash-looping (${r.restarts ?? '?'} restarts): ${r.reason ?? ''}`.trim());
@@ -204,6 +219,7 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
       running: report?.running ?? [],
       assigned,
       holds,
+      held: nodeHolds,
       seats,
       problems: nodeProblems,
       statusUnknown: input.nodesUnknown ?? null,

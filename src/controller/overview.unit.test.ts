@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { MeshFixture } from '../../tests/helpers/given.js';
+import { MeshFixture, stored } from '../../tests/helpers/given.js';
+import { evolveMesh } from '../domain/mesh/state.js';
 import type { Report } from '../domain/reports/report.js';
 import { overview, type NodeHealthInput } from './overview.js';
 
@@ -82,10 +83,18 @@ describe('the overview never claims health from absence', () => {
       { node: 'alpha', report: report('alpha', 'sha256:a', 'local-bus'), reportedAt: ago(1_000), heartbeatAt: ago(500) },
       { node: 'beta', report: report('beta', 'sha256:b', 'greeter', held), reportedAt: ago(1_000), heartbeatAt: ago(500) },
     ];
-    const result = overview({ state: mesh().state, nodes, declared, now, heartbeatThresholdMs: 15_000 });
+    // What is held is what the facts stated (fact.held), with where it was first stated.
+    const state = mesh().state;
+    const fact = stored('fact.beta', { type: 'fact.held', data: { node: 'beta', module: 'greeter', declarationSequence: 3, resources: [{ resource: 'greeter/server', kind: 'process', reason: 'waiting for greeter/prepare, which failed' }] } });
+    evolveMesh(state, fact);
+    const result = overview({ state, nodes, declared, now, heartbeatThresholdMs: 15_000 });
     expect(result.problems).toEqual([
-      'beta/greeter: assigned, not taken — 1 held, 1 of 3 applied (waiting for greeter/prepare, which failed)',
+      `beta/greeter: assigned, not taken — 1 held since ${fact.time} (log seq ${fact.seq}), 1 of 3 applied (waiting for greeter/prepare, which failed)`,
       'beta/greeter: greeter/prepare refused: exit status 3',
+    ]);
+    expect(result.nodes.find((n) => n.node === 'beta')?.holds).toEqual(['greeter/server: waiting for greeter/prepare, which failed']);
+    expect(result.nodes.find((n) => n.node === 'beta')?.held).toEqual([
+      { node: 'beta', module: 'greeter', resource: 'greeter/server', kind: 'process', reason: 'waiting for greeter/prepare, which failed', since: { seq: fact.seq, time: fact.time } },
     ]);
   });
 

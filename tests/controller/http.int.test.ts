@@ -83,7 +83,8 @@ describe("the controller's HTTP API", () => {
     expect(unsigned.status).toBe(409);
   });
 
-  it('streams facts as they are stated', async () => {
+  /** The fact stream opened, then distribution assigned to lab1: the stream and lab1's declaration. */
+  const streamAndAssign = async () => {
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
     const response = await fetch(`${address}/api/facts/stream`);
     const reader = response.body?.getReader();
@@ -92,17 +93,42 @@ describe("the controller's HTTP API", () => {
       const d = await t.declarationOf('lab1');
       return d?.assignments.length === 1 ? d : undefined;
     });
+    /** What the stream carried until `marker` (or its end). */
+    const until = async (marker: string): Promise<string> => {
+      let received = '';
+      while (!received.includes(marker)) {
+        const chunk = await reader?.read();
+        if (!chunk || chunk.done) break;
+        received += new TextDecoder().decode(chunk.value);
+      }
+      await reader?.cancel();
+      return received;
+    };
+    return { declaration, until };
+  };
+
+  it('streams facts as they are stated', async () => {
+    const { declaration, until } = await streamAndAssign();
     await jetstream(t.nc).publish(
       `${t.names.prefix}.control.lab1.report`,
       JSON.stringify(reportFor(declaration, { running: [{ module: 'distribution', definitionVersion: 1, artifact: null }] })),
     );
-    let received = '';
-    while (!received.includes('event: fact')) {
-      const chunk = await reader?.read();
-      if (!chunk || chunk.done) break;
-      received += new TextDecoder().decode(chunk.value);
-    }
-    await reader?.cancel();
-    expect(received).toContain('"type":"fact.applied"');
+    expect(await until('event: fact')).toContain('"type":"fact.applied"');
+  });
+
+  it('shows what a node holds and why, from the fact stated, and streams the held fact', async () => {
+    const { declaration, until } = await streamAndAssign();
+    const applied = reportFor(declaration, { running: [] });
+    const held = applied.resources.find((r) => r.kind === 'container') ?? applied.resources[0];
+    const reason = 'no Docker engine answers: Cannot connect to the Docker daemon';
+    const holding = { ...applied, resources: applied.resources.map((r) => (r === held ? { ...r, outcome: 'held' as const, reason } : r)) };
+    await jetstream(t.nc).publish(`${t.names.prefix}.control.lab1.report`, JSON.stringify(holding));
+    expect(await until('"type":"fact.held"')).toContain(`"reason":"${reason}"`);
+    const overview = await waitFor('the hold in the overview', async () => {
+      const o = (await request('GET', '/api/overview')).json<{ nodes: { node: string; held: { module: string; resource: string; reason: string | null }[] }[] }>();
+      return (o.nodes.find((n) => n.node === 'lab1')?.held.length ?? 0) > 0 ? o : undefined;
+    });
+    expect(overview.nodes.find((n) => n.node === 'lab1')?.held).toEqual([expect.objectContaining({ module: 'distribution', resource: held?.key, reason })]);
+    expect((await request('GET', '/')).text).toContain('<table id="held">');
   });
 });

@@ -163,6 +163,9 @@ export const writeMeshLog = async (
       const where = { node, module: 'agent', declarationSequence: round };
       record(`fact.${node}`, [{ type: 'fact.applied', data: { ...where, version, previous: null } }, { type: 'fact.refused', data: { ...where, version, resource: 'agent/x', kind: 'process', reason: 'exit 1' } }], `facts-a-${round}`, 'controller');
       record(`fact.${node}`, [{ type: 'fact.crash-looping', data: { ...where, version, resource: 'agent/x', restarts: 5, reason: 'exit 1' } }, { type: 'fact.stopped', data: { ...where, previous: version } }], `facts-b-${round}`, 'controller');
+      // A hold stated, narrowed with another reason, ended: the module's whole set each time.
+      const holding = round % 10 === 0 ? [] : [{ resource: 'agent/x', kind: 'secret', reason: `waiting for the vault to deliver x${round % 3}` }, ...(round % 15 === 5 ? [] : [{ resource: 'agent/y', kind: 'process', reason: null }])];
+      record(`fact.${node}`, [{ type: 'fact.held', data: { ...where, resources: holding } }], `facts-d-${round}`, 'controller');
       record(`fact.${node}`, [{ type: 'fact.report-mismatch', data: { node, declarationSequence: round, sent: 2, answered: 1, missing: ['agent/x'], unexpected: [] } }], `facts-c-${round}`, 'controller');
       // A source moved, a build submitted for it, its outcome (byte-identical rebuilds among them), an outcome for no build.
       const commit = round.toString(16).padStart(12, 'a');

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type pg from 'pg';
+import { allStatedHolds } from '../../src/domain/facts/state.js';
 import { meshEventRegistry, type MeshEvent } from '../../src/domain/registry.js';
 import { meshProjections } from '../../src/projections/catalogue.js';
 import type { ProjectorSchemas } from '../../src/projections/control.js';
@@ -13,7 +14,7 @@ import { writeMeshLog, type GeneratedLog } from './mesh-log.js';
 // The mesh's tables against the two things they must equal: the same projections rebuilt from
 // scratch (row for row), and the mesh as evolveMesh folds the same log — the reference semantics.
 
-const TABLES = ['audit', 'nodes', 'enrolment_tokens', 'modules', 'module_definitions', 'source_heads', 'builds', 'module_versions', 'module_rollouts', 'graph_edges', 'seats', 'seat_aliases', 'holdings', 'assignments', 'assignment_resolutions', 'facts', 'operators'];
+const TABLES = ['audit', 'nodes', 'enrolment_tokens', 'modules', 'module_definitions', 'source_heads', 'builds', 'module_versions', 'module_rollouts', 'graph_edges', 'seats', 'seat_aliases', 'holdings', 'assignments', 'assignment_resolutions', 'facts', 'operators', 'node_holds'];
 /** Event types that change nothing evolveMesh keeps: only the audit index records them. */
 const STATELESS = new Set(['mesh.initialised', 'log.voided']);
 
@@ -181,5 +182,13 @@ describe('the mesh projections', () => {
     // The declarations projection keeps the same, one row per node.
     const stated = (await rows(schemas, 'declaration_refusals')).map((r) => [r.node as string, { reason: r.reason, seq: Number(r.seq), derivedFromSeq: Number(r.derived_from_seq) }] as [string, unknown]);
     expect(byKey(stated)).toEqual(sorted(state.declarations.refusals));
+
+    // What each node holds now, and since where each hold was first stated.
+    const holds = (await rows(schemas, 'node_holds')).map(
+      (r) => [`${String(r.node)}/${String(r.module)}/${String(r.resource)}`, { kind: r.kind, reason: r.reason, since: { seq: Number(r.since_seq), time: new Date(r.since_time as string).toISOString() } }] as [string, unknown],
+    );
+    const folded = [...allStatedHolds(state.facts)].map((h) => [`${h.node}/${h.module}/${h.resource}`, { kind: h.kind, reason: h.reason, since: { seq: h.since.seq, time: new Date(h.since.time).toISOString() } }] as [string, unknown]);
+    expect(holds.length).toBeGreaterThan(0);
+    expect(byKey(holds)).toEqual(byKey(folded));
   };
 });

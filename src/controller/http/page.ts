@@ -33,6 +33,9 @@ export const PAGE = `<!doctype html>
 <p id="projections" class="note muted"></p>
 <h2>Nodes</h2>
 <table id="nodes"><thead><tr><th>node</th><th>last heard from</th><th>declaration applied</th><th>running</th><th>seats it holds</th><th>problems</th></tr></thead><tbody></tbody></table>
+<h2>Held</h2>
+<p id="held-summary" class="note muted"></p>
+<table id="held"><thead><tr><th>node</th><th>module</th><th>resource</th><th>why, as the node said</th><th>since</th></tr></thead><tbody></tbody></table>
 <h2>Seats</h2>
 <p id="seat-summary" class="note muted"></p>
 <table id="seats"><thead><tr><th>seat</th><th>scope</th><th>delivers</th><th>held by</th></tr></thead><tbody></tbody></table>
@@ -50,6 +53,7 @@ const describe = (fact) => {
     case 'fact.refused': return where + ': ' + d.resource + ' refused: ' + d.reason;
     case 'fact.crash-looping': return where + ': ' + d.resource + ' crash-looping (' + d.restarts + ' restarts)';
     case 'fact.stopped': return where + ' stopped';
+    case 'fact.held': return d.resources.length === 0 ? where + ': nothing held any more' : where + ': ' + d.resources.length + ' held (' + [...new Set(d.resources.map((r) => r.reason ?? 'no reason given'))].join('; ') + ')';
     default: return fact.type + ' ' + where;
   }
 };
@@ -82,6 +86,9 @@ const render = (o) => {
       ? 'Projections: all ' + o.projections.length + ' caught up with the log.'
       : 'Projections: ' + behind.map((p) => text(p.projection) + (p.stalledAt ? ' stalled at sequence ' + text(p.stalledAt.seq) : p.notServing ? ' not built yet' : ' ' + text(p.lagEvents) + ' behind')).join(', ') + '.';
   document.querySelector('#nodes tbody').innerHTML = o.nodes.map((n) => '<tr><td><b>' + text(n.node) + '</b><br><span class="muted">' + text(n.address ?? '') + '</span></td><td>' + text(ago(n.lastHeard)) + '</td><td>' + applied(n) + '</td><td>' + (n.running.map((r) => text(r.module)).join(', ') || '<span class="muted">nothing</span>') + '</td><td>' + (n.seats.map(text).join(', ') || '<span class="muted">none</span>') + '</td><td>' + (n.problems.map(text).join('<br>') || '<span class="muted">none</span>') + '</td></tr>').join('');
+  const holds = o.nodes.flatMap((n) => n.held ?? []);
+  document.getElementById('held-summary').textContent = holds.length === 0 ? 'Nothing is held.' : holds.length + ' resources held: assigned, and waiting for what is named.';
+  document.querySelector('#held tbody').innerHTML = holds.map((h) => '<tr><td>' + text(h.node) + '</td><td>' + text(h.module) + '</td><td>' + text(h.resource) + ' <span class="muted">(' + text(h.kind) + ')</span></td><td>' + text(h.reason ?? 'no reason given') + '</td><td>' + text(ago(h.since.time)) + ' <span class="muted">(seq ' + text(h.since.seq) + ')</span></td></tr>').join('');
   const held = o.seats.filter((s) => s.holders.length > 0).length;
   document.getElementById('seat-summary').textContent = held + ' of ' + o.seats.length + ' seats held. An unheld seat is an answer, not a fault: nothing was told to hold it.';
   document.querySelector('#seats tbody').innerHTML = o.seats.map((s) => '<tr><td>' + text(s.seat) + '</td><td>' + text(s.scope) + '</td><td>' + text(s.delivers ?? '–') + '</td><td>' + (s.holders.map(text).join(', ') || '<span class="muted">unheld</span>') + '</td></tr>').join('');

@@ -2,12 +2,19 @@ import type { Declaration } from '../declarations/declaration.js';
 import type { MeshEvent } from '../registry.js';
 import type { MeshState } from '../mesh/state.js';
 import type { Report } from '../reports/report.js';
-import { runningOn, statedCrashLoop, statedRefusal, statedRunning } from './state.js';
-import { FactApplied, FactCrashLooping, FactRefused, FactReportMismatch, FactStopped, type RunningVersion } from './events.js';
+import { heldModulesOn, statedCrashLoop, statedHolds, statedRefusal, statedRunning, runningOn, type StatedHold } from './state.js';
+import { FactApplied, FactCrashLooping, FactHeld, FactRefused, FactReportMismatch, FactStopped, type HeldResource, type RunningVersion } from './events.js';
 
 // From one report about the outstanding declaration to the facts it changes (ADR 0134: stated on
 // change, not per pass). The state says what has been stated already, so two identical reports
 // make one fact, and a controller re-reading its reports states nothing twice.
+
+/** The same resources held for the same reasons: nothing to state. */
+const sameHold = (stated: ReadonlyMap<string, StatedHold>, now: HeldResource[]): boolean =>
+  stated.size === now.length && now.every((h) => {
+    const before = stated.get(h.resource);
+    return before !== undefined && before.reason === h.reason && before.kind === h.kind;
+  });
 
 const sameVersion = (a: RunningVersion | undefined, b: RunningVersion): boolean => a?.definitionVersion === b.definitionVersion && a.artifact === b.artifact;
 
@@ -25,6 +32,7 @@ export const deriveFacts = (state: MeshState, declaration: Declaration, report: 
   for (const assignment of declaration.assignments) {
     const version = { definitionVersion: assignment.definitionVersion, artifact: assignment.artifact };
     const where = { node, module: assignment.module, declarationSequence: declaration.sequence };
+    const held: HeldResource[] = [];
     for (const resource of assignment.resources) {
       const outcome = outcomes.get(resource.key);
       if (outcome?.outcome === 'refused') {
@@ -33,6 +41,8 @@ export const deriveFacts = (state: MeshState, declaration: Declaration, report: 
         if (stated?.reason !== reason || stated.definitionVersion !== version.definitionVersion || stated.artifact !== version.artifact) {
           facts.push({ type: FactRefused.type, data: { ...where, version, resource: resource.key, kind: resource.kind, reason } });
         }
+      } else if (outcome?.outcome === 'held') {
+        held.push({ resource: resource.key, kind: resource.kind, reason: outcome.reason });
       } else if (outcome?.outcome === 'crash-looping') {
         const stated = statedCrashLoop(state.facts, node, assignment.module, resource.key);
         if (!stated || stated.definitionVersion !== version.definitionVersion || stated.artifact !== version.artifact) {
@@ -40,6 +50,8 @@ export const deriveFacts = (state: MeshState, declaration: Declaration, report: 
         }
       }
     }
+    // A node that refused the declaration as a whole changed nothing: what it held, it still holds.
+    if (report.refusal === null && !sameHold(statedHolds(state.facts, node, assignment.module), held)) facts.push({ type: FactHeld.type, data: { ...where, resources: held } });
     const running = report.running.find((r) => r.module === assignment.module);
     if (running) {
       const now = { definitionVersion: running.definitionVersion, artifact: running.artifact };
@@ -49,6 +61,12 @@ export const deriveFacts = (state: MeshState, declaration: Declaration, report: 
   }
 
   const declared = new Set(declaration.assignments.map((a) => a.module));
+  // A module no longer declared holds nothing on the node: its hold, if one was stated, has ended.
+  if (report.refusal === null) {
+    for (const module of heldModulesOn(state.facts, node).keys()) {
+      if (!declared.has(module)) facts.push({ type: FactHeld.type, data: { node, module, declarationSequence: declaration.sequence, resources: [] } });
+    }
+  }
   for (const [module, previous] of runningOn(state.facts, node)) {
     if (!declared.has(module) && !report.running.some((r) => r.module === module)) {
       facts.push({ type: FactStopped.type, data: { node, module, declarationSequence: declaration.sequence, previous } });

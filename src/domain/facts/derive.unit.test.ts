@@ -5,6 +5,7 @@ import { emptyMeshState, evolveMesh, type MeshState } from '../mesh/state.js';
 import type { Report } from '../reports/report.js';
 import { deriveFacts } from './derive.js';
 import { factAggregate } from './events.js';
+import { statedHolds } from './state.js';
 
 const declaration = (sequence: number, definitionVersion = 1): Declaration => ({
   node: 'lab1',
@@ -55,12 +56,13 @@ describe('facts from reports, stated on change', () => {
     ]);
   });
 
-  it('a refusal names machine, module, version, resource and the reason as the host gave it, once', () => {
+  it('a refusal names machine, module, version, resource and the reason as the host gave it, once (and what it holds back is held)', () => {
     const mesh = emptyMeshState();
     const d = declaration(1);
     const failed = report(d, { 'echo/prepare': 'refused', 'echo/server': 'held' }, { 'echo/prepare': 'exit status 3: migration 0042 failed', 'echo/server': 'waiting for echo/prepare, which failed' });
     expect(state(mesh, d, failed)).toEqual([
       { type: 'fact.refused', data: { node: 'lab1', module: 'echo', declarationSequence: 1, version: { definitionVersion: 1, artifact: null }, resource: 'echo/prepare', kind: 'run-once', reason: 'exit status 3: migration 0042 failed' } },
+      { type: 'fact.held', data: { node: 'lab1', module: 'echo', declarationSequence: 1, resources: [{ resource: 'echo/server', kind: 'process', reason: 'waiting for echo/prepare, which failed' }] } },
     ]);
     expect(state(mesh, d, failed)).toEqual([]);
   });
@@ -86,5 +88,51 @@ describe('facts from reports, stated on change', () => {
     state(mesh, d, report(d));
     const emptied: Declaration = { ...d, sequence: 2, assignments: [] };
     expect(state(mesh, emptied, report(emptied)).map((f) => f.type)).toEqual(['fact.stopped']);
+  });
+
+  it('a hold is one held fact per module naming each resource and its reason as the node gave it, stated once, and cleared once when it ends', () => {
+    const mesh = emptyMeshState();
+    const d = declaration(1);
+    const waiting = report(d, { 'echo/prepare': 'held', 'echo/server': 'held' }, { 'echo/prepare': 'waiting for the vault to deliver echo-token', 'echo/server': 'waiting for echo/prepare' });
+    expect(state(mesh, d, waiting)).toEqual([
+      {
+        type: 'fact.held',
+        data: {
+          node: 'lab1',
+          module: 'echo',
+          declarationSequence: 1,
+          resources: [
+            { resource: 'echo/prepare', kind: 'run-once', reason: 'waiting for the vault to deliver echo-token' },
+            { resource: 'echo/server', kind: 'process', reason: 'waiting for echo/prepare' },
+          ],
+        },
+      },
+    ]);
+    expect(state(mesh, d, waiting)).toEqual([]);
+    // Fewer held: the new set, stated once; what is still held keeps the place it was first stated.
+    const since = statedHolds(mesh.facts, 'lab1', 'echo').get('echo/server')?.since;
+    const fewer = report(d, { 'echo/server': 'held' }, { 'echo/server': 'waiting for echo/prepare' });
+    expect(state(mesh, d, fewer).map((f) => f.data)).toEqual([{ node: 'lab1', module: 'echo', declarationSequence: 1, resources: [{ resource: 'echo/server', kind: 'process', reason: 'waiting for echo/prepare' }] }]);
+    expect(state(mesh, d, fewer)).toEqual([]);
+    expect(statedHolds(mesh.facts, 'lab1', 'echo').get('echo/server')?.since).toEqual(since);
+    // Everything applied: the hold is cleared by one held fact with nothing in it, then the module runs.
+    expect(state(mesh, d, report(d)).map((f) => [f.type, 'resources' in f.data ? f.data.resources : undefined])).toEqual([
+      ['fact.held', []],
+      ['fact.applied', undefined],
+    ]);
+    expect(statedHolds(mesh.facts, 'lab1', 'echo').size).toBe(0);
+    expect(state(mesh, d, report(d))).toEqual([]);
+  });
+
+  it('a reason that changes is a new held fact; a module undeclared while held is cleared; a declaration refused as a whole changes no hold', () => {
+    const mesh = emptyMeshState();
+    const d = declaration(1);
+    state(mesh, d, report(d, { 'echo/server': 'held' }, { 'echo/server': 'no Docker engine answers: a' }));
+    expect(state(mesh, d, report(d, { 'echo/server': 'held' }, { 'echo/server': 'no Docker engine answers: b' })).map((f) => f.type)).toEqual(['fact.held']);
+    const refusedWhole: Report = { ...report(d, { 'echo/prepare': 'refused', 'echo/server': 'refused' }, { 'echo/prepare': 'sequence 1 is lower', 'echo/server': 'sequence 1 is lower' }), refusal: 'sequence 1 is lower than 4, applied' };
+    expect(state(mesh, d, refusedWhole).filter((f) => f.type === 'fact.held')).toEqual([]);
+    const emptied: Declaration = { ...d, sequence: 2, assignments: [] };
+    expect(state(mesh, emptied, report(emptied))).toEqual([{ type: 'fact.held', data: { node: 'lab1', module: 'echo', declarationSequence: 2, resources: [] } }]);
+    expect(state(mesh, emptied, report(emptied))).toEqual([]);
   });
 });

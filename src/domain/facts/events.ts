@@ -3,7 +3,7 @@ import { defineEvent } from '../events/registry.js';
 
 // What machines are doing, stated by the control plane under the mesh-controller seat (ADR 0134):
 // derived from node reports, appended to the log on change only, and published on
-// `mesh.seat.mesh-controller.event.<applied|refused|crash-looping|stopped|report-mismatch>`.
+// `mesh.seat.mesh-controller.event.<applied|refused|crash-looping|stopped|held|report-mismatch>`.
 
 export const factAggregate = (node: string): string => `fact.${node}`;
 
@@ -36,6 +36,22 @@ export const FactStopped = defineEvent({
   schema: z.strictObject({ ...where, previous: version }),
 });
 
+/** One held resource: its key, its kind and the reason exactly as the node gave it. */
+const heldResource = z.strictObject({ resource: z.string().min(1), kind: z.string(), reason: z.string().nullable() });
+export type HeldResource = z.infer<typeof heldResource>;
+
+/**
+ * What a node holds of one module and why, as the node gave it: the module's whole set of held
+ * resources, stated when that set changes (a resource held or no longer held, a reason changed).
+ * An empty set says the hold has ended. The newest `fact.held` of a module is therefore the hold
+ * as it stands, and a follower needs this one subject to know it.
+ */
+export const FactHeld = defineEvent({
+  type: 'fact.held',
+  version: 1,
+  schema: z.strictObject({ ...where, resources: z.array(heldResource) }),
+});
+
 /** A report that does not add up: what was sent is not what was answered for. */
 export const FactReportMismatch = defineEvent({
   type: 'fact.report-mismatch',
@@ -50,7 +66,7 @@ export const FactReportMismatch = defineEvent({
   }),
 });
 
-export const factEvents = [FactApplied, FactRefused, FactCrashLooping, FactStopped, FactReportMismatch] as const;
+export const factEvents = [FactApplied, FactRefused, FactCrashLooping, FactStopped, FactHeld, FactReportMismatch] as const;
 
 /** The seat event subject a fact is published on. */
 export const factSubject = (type: string, prefix = 'mesh'): string => `${prefix}.seat.mesh-controller.event.${type.replace(/^fact\./, '')}`;

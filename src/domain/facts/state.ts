@@ -1,6 +1,6 @@
 import type { StoredMeshEvent } from '../registry.js';
 import { defineSlice } from '../slice.js';
-import type { RunningVersion } from './events.js';
+import type { HeldResource, RunningVersion } from './events.js';
 
 // What the control plane has stated about machines (fact.* events), so it states each change
 // once (derive.ts). Kept by node and then by module: a fact touches one module of one node, and
@@ -10,6 +10,17 @@ export interface StatedRefusal extends RunningVersion {
   reason: string;
 }
 
+/** A resource stated held, and where its hold was first stated (kept while it stays held, whatever its reason becomes). */
+export interface StatedHold extends HeldResource {
+  since: { seq: number; time: string };
+}
+
+/** A hold as the mesh reads it: which node, which module, which resource, why, since where. */
+export interface NodeHold extends StatedHold {
+  node: string;
+  module: string;
+}
+
 interface NodeFacts {
   /** module → the version the last applied fact named */
   running: Map<string, RunningVersion>;
@@ -17,6 +28,8 @@ interface NodeFacts {
   refused: Map<string, Map<string, StatedRefusal>>;
   /** module → resource key → the version a crash loop was stated for */
   crashLooping: Map<string, Map<string, RunningVersion>>;
+  /** module → resource key → the hold last stated (fact.held); a module with nothing held has no entry */
+  held: Map<string, Map<string, StatedHold>>;
 }
 
 export interface FactsState {
@@ -28,7 +41,7 @@ export const emptyFactsState = (): FactsState => ({ byNode: new Map() });
 const factsOf = (state: FactsState, node: string): NodeFacts => {
   let facts = state.byNode.get(node);
   if (!facts) {
-    facts = { running: new Map(), refused: new Map(), crashLooping: new Map() };
+    facts = { running: new Map(), refused: new Map(), crashLooping: new Map(), held: new Map() };
     state.byNode.set(node, facts);
   }
   return facts;
@@ -65,6 +78,17 @@ export const evolveFacts = (state: FactsState, event: StoredMeshEvent): void => 
       setIn(factsOf(state, data.node).crashLooping, data.module, data.resource, data.version);
       break;
     }
+    case 'fact.held': {
+      // The module's whole hold, replaced: a resource still held keeps the place it was first stated.
+      const data = event.data;
+      const facts = factsOf(state, data.node);
+      const before = facts.held.get(data.module);
+      const now = new Map<string, StatedHold>();
+      for (const held of data.resources) now.set(held.resource, { ...held, since: before?.get(held.resource)?.since ?? { seq: event.seq, time: event.time } });
+      if (now.size > 0) facts.held.set(data.module, now);
+      else facts.held.delete(data.module);
+      break;
+    }
     case 'fact.stopped': {
       const data = event.data;
       state.byNode.get(data.node)?.running.delete(data.module);
@@ -89,8 +113,19 @@ export const statedRunning = (state: FactsState, node: string, module: string): 
 /** Every module a node was last stated to run, with its version. */
 export const runningOn = (state: FactsState, node: string): ReadonlyMap<string, RunningVersion> => state.byNode.get(node)?.running ?? new Map();
 
+/** What was last stated held of a module on a node (empty when nothing is). */
+export const statedHolds = (state: FactsState, node: string, module: string): ReadonlyMap<string, StatedHold> => state.byNode.get(node)?.held.get(module) ?? new Map();
+
+/** Every module of a node with something stated held. */
+export const heldModulesOn = (state: FactsState, node: string): ReadonlyMap<string, ReadonlyMap<string, StatedHold>> => state.byNode.get(node)?.held ?? new Map();
+
+/** Every hold stated and not ended, across the mesh: what the overview names. */
+export const allStatedHolds = function* (state: FactsState): Iterable<NodeHold> {
+  for (const [node, facts] of state.byNode) for (const [module, resources] of facts.held) for (const hold of resources.values()) yield { node, module, ...hold };
+};
+
 export const factsSlice = defineSlice({
-  eventTypes: ['fact.applied', 'fact.refused', 'fact.crash-looping', 'fact.stopped'] as const,
+  eventTypes: ['fact.applied', 'fact.refused', 'fact.crash-looping', 'fact.stopped', 'fact.held'] as const,
   empty: emptyFactsState,
   evolve: evolveFacts,
 });

@@ -16,6 +16,7 @@ export const FACT_TYPES: readonly string[] = [
   'fact.refused',
   'fact.crash-looping',
   'fact.stopped',
+  'fact.held',
   'fact.report-mismatch',
 ];
 

@@ -4,6 +4,7 @@ import { readAssignedModules } from './assignments.js';
 import { readSourceHeads } from './builds.js';
 import { readBuildStandings } from './build-standing.js';
 import { readRefusals } from './declarations.js';
+import { readNodeHolds } from './holds.js';
 import { readModuleSources } from './modules.js';
 import { readNodeAddresses } from './nodes.js';
 import type { ReadViews } from './read-views.js';
@@ -13,10 +14,10 @@ import { readHoldings, readSeatSet } from './seats.js';
 // its cost follows the size of the mesh, not the length of its history.
 
 /** The projections the overview is read from. */
-export const OVERVIEW_PROJECTIONS = ['nodes', 'assignments', 'seats', 'modules', 'builds', 'declarations'] as const;
+export const OVERVIEW_PROJECTIONS = ['nodes', 'assignments', 'seats', 'modules', 'builds', 'declarations', 'holds'] as const;
 
 export const readOverviewMesh = async (views: ReadViews): Promise<OverviewMesh> => {
-  const [nodes, assignments, seats, holdings, sources, heads, refusals, builds] = await Promise.all([
+  const [nodes, assignments, seats, holdings, sources, heads, refusals, builds, holds] = await Promise.all([
     readNodeAddresses(views),
     readAssignedModules(views),
     readSeatSet(views),
@@ -25,6 +26,7 @@ export const readOverviewMesh = async (views: ReadViews): Promise<OverviewMesh> 
     readSourceHeads(views),
     readRefusals(views),
     readBuildStandings(views),
+    readNodeHolds(views),
   ]);
   return {
     nodes,
@@ -35,5 +37,6 @@ export const readOverviewMesh = async (views: ReadViews): Promise<OverviewMesh> 
     heads,
     refusals: new Map(refusals.map((r) => [r.node, { seq: r.seq, derivedFromSeq: r.derivedFromSeq }])),
     builds,
+    holds,
   };
 };
