@@ -66,3 +66,8 @@ export const graphCommand = async (args: string[]): Promise<number> => {
     return describeGraph(graph, question, out);
   });
 };
+
+export const moduleKeepCommand = (module: string | undefined, reason: string | undefined, json: boolean, commandId?: string): Promise<number> => {
+  if (!module || reason === undefined) throw new ValidationError('usage: mesh module keep MODULE --reason TEXT (what its nodes run is intended, though its source moved or its newest build failed)', { field: module ? '--reason' : 'module' });
+  return withMesh(async ({ mesh, metadata }) => printResult(output(json), await mesh.execute({ type: 'keep-version', module, reason }, metadata(commandId))));
+};

@@ -42,6 +42,7 @@ usage:
   mesh controller                      run the control plane in the foreground (mesh dev up runs it for you)
   mesh module moved MODULE COMMIT      its repository and branch moved (what the mesh-git holder's pushed says)
   mesh module rollout MODULE roll-out|record   what a new version of it does to its nodes
+  mesh module keep MODULE --reason TEXT   what its nodes run is intended, though its source moved or its newest build failed
   mesh build MODULE [--register-only]  submit a build to mesh-build-machine; says what will roll out, and where
   mesh builder [--work DIR]            take build jobs as a holder of mesh-build-machine, in the foreground
   mesh graph [MODULE] [--reaches MODULE] [--stale]   the module graph: versions, edges, what must be rebuilt

@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { ValidationError } from '../errors.js';
 import { parseFlags } from './flags.js';
-import { moduleMovedCommand, moduleRolloutCommand } from './build.js';
+import { moduleKeepCommand, moduleMovedCommand, moduleRolloutCommand } from './build.js';
 import { withMesh, printResult } from './mesh-session.js';
 import { output, reportError } from './output.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { moduleNames, readCatalogue, readModule } from '../projections/mesh/modules.js';
 
-// mesh module register <manifest.json> [--source SRC] | list | show NAME | moved NAME COMMIT | rollout NAME POLICY
+// mesh module register <manifest.json> [--source SRC] | list | show NAME | moved NAME COMMIT | rollout NAME POLICY | keep NAME --reason TEXT
 
 /** `--source https://…` is an external repository as given; `--source mesh-git:owner/repo[@ref]` is one on a seat. */
 export const sourceFlag = (value: string): Record<string, string> => {
@@ -34,7 +34,7 @@ const readManifest = (file: string): unknown => {
 export const moduleCommand = async (args: string[]): Promise<number> => {
   const { values, positionals } = parseFlags(
     args,
-    { json: { type: 'boolean', default: false }, 'at-least': { type: 'string' }, source: { type: 'string' }, 'command-id': { type: 'string' } },
+    { json: { type: 'boolean', default: false }, 'at-least': { type: 'string' }, source: { type: 'string' }, reason: { type: 'string' }, 'command-id': { type: 'string' } },
     200,
   );
   const out = output(values.json ?? false);
@@ -88,7 +88,9 @@ export const moduleCommand = async (args: string[]): Promise<number> => {
       return moduleMovedCommand(argument, third, values.json ?? false, values['command-id']);
     case 'rollout':
       return moduleRolloutCommand(argument, third, values.json ?? false, values['command-id']);
+    case 'keep':
+      return moduleKeepCommand(argument, values.reason, values.json ?? false, values['command-id']);
     default:
-      throw new ValidationError(`mesh module needs one of: register, list, show, moved, rollout (got ${sub ?? 'nothing'})`, { field: 'verb' });
+      throw new ValidationError(`mesh module needs one of: register, list, show, moved, rollout, keep (got ${sub ?? 'nothing'})`, { field: 'verb' });
   }
 };

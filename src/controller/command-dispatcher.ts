@@ -28,6 +28,7 @@ export const OPERATOR_COMMANDS: ReadonlySet<string> = new Set<MeshCommand['type'
   'move-source',
   'submit-build',
   'set-rollout-policy',
+  'keep-version',
   'void-commit',
 ]);
 

@@ -79,5 +79,19 @@ describe('builds that cannot start or did not succeed', () => {
 
     await t.run({ type: 'move-module', module: name, commit: COMMIT_2, heardFrom: 'test' });
     await waitFor('the next move named', async () => ((await status()).machines.some((m) => m.startsWith(`${name}: its source moved to ${COMMIT_2.slice(0, 12)}`)) ? true : undefined));
+
+    // The operator keeps what runs: the move is no longer a problem, and keeping again is refused.
+    const refusedWithoutReason = await runMesh(['module', 'keep', name], env);
+    expect(refusedWithoutReason.code).toBe(2);
+    expect(refusedWithoutReason.stderr).toContain('mesh module keep MODULE --reason TEXT');
+    const kept = await runMesh(['module', 'keep', name, '--reason', 'the new version waits for its base'], env);
+    expect({ code: kept.code, stderr: kept.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(kept.stdout).toContain(`${name} keeps the version it runs`);
+    await waitFor('the kept move cleared', async () => ((await status()).machines.some((m) => m.startsWith(`${name}:`)) ? undefined : true));
+    const before = await head();
+    const again = await runMesh(['module', 'keep', name, '--reason', 'once more'], env);
+    expect(again.code).toBe(3);
+    expect(again.stderr).toContain('nothing to keep');
+    expect(await head()).toBe(before);
   });
 });

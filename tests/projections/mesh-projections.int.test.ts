@@ -14,7 +14,7 @@ import { writeMeshLog, type GeneratedLog } from './mesh-log.js';
 // The mesh's tables against the two things they must equal: the same projections rebuilt from
 // scratch (row for row), and the mesh as evolveMesh folds the same log — the reference semantics.
 
-const TABLES = ['audit', 'nodes', 'enrolment_tokens', 'modules', 'module_definitions', 'source_heads', 'builds', 'module_versions', 'module_rollouts', 'graph_edges', 'seats', 'seat_aliases', 'holdings', 'assignments', 'assignment_resolutions', 'facts', 'operators', 'node_holds'];
+const TABLES = ['audit', 'nodes', 'enrolment_tokens', 'modules', 'module_definitions', 'source_heads', 'builds', 'module_versions', 'module_rollouts', 'kept_versions', 'graph_edges', 'seats', 'seat_aliases', 'holdings', 'assignments', 'assignment_resolutions', 'facts', 'operators', 'node_holds'];
 /** Event types that change nothing evolveMesh keeps: only the audit index records them. */
 const STATELESS = new Set(['mesh.initialised', 'log.voided']);
 
@@ -168,6 +168,9 @@ describe('the mesh projections', () => {
     const rollouts = await rows(schemas, 'module_rollouts');
     expect(byKey(rollouts.filter((r) => r.policy).map((r) => [r.module as string, r.policy]))).toEqual(sorted(builds.policies));
     expect(byKey(rollouts.filter((r) => r.deployed_digest).map((r) => [r.module as string, r.deployed_digest]))).toEqual(sorted(builds.deployed));
+    const kept = (await rows(schemas, 'kept_versions')).map((r) => [r.module as string, { head: r.head, failedBuild: r.failed_build, reason: r.reason, seq: Number(r.kept_seq) }] as [string, unknown]);
+    expect(byKey(kept)).toEqual(sorted(builds.kept));
+    expect(kept.length).toBeGreaterThan(0);
     expect((await rows(schemas, 'graph_edges')).map((r) => ({ source: r.source, target: r.target, digest: r.target_digest }))).toEqual(
       [...builds.latest.values()].flatMap((v) => v.bases.map((b) => ({ source: v.module, target: b.name, digest: b.digest }))),
     );

@@ -5,8 +5,9 @@ import { moduleNamed, modulesByName, registeredModules } from '../catalogue/stat
 import type { MeshState } from '../mesh/state.js';
 import { holderOf, seatNamed } from '../seats/state.js';
 import { Refusal } from '../refusal.js';
-import { BuildFailed, BuildSubmitted, BuildSucceeded, ROLLOUT_POLICIES, RolloutPolicySet, SourceMoved, baseSchema, buildAggregate, sourceAggregate, sourceKey, sourceRefSchema, type Base, type SourceRef } from './events.js';
+import { BuildFailed, BuildSubmitted, BuildSucceeded, ROLLOUT_POLICIES, RolloutPolicySet, SourceMoved, VersionKept, baseSchema, buildAggregate, sourceAggregate, sourceKey, sourceRefSchema, type Base, type SourceRef } from './events.js';
 import { assessGraph, type Assessment, type GraphInput } from './graph.js';
+import { buildProblemsOf, buildStandingsOf } from './standing.js';
 import { policyOf } from './state.js';
 
 // The rules of builds, judged against the whole mesh: a branch moving, a build submitted, its
@@ -44,7 +45,11 @@ export type RecordBuild = z.infer<typeof recordBuildSchema>;
 export const setRolloutPolicySchema = z.strictObject({ type: z.literal('set-rollout-policy'), module: z.string(), policy: z.enum(ROLLOUT_POLICIES) });
 export type SetRolloutPolicy = z.infer<typeof setRolloutPolicySchema>;
 
-export type BuildCommand = MoveSource | MoveModule | SubmitBuild | RecordBuild | SetRolloutPolicy;
+/** `mesh module keep MODULE --reason TEXT`: what the module's nodes run is intended, though its source moved on or its newest build failed. */
+export const keepVersionSchema = z.strictObject({ type: z.literal('keep-version'), module: z.string(), reason: z.string() });
+export type KeepVersion = z.infer<typeof keepVersionSchema>;
+
+export type BuildCommand = MoveSource | MoveModule | SubmitBuild | RecordBuild | SetRolloutPolicy | KeepVersion;
 
 export const graphInputOf = (state: MeshState): GraphInput => ({
   modules: modulesByName(state.catalogue),
@@ -173,6 +178,26 @@ const decideSetRolloutPolicy = (command: SetRolloutPolicy, state: MeshState): De
   return { aggregate, events: [{ type: RolloutPolicySet.type, data: { module: command.module, policy: command.policy } }], summary: `${command.module}'s new versions now ${command.policy === 'roll-out' ? 'roll out to its nodes' : 'are recorded only'}` };
 };
 
+const decideKeepVersion = (command: KeepVersion, state: MeshState): Decision => {
+  const subject = `keeping the version ${command.module} runs`;
+  const module = moduleNamed(state.catalogue, command.module);
+  if (!module) throw moduleRefusal(subject, command.module, 'no such module is registered', 'name a registered module: mesh module list');
+  const reason = command.reason.trim();
+  if (reason === '') throw new Refusal(subject, [{ what: '--reason', why: 'a kept version says why: the next operator reads it in mesh status and mesh history', remedy: `mesh module keep ${command.module} --reason "…"` }]);
+  const [standing] = buildStandingsOf([module], state.builds);
+  if (!standing) throw moduleRefusal(subject, command.module, 'it is not built by the mesh (its manifest has no build and source)', 'nothing to keep: its version is the one it registers');
+  const failedBuild = standing.newest?.status === 'failed' ? standing.newest.buildId : null;
+  const moved = standing.head !== undefined && standing.head !== standing.built && standing.newest?.status !== 'submitted';
+  if (buildProblemsOf([standing]).length === 0) {
+    throw moduleRefusal(subject, command.module, 'its nodes already run what its source says (no failed build, no move without a build)', 'nothing to keep');
+  }
+  return {
+    aggregate: moduleAggregate(command.module),
+    events: [{ type: VersionKept.type, data: { module: command.module, head: standing.head ?? null, failedBuild, reason } }],
+    summary: `${command.module} keeps the version it runs${standing.built ? ` (from ${standing.built.slice(0, 12)})` : ''}${failedBuild ? `, though build ${failedBuild} failed` : ''}${moved && standing.head ? `, though its source is at ${standing.head.slice(0, 12)}` : ''}: ${reason}`,
+  };
+};
+
 export const decideBuildCommand = (command: BuildCommand, state: MeshState): Decision => {
   switch (command.type) {
     case 'move-source':
@@ -185,6 +210,8 @@ export const decideBuildCommand = (command: BuildCommand, state: MeshState): Dec
       return decideRecordBuild(command, state);
     case 'set-rollout-policy':
       return decideSetRolloutPolicy(command, state);
+    case 'keep-version':
+      return decideKeepVersion(command, state);
     default: {
       const unreachable: never = command;
       throw new Error(`unknown command ${JSON.stringify(unreachable)}`);

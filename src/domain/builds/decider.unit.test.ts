@@ -5,6 +5,8 @@ import type { MeshEvent } from '../registry.js';
 import type { MeshCommand } from '../mesh/commands.js';
 import { graphInputOf } from './decider.js';
 import { assessGraph, reachedBy } from './graph.js';
+import { buildProblemsOf, buildStandingsOf } from './standing.js';
+import { registeredModules } from '../catalogue/state.js';
 
 // Given a mesh / when a source moves, a build is submitted or recorded / then these events.
 
@@ -201,5 +203,48 @@ describe('rolling out', () => {
     const record: MeshCommand = { type: 'record-build', buildId, module: 'app', commit: commit(1), outcome: { kind: 'built', digest: digest(5), bases: [] } };
     expect(mesh.run(record)).toHaveLength(1);
     expect(mesh.run(record)).toEqual([]);
+  });
+});
+
+describe('keeping the version a module runs', () => {
+  const problems = (mesh: MeshFixture): string[] => buildProblemsOf(buildStandingsOf(registeredModules(mesh.state.catalogue), mesh.state.builds));
+  const fail = (mesh: MeshFixture, module: string): string => {
+    const [submitted] = submit(mesh, module);
+    const { buildId, commit: at } = eventOf(submitted, 'build.submitted').data;
+    mesh.run({ type: 'record-build', buildId, module, commit: at, outcome: { kind: 'failed', reason: 'exited with 2', output: '' } });
+    return buildId;
+  };
+
+  it('clears a failed build and a moved source from the problems, until the source moves or a build fails again', () => {
+    const mesh = new MeshFixture();
+    mesh.register(built('app'));
+    moved(mesh, 'app', 1);
+    build(mesh, 'app', digest(1));
+    expect(problems(mesh)).toEqual([]);
+    moved(mesh, 'app', 2);
+    const failed = fail(mesh, 'app');
+    expect(problems(mesh)).toEqual([expect.stringContaining(`its newest build ${failed}`)]);
+
+    const [kept] = mesh.run({ type: 'keep-version', module: 'app', reason: 'v2 waits for the new base' });
+    expect(kept).toEqual({ type: 'module.version-kept', data: { module: 'app', head: commit(2), failedBuild: failed, reason: 'v2 waits for the new base' } });
+    expect(problems(mesh)).toEqual([]);
+
+    moved(mesh, 'app', 3);
+    expect(problems(mesh)).toEqual([expect.stringContaining('its source moved to')]);
+    mesh.run({ type: 'keep-version', module: 'app', reason: 'still waiting' });
+    expect(problems(mesh)).toEqual([]);
+    const again = fail(mesh, 'app');
+    expect(problems(mesh)).toEqual([expect.stringContaining(`its newest build ${again}`)]);
+  });
+
+  it('is refused when there is nothing to keep, without a reason, or for a module the mesh does not build', () => {
+    const mesh = new MeshFixture();
+    mesh.register(built('app'));
+    mesh.register({ name: 'plain', resources: { processes: [{ name: 'p', run: ['p'] }] } });
+    expect(mesh.refusal({ type: 'keep-version', module: 'app', reason: 'why not' })).toEqual([expect.objectContaining({ why: expect.stringContaining('already run what its source says') })]);
+    moved(mesh, 'app', 1);
+    expect(mesh.refusal({ type: 'keep-version', module: 'app', reason: '  ' })).toEqual([expect.objectContaining({ what: '--reason' })]);
+    expect(mesh.refusal({ type: 'keep-version', module: 'plain', reason: 'x' })).toEqual([expect.objectContaining({ why: expect.stringContaining('not built by the mesh') })]);
+    expect(mesh.refusal({ type: 'keep-version', module: 'ghost', reason: 'x' })).toEqual([expect.objectContaining({ why: 'no such module is registered' })]);
   });
 });

@@ -99,4 +99,22 @@ export const RolloutPolicySet = defineEvent({
   schema: z.strictObject({ module: z.string().min(1), policy: z.enum(ROLLOUT_POLICIES) }),
 });
 
-export const buildEvents = [SourceMoved, BuildSubmitted, BuildSucceeded, BuildFailed, RolloutPolicySet] as const;
+/**
+ * An operator keeps the version a module runs although its source moved on or its newest build
+ * failed: what the nodes run is intended, until the source moves again or another build fails.
+ * Names what it was kept against, so a later move or failure is a problem again.
+ */
+export const VersionKept = defineEvent({
+  type: 'module.version-kept',
+  version: 1,
+  schema: z.strictObject({
+    module: z.string().min(1),
+    /** the commit the module's branch pointed at when it was kept; null when no move was heard */
+    head: z.string().min(1).nullable(),
+    /** the newest build, failed, that it was kept against; null when the newest had not failed */
+    failedBuild: z.string().min(1).nullable(),
+    reason: z.string().min(1),
+  }),
+});
+
+export const buildEvents = [SourceMoved, BuildSubmitted, BuildSucceeded, BuildFailed, RolloutPolicySet, VersionKept] as const;

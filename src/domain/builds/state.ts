@@ -34,11 +34,20 @@ export interface BuildsState {
   /** the artifact digest the nodes running a module are declared to run */
   deployed: Map<string, string>;
   policies: Map<string, RolloutPolicy>;
+  /** module → what an operator kept its version against (the head and the failed build then) */
+  kept: Map<string, KeptVersion>;
 }
 
-export const emptyBuildsState = (): BuildsState => ({ heads: new Map(), builds: new Map(), latest: new Map(), versions: new Map(), deployed: new Map(), policies: new Map() });
+export interface KeptVersion {
+  head: string | null;
+  failedBuild: string | null;
+  reason: string;
+  seq: number;
+}
 
-export const BUILD_EVENT_TYPES = ['source.moved', 'build.submitted', 'build.succeeded', 'build.failed', 'module.rollout-set'] as const;
+export const emptyBuildsState = (): BuildsState => ({ heads: new Map(), builds: new Map(), latest: new Map(), versions: new Map(), deployed: new Map(), policies: new Map(), kept: new Map() });
+
+export const BUILD_EVENT_TYPES = ['source.moved', 'build.submitted', 'build.succeeded', 'build.failed', 'module.rollout-set', 'module.version-kept'] as const;
 
 export const versionKey = (module: string, digest: string): string => `${module}@${digest}`;
 
@@ -85,6 +94,11 @@ export const evolveBuilds = (state: BuildsState, event: StoredMeshEvent): Builds
     case 'module.rollout-set': {
       const data = event.data;
       state.policies.set(data.module, data.policy);
+      break;
+    }
+    case 'module.version-kept': {
+      const data = event.data;
+      state.kept.set(data.module, { head: data.head, failedBuild: data.failedBuild, reason: data.reason, seq: event.seq });
       break;
     }
     default:

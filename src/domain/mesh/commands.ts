@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ValidationError } from '../../errors.js';
-import { decideBuildCommand, moveModuleSchema, moveSourceSchema, recordBuildSchema, setRolloutPolicySchema, submitBuildSchema, type BuildCommand } from '../builds/decider.js';
+import { decideBuildCommand, keepVersionSchema, moveModuleSchema, moveSourceSchema, recordBuildSchema, setRolloutPolicySchema, submitBuildSchema, type BuildCommand } from '../builds/decider.js';
 import { assignSchema, decideAssign, decideUnassign, unassignSchema, type Assign, type Unassign } from '../assignments/decider.js';
 import { decideRegisterModule, registerModuleSchema, type RegisterModule } from '../catalogue/decider.js';
 import type { Decision } from '../decision.js';
@@ -32,6 +32,7 @@ export const meshCommandSchema = z.discriminatedUnion('type', [
   submitBuildSchema,
   recordBuildSchema,
   setRolloutPolicySchema,
+  keepVersionSchema,
   addOperatorSchema,
   revokeOperatorSchema,
   voidCommitSchema,
@@ -84,6 +85,7 @@ export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decis
     case 'submit-build':
     case 'record-build':
     case 'set-rollout-policy':
+    case 'keep-version':
       return decideBuildCommand(command, state);
     default: {
       const unreachable: never = command;

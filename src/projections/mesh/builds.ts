@@ -5,10 +5,11 @@ import { foldingProjection } from './folding.js';
 import type { ReadViews } from './read-views.js';
 import { RowImage, replaceRows } from './rows.js';
 
-// `source_heads`, `builds`, `module_versions`, `module_rollouts` and `graph_edges`, as evolveBuilds
-// folds the build events: an outcome only applies to a build still submitted; a success is a
-// module version (the newest for its module, so its bases are the module's edges) and, when it
-// rolls out, what the module's nodes run.
+// `source_heads`, `builds`, `module_versions`, `module_rollouts`, `graph_edges` and (v2)
+// `kept_versions`, as evolveBuilds folds the build events: an outcome only applies to a build still
+// submitted; a success is a module version (the newest for its module, so its bases are the
+// module's edges) and, when it rolls out, what the module's nodes run; a kept version is what an
+// operator kept against.
 
 type Row = Record<string, unknown>;
 
@@ -17,13 +18,14 @@ interface Batch {
   builds: RowImage<Row>;
   versions: RowImage<Row>;
   rollouts: RowImage<Row>;
+  kept: RowImage<Row>;
   /** the newest version's bases of each module whose version changed */
   edges: Map<string, Base[]>;
 }
 
 export const buildsProjection = foldingProjection<Batch>({
   name: 'builds',
-  version: 1,
+  version: 2,
   types: BUILD_EVENT_TYPES,
   open: async (events, tx) => {
     const batch: Batch = {
@@ -31,6 +33,7 @@ export const buildsProjection = foldingProjection<Batch>({
       builds: new RowImage('builds', ['build_id']),
       versions: new RowImage('module_versions', ['module', 'artifact_digest']),
       rollouts: new RowImage('module_rollouts', ['module']),
+      kept: new RowImage('kept_versions', ['module']),
       edges: new Map(),
     };
     await batch.builds.load(tx, events.flatMap((e) => (e.type === 'build.succeeded' || e.type === 'build.failed' ? [{ build_id: e.data.buildId }] : [])));
@@ -95,12 +98,17 @@ export const buildsProjection = foldingProjection<Batch>({
         batch.rollouts.set({ module: d.module, policy: d.policy, deployed_digest: rollout?.deployed_digest ?? null });
         break;
       }
+      case 'module.version-kept': {
+        const d = event.data;
+        batch.kept.set({ module: d.module, head: d.head, failed_build: d.failedBuild, reason: d.reason, kept_seq: event.seq });
+        break;
+      }
       default:
         break;
     }
   },
   save: async (batch, tx) => {
-    for (const image of [batch.heads, batch.builds, batch.versions, batch.rollouts]) await image.save(tx);
+    for (const image of [batch.heads, batch.builds, batch.versions, batch.rollouts, batch.kept]) await image.save(tx);
     const modules = [...batch.edges.keys()];
     await replaceRows(
       tx,
