@@ -139,6 +139,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
       pool,
       statusSchema: statusSchemaFromEnv(),
       heartbeatThresholdMs: heartbeatThresholdMs(),
+      prefix: config.subjectPrefix,
       // Which of this process's readers the log holds at a commit, and why.
       holds: () => heldReaders({ 'the fact feed': facts.held() }),
       // The projections' health, as `mesh status` judges it: a stall or a lagging build is on the page too.

@@ -9,12 +9,14 @@ import { statedRefusals } from '../domain/declarations/state.js';
 import { allNodes } from '../domain/nodes/state.js';
 import { allHoldings, allSeats } from '../domain/seats/state.js';
 import { sourceHeads } from '../domain/builds/state.js';
+import { describeDangling, eventLinksOf, type DanglingConsume } from '../domain/bus/event-links.js';
 
 // What the mesh is doing, said plainly, never claiming health from absence: a node not heard from
 // is named with the time it was last heard (or that it never was), a declaration not applied is
 // named with the one that was, and held, refused or crash-looping resources are counted with
 // their reasons. Healthy only when every node was heard from, applied its newest declaration, and
-// nothing is held, refused, crash-looping, uncomposable or stalled.
+// nothing is held, refused, crash-looping, uncomposable or stalled, and no consumed event
+// goes unemitted.
 
 export interface NodeHealthInput {
   node: string;
@@ -65,9 +67,11 @@ export interface OverviewMesh {
   refusals: ReadonlyMap<string, { seq: number; derivedFromSeq: number }>;
   /** each built module's branch head, newest version and newest build (src/domain/builds/standing.ts) */
   builds?: BuildStanding[];
+  /** consumed events no registered module emits (src/domain/bus/event-links.ts) */
+  dangling?: DanglingConsume[];
 }
 
-export const overviewMeshOf = (state: MeshState): OverviewMesh => ({
+export const overviewMeshOf = (state: MeshState, prefix = 'mesh'): OverviewMesh => ({
   nodes: [...allNodes(state.nodes)].map((node) => ({ name: node.name, address: node.address })),
   assignments: [...allAssignments(state.assignments)].map((a) => ({ node: a.node, module: a.module })),
   seats: [...allSeats(state.seats)].map((seat) => ({ id: seat.id, name: seat.name, scope: seat.scope, delivers: seat.delivers })),
@@ -79,6 +83,7 @@ export const overviewMeshOf = (state: MeshState): OverviewMesh => ({
   heads: new Map([...sourceHeads(state.builds)].map(([key, head]) => [key, head.seq])),
   refusals: new Map(statedRefusals(state.declarations)),
   builds: buildStandingsOf(registeredModules(state.catalogue), state.builds),
+  dangling: eventLinksOf(state, prefix).dangling,
 });
 
 export interface OverviewInput {
@@ -118,6 +123,8 @@ export interface Overview {
   held: HeldReader[];
   nodes: NodeOverview[];
   seats: { seat: string; scope: string; delivers: string | null; holders: string[] }[];
+  /** consumed events no registered module emits, each also one of `problems` */
+  dangling?: DanglingConsume[];
 }
 
 const when = (date: Date | null): string | null => (date ? date.toISOString() : null);
@@ -202,6 +209,9 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
   // Builds: a newest build that failed, a source moved with nothing built from it since.
   problems.push(...buildProblemsOf(mesh.builds ?? []));
 
+  // Subscriptions that match nothing: every log stays quiet while nothing reacts (issue 127 of the seeds).
+  problems.push(...(mesh.dangling ?? []).map(describeDangling));
+
   // Sources: a branch no push or merge was ever heard from may be moving unseen.
   const notKnown: string[] = [];
   const sources = new Map<string, string[]>();
@@ -219,5 +229,5 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
       delivers: seat.delivers,
       holders: mesh.holdings.filter((h) => h.seatId === seat.id).map((h) => `${h.node}/${h.module}`).sort(),
     }));
-  return { healthy: problems.length === 0, problems, notKnown, held: holds, nodes, seats, ...(input.projections ? { projections: input.projections } : {}) };
+  return { healthy: problems.length === 0, problems, notKnown, held: holds, nodes, seats, dangling: mesh.dangling ?? [], ...(input.projections ? { projections: input.projections } : {}) };
 };

@@ -3,6 +3,7 @@ import type { OverviewMesh } from '../../controller/overview.js';
 import { readAssignedModules } from './assignments.js';
 import { readSourceHeads } from './builds.js';
 import { readBuildStandings } from './build-standing.js';
+import { readEventLinks } from './event-links.js';
 import { readRefusals } from './declarations.js';
 import { readModuleSources } from './modules.js';
 import { readNodeAddresses } from './nodes.js';
@@ -15,8 +16,8 @@ import { readHoldings, readSeatSet } from './seats.js';
 /** The projections the overview is read from. */
 export const OVERVIEW_PROJECTIONS = ['nodes', 'assignments', 'seats', 'modules', 'builds', 'declarations'] as const;
 
-export const readOverviewMesh = async (views: ReadViews): Promise<OverviewMesh> => {
-  const [nodes, assignments, seats, holdings, sources, heads, refusals, builds] = await Promise.all([
+export const readOverviewMesh = async (views: ReadViews, prefix = 'mesh'): Promise<OverviewMesh> => {
+  const [nodes, assignments, seats, holdings, sources, heads, refusals, builds, links] = await Promise.all([
     readNodeAddresses(views),
     readAssignedModules(views),
     readSeatSet(views),
@@ -25,6 +26,7 @@ export const readOverviewMesh = async (views: ReadViews): Promise<OverviewMesh> 
     readSourceHeads(views),
     readRefusals(views),
     readBuildStandings(views),
+    readEventLinks(views, prefix),
   ]);
   return {
     nodes,
@@ -35,5 +37,6 @@ export const readOverviewMesh = async (views: ReadViews): Promise<OverviewMesh> 
     heads,
     refusals: new Map(refusals.map((r) => [r.node, { seq: r.seq, derivedFromSeq: r.derivedFromSeq }])),
     builds,
+    dangling: links.dangling,
   };
 };
