@@ -52,7 +52,7 @@ usage:
   mesh projections status | rebuild NAME   each projection's version, checkpoint, lag, stall; force a blue/green rebuild
 
 Every verb takes --json; commands take --command-id ID (a retry with the same id acts once).
-Reads (log, seats, status, node list|show, module list|show) wait until the projections have reached the
+Reads (log, seats, status, events dangling, node list|show, module list|show) wait until the projections have reached the
 log's head, or --at-least SEQ (a command's reply says its seq), for MESH_READ_TIMEOUT_MS (10000).
 
 Addresses come from MESH_NATS_URL and MESH_DATABASE_URL, else from the local stack. Reads log in to
