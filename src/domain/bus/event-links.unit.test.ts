@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { MeshFixture, minimalModule } from '../../../tests/helpers/given.js';
+import { FIXTURE_MODULES, MeshFixture, minimalModule } from '../../../tests/helpers/given.js';
 import { eventLinks, eventLinksOf, subjectMatches } from './event-links.js';
 
 // Across the whole catalogue: a consumed event no registered module emits is a finding naming the
@@ -29,11 +29,17 @@ describe('consumes set beside every emitter', () => {
 
   it("says when a name meant a seat's events, which a module consume does not derive to", () => {
     const mesh = new MeshFixture();
-    mesh.registerFixture('telegram-sender');
-    mesh.registerFixture('showcase');
+    mesh.register(minimalModule('sender', { seats: [{ name: 'sender', scope: 'mesh', emits: ['delivered', 'failed'] }], canHold: ['sender'] }));
+    mesh.register(minimalModule('watcher', { consumes: ['sender.**'] }));
     expect(eventLinksOf(mesh.state).dangling).toEqual([
-      expect.objectContaining({ consumer: 'showcase', declared: 'telegram-sender.**', subjects: ['mesh.mod.telegram-sender.event.>'], why: expect.stringContaining("seat telegram-sender's events (delivered, failed) are published on the seat's own subjects") }),
+      expect.objectContaining({ consumer: 'watcher', declared: 'sender.**', subjects: ['mesh.mod.sender.event.>'], why: expect.stringContaining("sender is registered and emits nothing; seat sender's events (delivered, failed) are published on the seat's own subjects") }),
     ]);
+  });
+
+  it('leaves no consume of the fixtures dangling once they are all registered', () => {
+    const mesh = new MeshFixture();
+    for (const name of FIXTURE_MODULES) mesh.registerFixture(name);
+    expect(eventLinksOf(mesh.state).dangling).toEqual([]);
   });
 
   it("hears every event for '**', the mesh's own facts included", () => {
