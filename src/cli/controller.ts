@@ -144,6 +144,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
       pool,
       statusSchema: statusSchemaFromEnv(),
       heartbeatThresholdMs: heartbeatThresholdMs(),
+      prefix: config.subjectPrefix,
       // Which of this process's readers the log holds at a commit, and why.
       holds: () => heldReaders({ 'the fact feed': facts.held() }),
       // An outage of PostgreSQL is named with its start, not read as nodes never heard from.

@@ -12,7 +12,7 @@ import type { ReadSession } from './reads.js';
 
 export const machineOverview = async ({ nc, db, view, config }: ReadSession): Promise<Overview & { unknown: string[] }> =>
   overviewOfMesh({
-    mesh: await readOverviewMesh({ db, view }),
+    mesh: await readOverviewMesh({ db, view }, config.subjectPrefix),
     holds: [],
     publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix }),
     pool: db,

@@ -7,6 +7,7 @@ import { buildCommand, graphCommand } from './build.js';
 import { builderCommand } from './builder.js';
 import { controllerCommand } from './controller.js';
 import { devCommand } from './dev.js';
+import { eventsCommand } from './events.js';
 import { logCommand } from './log.js';
 import { historyCommand } from './history.js';
 import { operatorCommand } from './operator.js';
@@ -33,6 +34,7 @@ usage:
   mesh module register <manifest.json> [--source URL|SEAT:OWNER/REPO[@REF]]
   mesh module list | show NAME         the catalogue: every module's newest definition
   mesh seats                           every seat, its scope, what it delivers, its holder
+  mesh events dangling                 consumed events no registered module emits (a fault), and emits nobody consumes
   mesh status                          the overview: projections, nodes and what they run, unheld seats, refusals
   mesh seat handover SEAT --to NODE/MODULE [--from NODE/MODULE|none]
   mesh seat rename SEAT NEW-NAME       the old name keeps resolving
@@ -51,7 +53,7 @@ usage:
   mesh projections status | rebuild NAME   each projection's version, checkpoint, lag, stall; force a blue/green rebuild
 
 Every verb takes --json; commands take --command-id ID (a retry with the same id acts once).
-Reads (log, seats, status, node list|show, module list|show) wait until the projections have reached the
+Reads (log, seats, status, events dangling, node list|show, module list|show) wait until the projections have reached the
 log's head, or --at-least SEQ (a command's reply says its seq), for MESH_READ_TIMEOUT_MS (10000).
 
 Addresses come from MESH_NATS_URL and MESH_DATABASE_URL, else from the local stack. Reads log in to
@@ -88,6 +90,8 @@ export const main = async (argv: string[]): Promise<number> => {
         return await auditCommand(rest);
       case 'module':
         return await moduleCommand(rest);
+      case 'events':
+        return await eventsCommand(rest);
       case 'seats':
         return await seatsCommand(rest);
       case 'status':
@@ -119,7 +123,7 @@ export const main = async (argv: string[]): Promise<number> => {
         process.stdout.write(`${USAGE}\n`);
         return verb === undefined ? 2 : 0;
       default:
-        throw new ValidationError(`unknown verb "${verb}"; the verbs are: dev, log, history, audit, operator, module, seats, seat, status, node, assign, unassign, build, builder, graph, projections, controller, agent (see \`mesh help\`)`, { field: 'verb' });
+        throw new ValidationError(`unknown verb "${verb}"; the verbs are: dev, log, history, audit, operator, module, events, seats, seat, status, node, assign, unassign, build, builder, graph, projections, controller, agent (see \`mesh help\`)`, { field: 'verb' });
     }
   } catch (error) {
     return reportError(error, json);

@@ -89,6 +89,7 @@ export const statusCommand = async (args: string[]): Promise<number> => {
           unheldSeats: unheld,
           refusals,
           machines: machines.problems,
+          danglingConsumes: machines.dangling ?? [],
           sources: machines.notKnown,
           unknown,
         });

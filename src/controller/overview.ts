@@ -10,12 +10,14 @@ import { allStatedHolds, type NodeHold } from '../domain/facts/state.js';
 import { allNodes } from '../domain/nodes/state.js';
 import { allHoldings, allSeats } from '../domain/seats/state.js';
 import { sourceHeads } from '../domain/builds/state.js';
+import { describeDangling, eventLinksOf, type DanglingConsume } from '../domain/bus/event-links.js';
 
 // What the mesh is doing, said plainly, never claiming health from absence: a node not heard from
 // is named with the time it was last heard (or that it never was), a declaration not applied is
 // named with the one that was, and held, refused or crash-looping resources are counted with
 // their reasons. Healthy only when every node was heard from, applied its newest declaration, and
-// nothing is held, refused, crash-looping, uncomposable or stalled.
+// nothing is held, refused, crash-looping, uncomposable or stalled, and no consumed event
+// goes unemitted.
 
 export interface NodeHealthInput {
   node: string;
@@ -72,9 +74,11 @@ export interface OverviewMesh {
   builds?: BuildStanding[];
   /** what each node was last stated to hold (fact.held), by node, module and resource */
   holds: NodeHold[];
+  /** consumed events no registered module emits (src/domain/bus/event-links.ts) */
+  dangling?: DanglingConsume[];
 }
 
-export const overviewMeshOf = (state: MeshState): OverviewMesh => ({
+export const overviewMeshOf = (state: MeshState, prefix = 'mesh'): OverviewMesh => ({
   nodes: [...allNodes(state.nodes)].map((node) => ({ name: node.name, address: node.address })),
   assignments: [...allAssignments(state.assignments)].map((a) => ({ node: a.node, module: a.module })),
   seats: [...allSeats(state.seats)].map((seat) => ({ id: seat.id, name: seat.name, scope: seat.scope, delivers: seat.delivers })),
@@ -89,6 +93,7 @@ export const overviewMeshOf = (state: MeshState): OverviewMesh => ({
   holds: [...allStatedHolds(state.facts)]
     .map(({ node, module, resource, kind, reason, since }) => ({ node, module, resource, kind, reason, since }))
     .sort((a, b) => (a.node === b.node ? (a.module === b.module ? (a.resource < b.resource ? -1 : 1) : a.module < b.module ? -1 : 1) : a.node < b.node ? -1 : 1)),
+  dangling: eventLinksOf(state, prefix).dangling,
 });
 
 export interface OverviewInput {
@@ -138,6 +143,8 @@ export interface Overview {
   held: HeldReader[];
   nodes: NodeOverview[];
   seats: { seat: string; scope: string; delivers: string | null; holders: string[] }[];
+  /** consumed events no registered module emits, each also one of `problems` */
+  dangling?: DanglingConsume[];
 }
 
 const when = (date: Date | null): string | null => (date ? date.toISOString() : null);
@@ -239,6 +246,9 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
   // Builds: a newest build that failed, a source moved with nothing built from it since.
   problems.push(...buildProblemsOf(mesh.builds ?? []));
 
+  // Subscriptions that match nothing: every log stays quiet while nothing reacts (issue 127 of the seeds).
+  problems.push(...(mesh.dangling ?? []).map(describeDangling));
+
   // Sources: a branch no push or merge was ever heard from may be moving unseen.
   const notKnown: string[] = [];
   const sources = new Map<string, string[]>();
@@ -256,5 +266,5 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
       delivers: seat.delivers,
       holders: mesh.holdings.filter((h) => h.seatId === seat.id).map((h) => `${h.node}/${h.module}`).sort(),
     }));
-  return { healthy: problems.length === 0, problems, notKnown, held: holds, nodes, seats, ...(input.projections ? { projections: input.projections } : {}) };
+  return { healthy: problems.length === 0, problems, notKnown, held: holds, nodes, seats, dangling: mesh.dangling ?? [], ...(input.projections ? { projections: input.projections } : {}) };
 };

@@ -15,6 +15,8 @@ export interface OverviewSourceOptions {
   pool: pg.Pool;
   statusSchema: string;
   heartbeatThresholdMs: number;
+  /** the wire's subject prefix, for the subjects a dangling consume names */
+  prefix?: string;
   projections?: () => Promise<ProjectionHealthInput[]>;
   /** this process's other readers of the log that are held at a commit */
   holds?: () => HeldReader[];
@@ -31,7 +33,7 @@ export const overviewSource = (options: OverviewSourceOptions) => async (): Prom
   // and the overview still answers, naming it.
   const { state, held } = await options.mesh.view();
   const holds = [...heldReaders({ 'the controller': held }), ...(options.holds?.() ?? [])];
-  return overviewOfMesh({ ...options, mesh: overviewMeshOf(state), holds });
+  return overviewOfMesh({ ...options, mesh: overviewMeshOf(state, options.prefix), holds });
 };
 
 /** The overview of `mesh`, with what NODES says each node was last told and what node status says it last said. */

@@ -5,6 +5,9 @@ import { allSeats, seatNamed } from '../seats/state.js';
 import { hasSystemPrefix } from '../seats/system-seats.js';
 import { knownContractField } from './contracts.js';
 import { isLocalName } from './manifest.js';
+import { mountProblems } from './mounts.js';
+import { referenceProblems } from './references.js';
+import { moduleNamed } from './state.js';
 import { valueProblems } from './value-checks.js';
 
 // Registration's rules, each a function from the manifest as written to the problems it has. They
@@ -58,7 +61,7 @@ const subjectProblems = (value: unknown, path: string[], problems: Problem[]): v
   }
 };
 
-const eventNameProblems = (raw: Raw, moduleName: string): Problem[] => {
+const eventNameProblems = (raw: Raw, moduleName: string, state: MeshState): Problem[] => {
   const problems: Problem[] = [];
   texts(raw.emits).forEach((name, i) => {
     const what = `emits.${i}`;
@@ -69,6 +72,17 @@ const eventNameProblems = (raw: Raw, moduleName: string): Problem[] => {
       problems.push({ what, why: `"${name}" has a wildcard, and a module emits named events only`, remedy: 'list each event name it emits' });
     } else if (!isLocalName(name)) {
       problems.push({ what, why: `"${name}" is not a local event name`, remedy: 'use dot-separated lower-case words, e.g. repository.pushed' });
+    } else {
+      // Design 32 §1, issue 127 of the seeds: an event is its emitter's; a name that starts with
+      // another module's reads, to every consumer, as that module's event.
+      const [first = '', ...rest] = name.split('.');
+      if (rest.length > 0 && first !== moduleName && moduleNamed(state.catalogue, first)) {
+        problems.push({
+          what,
+          why: `"${name}" starts with "${first}", the name of another registered module: it reads as ${first}'s event, yet ${moduleName} would publish it (as mesh.mod.${moduleName}.event.${name})`,
+          remedy: `name it for what happened, without ${first}'s name, e.g. "${rest.join('.')}"; ${first}'s own events are ${first}'s to emit`,
+        });
+      }
     }
   });
   texts(raw.consumes).forEach((pattern, i) => {
@@ -84,7 +98,6 @@ const eventNameProblems = (raw: Raw, moduleName: string): Problem[] => {
       problems.push({ what, why: `"${pattern}" has '**' before the end`, remedy: "'**' stands for the rest of a name, so it comes last" });
     }
   });
-  void moduleName;
   return problems;
 };
 
@@ -248,12 +261,14 @@ export const registrationProblems = (manifest: unknown, state: MeshState): Probl
   subjectProblems(raw, [], subjects);
   return [
     ...subjects,
-    ...eventNameProblems(raw, moduleName),
+    ...eventNameProblems(raw, moduleName, state),
     ...busProblems(raw),
     ...amqpProblems(raw),
     ...seatProblems(raw, moduleName, state),
     ...requirementProblems(raw, state),
     ...secretEnvProblems(raw, state),
+    ...mountProblems(raw, state),
+    ...referenceProblems(raw, state),
     ...valueProblems(raw),
   ];
 };

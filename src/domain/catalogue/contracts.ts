@@ -33,3 +33,14 @@ export const knownContractField = (state: MeshState, contract: string, field: st
   }
   return undefined;
 };
+
+/** Every field of a contract, or undefined when neither the mesh nor any registered provider has declared it. */
+export const knownContractFields = (state: MeshState, contract: string): string[] | undefined => {
+  const builtIn = BUILT_IN[contract];
+  if (builtIn) return Object.keys(builtIn);
+  for (const module of registeredModules(state.catalogue)) {
+    const declared = module.manifest.provides.find((p) => p.provision === contract)?.fields;
+    if (declared) return Object.keys(declared);
+  }
+  return undefined;
+};

@@ -38,25 +38,46 @@ interface Answers {
   /** requirement → the host path it stands for (directories, secrets) */
   paths: Map<string, string>;
   secrets: Map<string, Extract<Resolution['answer'], { kind: 'secret' }> & { requirement: string }>;
+  /** `${name.field}` of a provider that has not answered it: why, for the hold that names it */
+  unanswered: Map<string, string>;
 }
 
-/** A provider's answers to a consumer: its `answers` templates, filled with its own requirements. */
-const providerAnswers = (state: MeshState, provider: { node: string; module: string }, contract: string): Map<string, string> => {
+/**
+ * A provider's answers to a consumer: its `answers` templates, filled with its own requirements.
+ * A template it cannot fill is no answer: the consumer's reference to it waits, named.
+ */
+const providerAnswers = (
+  state: MeshState,
+  provider: { node: string; module: string },
+  contract: string,
+  consumer: { node: string; module: string },
+): { answered: Map<string, string>; unanswered: Map<string, string> } => {
+  const answered = new Map<string, string>();
+  const unanswered = new Map<string, string>();
   const assignment = assignmentOf(state.assignments, provider);
   const manifest = manifestOf(state.catalogue, provider.module);
   const templates = manifest?.provides.find((p) => p.provision === contract)?.answers;
-  if (!assignment || !manifest || !templates) return new Map();
+  if (!assignment || !manifest || !templates) return { answered, unanswered };
   const input = { ...assignment, values: Object.fromEntries(Object.entries(assignment.values).map(([name, value]) => [name, String(value)])) };
   const { resolutions } = resolveRequirements(state, input, manifest.requires);
   const own = answersOf(state, nodeNamed(state.nodes, provider.node)?.root ?? '/var/lib/mesh', provider.module, resolutions, false);
+  // Who is asking: a provider that makes something per consumer names it by the consumer's identity.
+  own.values.set('consumer.name', `${consumer.node}-${consumer.module}`).set('consumer.node', consumer.node).set('consumer.module', consumer.module);
   const noSecrets = (): undefined => undefined;
-  return new Map(Object.entries(templates).map(([field, template]) => [field, fill(template, own, noSecrets)]));
+  for (const [field, template] of Object.entries(templates)) {
+    const missing: string[] = [];
+    const value = fill(template, own, noSecrets, (whole) => missing.push(whole));
+    if (missing.length === 0) answered.set(field, value);
+    else unanswered.set(field, `its answer ${template} cannot fill ${missing.join(', ')} yet`);
+  }
+  return { answered, unanswered };
 };
 
-const answersOf = (state: MeshState, root: string, module: string, resolutions: Resolution[], withProviders = true): Answers => {
+const answersOf = (state: MeshState, root: string, module: string, resolutions: Resolution[], withProviders = true, node = ''): Answers => {
   const values = new Map<string, string>();
   const paths = new Map<string, string>();
   const secrets: Answers['secrets'] = new Map();
+  const unanswered = new Map<string, string>();
   for (const { requirement, answer } of resolutions) {
     switch (answer.kind) {
       case 'directory':
@@ -81,7 +102,11 @@ const answersOf = (state: MeshState, root: string, module: string, resolutions: 
       case 'assignment': {
         values.set(`${requirement}.node`, answer.node).set(`${requirement}.address`, nodeNamed(state.nodes, answer.node)?.address ?? answer.node);
         const contract = resolutions.find((r) => r.requirement === requirement)?.contract ?? '';
-        if (withProviders) for (const [field, value] of providerAnswers(state, answer, contract)) values.set(`${requirement}.${field}`, value);
+        if (withProviders) {
+          const provider = providerAnswers(state, answer, contract, { node, module });
+          for (const [field, value] of provider.answered) values.set(`${requirement}.${field}`, value);
+          for (const [field, why] of provider.unanswered) unanswered.set(`${requirement}.${field}`, why);
+        }
         break;
       }
       case 'secret': {
@@ -96,31 +121,38 @@ const answersOf = (state: MeshState, root: string, module: string, resolutions: 
   // The bus's credential is the module's own identity, which the mesh places, whatever the broker answers.
   for (const { requirement, contract } of resolutions) if (contract === 'mesh-bus') values.set(`${requirement}.credential`, busIdentityPath(root, module));
   // A provider's per-consumer secret is named `<requirement>-secret`: `${db.password}` reads it.
-  return { values, paths, secrets };
+  return { values, paths, secrets, unanswered };
 };
 
 const REFERENCE = /\$\{([a-z][a-z0-9-]*)(?:\.([A-Za-z0-9_-]+))?\}/g;
 
 /**
  * Fills `${requirement}` / `${requirement.field}`. A secret stays a marker naming the secret, for
- * the agent to fill from what the vault sealed to it; a provider's field stays a marker for the
- * provider's answer.
+ * the agent to fill from what the vault sealed to it. A reference with no answer (a provider's
+ * field it has not answered) is never sent as text: it is handed to `unfilled`, and the
+ * composition that meets one holds, naming it. `inside` maps a reference to the path a container
+ * sees it at, for the host paths it mounts.
  */
-const fill = (text: string, answers: Answers, secretFields: (requirement: string, field: string | undefined) => string | undefined): string =>
+const fill = (
+  text: string,
+  answers: Pick<Answers, 'values'>,
+  secretFields: (requirement: string, field: string | undefined) => string | undefined,
+  unfilled: (whole: string, requirement: string, field: string | undefined) => void,
+  inside: ReadonlyMap<string, string> = new Map(),
+): string =>
   text.replace(REFERENCE, (whole, requirement: string, field: string | undefined) => {
     const secret = secretFields(requirement, field);
     if (secret) return `\${secret:${secret}}`;
-    const known = answers.values.get(field ? `${requirement}.${field}` : requirement);
-    return known ?? whole.replace('${', '${answer:');
+    const name = field ? `${requirement}.${field}` : requirement;
+    const known = inside.get(name) ?? answers.values.get(name);
+    if (known === undefined) unfilled(whole, requirement, field);
+    return known ?? whole;
   });
 
-const fillAll = (record: Record<string, string>, filler: (text: string) => string): Record<string, string> =>
-  Object.fromEntries(Object.entries(record).map(([key, value]) => [key, filler(value)]));
-
-const composeAssignment = (state: MeshState, assignment: AssignmentState, manifest: Manifest, resolutions: Resolution[]): DeclaredAssignment => {
+const composeAssignment = (state: MeshState, assignment: AssignmentState, manifest: Manifest, resolutions: Resolution[], held: Problem[]): DeclaredAssignment => {
   const module = assignment.module;
   const root = nodeNamed(state.nodes, assignment.node)?.root ?? '/var/lib/mesh';
-  const answers = answersOf(state, root, module, resolutions);
+  const answers = answersOf(state, root, module, resolutions, true, assignment.node);
   const secretName = (requirement: string, field: string | undefined): string | undefined => {
     const direct = answers.secrets.get(requirement);
     if (direct && (field === undefined || field === 'value')) return direct.name;
@@ -129,7 +161,23 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
     if (perConsumer && field && contract && isSecretField(state, contract, field)) return perConsumer.name;
     return undefined;
   };
-  const filler = (text: string): string => fill(text, answers, secretName);
+  const unfilled = (where: string) => (whole: string, requirement: string, field: string | undefined): void => {
+    if (held.some((p) => p.what === where && p.why.startsWith(whole))) return;
+    const answer = resolutions.find((r) => r.requirement === requirement);
+    const provider = answer?.answer.kind === 'assignment' ? `${answer.answer.node}/${answer.answer.module}` : undefined;
+    const pending = field ? answers.unanswered.get(`${requirement}.${field}`) : undefined;
+    held.push({
+      what: where,
+      why: provider && field ? `${whole} waits for ${provider}, the provider of ${answer?.contract}, to answer ${field}${pending ? `: ${pending}` : ': it declares no answer for it'}` : `${whole} has no answer to fill it with`,
+      remedy: provider && field ? `it is filled once ${provider} answers ${field} (its provides[].answers); or read a field it answers` : 'reference what the module requires (docs/manifest.md, "References")',
+    });
+  };
+  const fillerAt = (where: string, inside?: ReadonlyMap<string, string>) => (text: string): string => fill(text, answers, secretName, unfilled(where), inside);
+  const fillAllAt = (where: string, record: Record<string, string>, inside?: ReadonlyMap<string, string>): Record<string, string> =>
+    Object.fromEntries(Object.entries(record).map(([variable, value]) => [variable, fillerAt(`${where}.${variable}`, inside)(value)]));
+  // Inside a container, a host path it mounts reads as where it is mounted (R112.9).
+  const insideOf = (mounts: { from: string; to: string }[]): Map<string, string> =>
+    new Map(mounts.flatMap((m) => (answers.paths.has(m.from) ? [[m.from, m.to], [`${m.from}.path`, m.to]] : [])));
   const key = (name: string): string => `${module}/${name}`;
   const files = new Map(manifest.resources.files.map((f) => [f.name, `${answers.paths.get(f.in) ?? `${root}/${module}/${f.in}`}/${f.as}`]));
   const mountSource = (from: string): string => answers.paths.get(from) ?? files.get(from) ?? from;
@@ -147,7 +195,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
     resources.push({ key: key(directory.requirement), module, kind: 'directory', path: answers.paths.get(directory.requirement) ?? `${root}/${module}/${directory.requirement}`, owner: requirement?.owner ?? null, mode: requirement?.mode ?? '0750' });
   }
   for (const file of manifest.resources.files) {
-    resources.push({ key: key(file.name), module, kind: 'file', path: files.get(file.name) ?? '', content: filler(file.template), mode: file.mode });
+    resources.push({ key: key(file.name), module, kind: 'file', path: files.get(file.name) ?? '', content: fillerAt(`resources.files.${file.name}.template`)(file.template), mode: file.mode });
   }
   for (const secret of answers.secrets.values()) {
     resources.push({ key: key(`secret-${secret.requirement}`), module, kind: 'secret', secret: secret.name, path: answers.paths.get(secret.requirement) ?? '', vault: secret.holder });
@@ -169,9 +217,9 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
       kind: 'run-once',
       prepare: true,
       image: container ? image(container.image) : null,
-      command: manifest.resources.prepare.command.map(filler),
+      command: manifest.resources.prepare.command.map(fillerAt('resources.prepare.command', container ? insideOf(container.mounts) : undefined)),
       user: firstGated?.user ?? null,
-      env: fillAll(firstGated?.env ?? {}, filler),
+      env: fillAllAt('resources.prepare.env', firstGated?.env ?? {}, container ? insideOf(container.mounts) : undefined),
       envFiles: envFiles(firstGated?.envFiles ?? []),
       mounts: (container?.mounts ?? []).map((m) => ({ source: mountSource(m.from), target: m.to, readOnly: m.readOnly })),
       reads: [],
@@ -186,7 +234,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
       kind: 'run-once',
       prepare: false,
       image: image(step.image),
-      command: step.command.map(filler),
+      command: step.command.map(fillerAt(`resources.runOnce.${step.name}.command`)),
       user: null,
       env: {},
       envFiles: [],
@@ -197,7 +245,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
     gates.push(key(step.name));
   }
   for (const process of manifest.resources.processes) {
-    resources.push({ key: key(process.name), module, kind: 'process', run: process.run.map(filler), user: process.user ?? null, env: fillAll(process.env, filler), envFiles: envFiles(process.envFiles), restartOn: withIdentity(restartKeys(process.restartOn)), after: [...gates] });
+    resources.push({ key: key(process.name), module, kind: 'process', run: process.run.map(fillerAt(`resources.processes.${process.name}.run`)), user: process.user ?? null, env: fillAllAt(`resources.processes.${process.name}.env`, process.env), envFiles: envFiles(process.envFiles), restartOn: withIdentity(restartKeys(process.restartOn)), after: [...gates] });
   }
   for (const container of manifest.resources.containers) {
     resources.push({
@@ -205,9 +253,9 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
       module,
       kind: 'container',
       image: image(container.image),
-      command: container.command?.map(filler) ?? null,
+      command: container.command?.map(fillerAt(`resources.containers.${container.name}.command`, insideOf(container.mounts))) ?? null,
       user: container.user ?? null,
-      env: fillAll(container.env, filler),
+      env: fillAllAt(`resources.containers.${container.name}.env`, container.env, insideOf(container.mounts)),
       envFiles: envFiles(container.envFiles),
       mounts: container.mounts.map((m) => ({ source: mountSource(m.from), target: m.to, readOnly: m.readOnly })),
       ports: container.ports.map((p) => ({ port: Number(answers.values.get(p.requirement) ?? 0), protocol: p.protocol })),
@@ -266,7 +314,12 @@ export const composeDeclaration = (state: MeshState, node: string): Composition 
     const input = { ...assignment, values: Object.fromEntries(Object.entries(assignment.values).map(([name, value]) => [name, String(value)])) };
     const { resolutions, problems: unresolved } = resolveRequirements(state, input, module.manifest.requires);
     problems.push(...unresolved.map((p) => ({ ...p, what: `${node}/${assignment.module} ${p.what}` })));
-    if (unresolved.length === 0) declared.push(composeAssignment(state, assignment, module.manifest, resolutions));
+    if (unresolved.length > 0) continue;
+    const held: Problem[] = [];
+    const composed = composeAssignment(state, assignment, module.manifest, resolutions, held);
+    // A reference with no answer yet holds the node's declaration, named, as an unresolved requirement does.
+    problems.push(...held.map((p) => ({ ...p, what: `${node}/${assignment.module} ${p.what}` })));
+    if (held.length === 0) declared.push(composed);
   }
   if (problems.length > 0) return { ok: false, node, problems };
   return { ok: true, declaration: { node, assignments: declared, digest: declarationDigest({ node, assignments: declared }) } };

@@ -29,7 +29,8 @@ describe("composing a node's declaration", () => {
     expect(appIni.path).toBe('/srv/mesh/gitea/config/app.ini');
     expect(appIni.content).toContain('DOMAIN = git.example');
     expect(appIni.content).toContain('PASSWD = ${secret:postgres-database/lab1-gitea}');
-    expect(appIni.content).toContain('HOST = ${answer:db.host}:${answer:db.port}');
+    expect(appIni.content).toContain('HOST = novox:5432\nNAME = lab1-gitea\nUSER = lab1-gitea\n');
+    expect(appIni.content).not.toContain('${answer:');
     expect(resources.get('gitea/secret-db-secret')).toMatchObject({ kind: 'secret', secret: 'postgres-database/lab1-gitea', vault: { node: 'novox', module: 'vault' } });
     const container = resources.get('gitea/gitea') as Extract<Resource, { kind: 'container' }>;
     expect(container.ports).toEqual([{ port: 3000, protocol: 'tcp' }]);
@@ -174,6 +175,40 @@ describe("composing a node's declaration", () => {
       }
     }
     expect(uncovered).toEqual([]);
+  });
+
+  describe('a reference with no answer is never sent as text', () => {
+    const BUS = { name: 'bus', contract: 'mesh-bus', provider: 'module', seat: 'mesh-broker' };
+    const store = (answers?: Record<string, string>) =>
+      minimalModule('store', { requires: [BUS, { name: 'who', contract: 'identity', provider: 'mesh' }], provides: [{ provision: 'object-store', fields: { url: { type: 'url' }, bucket: { type: 'string' } }, ...(answers ? { answers } : {}) }] });
+    const reader = minimalModule('reader', { requires: [BUS, { name: 'store', contract: 'object-store', provider: 'module' }], resources: { processes: [{ name: 'p', run: ['r', '${store.url}'], env: { BUCKET: '${store.bucket}' } }] } });
+
+    it("holds the node's declaration, naming the reference and the provider, until the provider answers it", () => {
+      const mesh = new MeshFixture().node('alpha');
+      mesh.registerFixture('local-bus');
+      mesh.assign('local-bus', 'alpha', { hold: ['mesh-broker'], values: { 'nats-port': '4222' } });
+      mesh.register(store({ url: 'http://${who.address}:9000' }));
+      mesh.assign('store', 'alpha');
+      mesh.register(reader);
+      mesh.assign('reader', 'alpha');
+      const held = composeDeclaration(mesh.state, 'alpha');
+      expect(held).toEqual({
+        ok: false,
+        node: 'alpha',
+        problems: [expect.objectContaining({ what: 'alpha/reader resources.processes.p.env.BUCKET', why: '${store.bucket} waits for alpha/store, the provider of object-store, to answer bucket: it declares no answer for it' })],
+      });
+      mesh.register(store({ url: 'http://${who.address}:9000', bucket: '${consumer.name}' }));
+      const process = composed(mesh, 'alpha').assignments.find((a) => a.module === 'reader')?.resources.find((r) => r.kind === 'process');
+      expect(process).toMatchObject({ run: ['r', 'http://alpha:9000'], env: { BUCKET: 'alpha-reader' } });
+    });
+
+    it("reads a host path a container mounts as the path inside it", () => {
+      const mesh = new MeshFixture().node('alpha', '/srv');
+      mesh.register({ name: 'web', requires: [{ name: 'data', contract: 'directory', provider: 'host' }], resources: { directories: [{ requirement: 'data' }], containers: [{ name: 'app', image: { upstream: 'busybox' }, command: ['serve', '${data}'], env: { DATA: '${data.path}' }, mounts: [{ from: 'data', to: '/var/data' }] }] } });
+      mesh.assign('web', 'alpha');
+      const container = composed(mesh, 'alpha').assignments[0]?.resources.find((r) => r.kind === 'container');
+      expect(container).toMatchObject({ command: ['serve', '/var/data'], env: { DATA: '/var/data' }, mounts: [{ source: '/srv/web/data', target: '/var/data' }] });
+    });
   });
 });
 

@@ -3,6 +3,7 @@ import type { OverviewMesh } from '../../controller/overview.js';
 import { readAssignedModules } from './assignments.js';
 import { readSourceHeads } from './builds.js';
 import { readBuildStandings } from './build-standing.js';
+import { readEventLinks } from './event-links.js';
 import { readRefusals } from './declarations.js';
 import { readNodeHolds } from './holds.js';
 import { readModuleSources } from './modules.js';
@@ -16,8 +17,8 @@ import { readHoldings, readSeatSet } from './seats.js';
 /** The projections the overview is read from. */
 export const OVERVIEW_PROJECTIONS = ['nodes', 'assignments', 'seats', 'modules', 'builds', 'declarations', 'holds'] as const;
 
-export const readOverviewMesh = async (views: ReadViews): Promise<OverviewMesh> => {
-  const [nodes, assignments, seats, holdings, sources, heads, refusals, builds, holds] = await Promise.all([
+export const readOverviewMesh = async (views: ReadViews, prefix = 'mesh'): Promise<OverviewMesh> => {
+  const [nodes, assignments, seats, holdings, sources, heads, refusals, builds, holds, links] = await Promise.all([
     readNodeAddresses(views),
     readAssignedModules(views),
     readSeatSet(views),
@@ -27,6 +28,7 @@ export const readOverviewMesh = async (views: ReadViews): Promise<OverviewMesh> 
     readRefusals(views),
     readBuildStandings(views),
     readNodeHolds(views),
+    readEventLinks(views, prefix),
   ]);
   return {
     nodes,
@@ -38,5 +40,6 @@ export const readOverviewMesh = async (views: ReadViews): Promise<OverviewMesh> 
     refusals: new Map(refusals.map((r) => [r.node, { seq: r.seq, derivedFromSeq: r.derivedFromSeq }])),
     builds,
     holds,
+    dangling: links.dangling,
   };
 };
