@@ -1,6 +1,6 @@
 import type { Problem } from '../refusal.js';
 import type { MeshState } from '../mesh/state.js';
-import { registeredModuleNames } from './state.js';
+import { providersOf, registeredModuleNames } from './state.js';
 import { kindOf } from './references.js';
 
 // Where a module's resources put things and what its containers mount, against what the module
@@ -73,6 +73,35 @@ export const mountProblems = (raw: Raw, state: MeshState): Problem[] => {
       remedy: `name a host ${kind} requirement, e.g. ${example}`,
     });
   };
+  // An env-file is read into a process's environment: a file of the module, a secret requirement,
+  // or a requirement answered by a provider that makes each consumer a secret.
+  const envFileSources = (what: string, entries: unknown): void =>
+    list(entries).forEach((entry, i) => {
+      const from = text(record(entry).from);
+      if (!from || files.has(from)) return;
+      const requirement = requirements.get(from);
+      const kind = requirement ? kindOf(requirement) : undefined;
+      if (kind === 'secret') return;
+      if (kind === 'provision') {
+        const contract = text(requirement?.contract) ?? '';
+        const providers = providersOf(state.catalogue, contract);
+        // With no provider registered yet this cannot be judged here: composition holds it until one says.
+        if (providers.length === 0 || providers.some((p) => p.manifest.provides.some((provided) => provided.provision === contract && provided.perConsumerSecret))) return;
+        problems.push({
+          what: `${what}.${i}.from`,
+          why: `"${from}" is answered by ${providers.map((p) => p.name).join(', ')}, and no provider of ${contract} makes its consumers a secret to read as an env-file`,
+          remedy: 'read what the provider answers through ${…} in env, or name a secret requirement',
+        });
+        return;
+      }
+      problems.push({
+        what: `${what}.${i}.from`,
+        why: requirement ? `"${from}" is a ${text(requirement.contract)} requirement, and an env-file is a file or a secret` : `"${from}" is not a file or requirement of this module`,
+        remedy: `name a file of the module or a secret requirement, e.g. { "name": "api-key", "contract": "secret", "provider": "module", "seat": "mesh-vault" }`,
+      });
+    });
+  list(resources.processes).forEach((p, i) => envFileSources(`resources.processes.${i}.envFiles`, record(p).envFiles));
+  list(resources.containers).forEach((c, i) => envFileSources(`resources.containers.${i}.envFiles`, record(c).envFiles));
   list(resources.directories).forEach((d, i) => needs(`resources.directories.${i}.requirement`, text(record(d).requirement), 'directory', DIRECTORY_REQUIREMENT('data')));
   list(resources.files).forEach((f, i) => needs(`resources.files.${i}.in`, text(record(f).in), 'directory', DIRECTORY_REQUIREMENT('config')));
   list(resources.containers).forEach((c, i) =>

@@ -127,3 +127,34 @@ describe('an event is its emitter\'s (design 32 §1)', () => {
     ]);
   });
 });
+
+describe('an env-file is a file, a secret, or the secret a provider makes for this consumer', () => {
+  const withEnvFiles = (name: string, requires: unknown[], envFiles: { from: string; reason: string }[]) =>
+    minimalModule(name, { requires, resources: { directories: [{ requirement: 'data' }], processes: [{ name, run: [name], envFiles }] } });
+  const reason = 'its driver reads the DSN only from the environment';
+
+  it('refuses a directory, a name the module does not have, and a provider that makes no secret, naming each', () => {
+    const problems = refused(
+      withEnvFiles('reader', [BUS, DATA, { name: 'store', contract: 'object-store', provider: 'module' }], [
+        { from: 'data', reason },
+        { from: 'dsn', reason },
+        { from: 'store', reason },
+      ]),
+      (mesh) => mesh.register(minimalModule('s3ish', { provides: [{ provision: 'object-store' }] })),
+    );
+    expect(problems).toEqual([
+      expect.objectContaining({ what: 'resources.processes.0.envFiles.0.from', why: '"data" is a directory requirement, and an env-file is a file or a secret' }),
+      expect.objectContaining({ what: 'resources.processes.0.envFiles.1.from', why: '"dsn" is not a file or requirement of this module' }),
+      expect.objectContaining({ what: 'resources.processes.0.envFiles.2.from', why: expect.stringContaining('no provider of object-store makes its consumers a secret') }),
+    ]);
+  });
+
+  it('takes a secret requirement and a requirement whose provider makes each consumer a secret (postgres)', () => {
+    const mesh = new MeshFixture();
+    mesh.registerFixture('postgres');
+    mesh.register(withEnvFiles('reader', [BUS, DATA, { name: 'key', contract: 'secret', provider: 'module', seat: 'mesh-vault' }, { name: 'db', contract: 'postgres-database', provider: 'module' }], [
+      { from: 'key', reason },
+      { from: 'db', reason },
+    ]));
+  });
+});

@@ -181,7 +181,21 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
   const key = (name: string): string => `${module}/${name}`;
   const files = new Map(manifest.resources.files.map((f) => [f.name, `${answers.paths.get(f.in) ?? `${root}/${module}/${f.in}`}/${f.as}`]));
   const mountSource = (from: string): string => answers.paths.get(from) ?? files.get(from) ?? from;
-  const envFiles = (entries: { from: string; reason: string }[]) => entries.map((e) => ({ path: mountSource(e.from), reason: e.reason }));
+  // An env-file is a file of this module, a secret the mesh places for it, or the secret a
+  // provider makes for this consumer (`<requirement>-secret`); anything else holds the declaration
+  // rather than hand the process a path that is not there.
+  const envFiles = (where: string, entries: { from: string; reason: string }[]) =>
+    entries.map((e, i) => {
+      const path = answers.paths.get(e.from) ?? files.get(e.from) ?? answers.paths.get(`${e.from}-secret`);
+      if (path === undefined) {
+        held.push({
+          what: `${where}.envFiles.${i}.from`,
+          why: `"${e.from}" is no file, secret or per-consumer secret of this module here: its provider makes no secret for it`,
+          remedy: `name a file or secret requirement of the module, or a requirement whose provider gives each consumer a secret (provides[].perConsumerSecret)`,
+        });
+      }
+      return { path: path ?? e.from, reason: e.reason };
+    });
   const restartKeys = (names: string[]) => names.map((n) => (files.has(n) ? key(n) : answers.secrets.has(n) ? key(`secret-${n}`) : key(n)));
   // The module's own artifact is the version its rollout put on its nodes (src/domain/builds).
   const artifact = deployedDigestOf(state.builds, module);
@@ -220,7 +234,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
       command: manifest.resources.prepare.command.map(fillerAt('resources.prepare.command', container ? insideOf(container.mounts) : undefined)),
       user: firstGated?.user ?? null,
       env: fillAllAt('resources.prepare.env', firstGated?.env ?? {}, container ? insideOf(container.mounts) : undefined),
-      envFiles: envFiles(firstGated?.envFiles ?? []),
+      envFiles: envFiles('resources.prepare', firstGated?.envFiles ?? []),
       mounts: (container?.mounts ?? []).map((m) => ({ source: mountSource(m.from), target: m.to, readOnly: m.readOnly })),
       reads: [],
       after: [...gates],
@@ -245,7 +259,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
     gates.push(key(step.name));
   }
   for (const process of manifest.resources.processes) {
-    resources.push({ key: key(process.name), module, kind: 'process', run: process.run.map(fillerAt(`resources.processes.${process.name}.run`)), user: process.user ?? null, env: fillAllAt(`resources.processes.${process.name}.env`, process.env), envFiles: envFiles(process.envFiles), restartOn: withIdentity(restartKeys(process.restartOn)), after: [...gates] });
+    resources.push({ key: key(process.name), module, kind: 'process', run: process.run.map(fillerAt(`resources.processes.${process.name}.run`)), user: process.user ?? null, env: fillAllAt(`resources.processes.${process.name}.env`, process.env), envFiles: envFiles(`resources.processes.${process.name}`, process.envFiles), restartOn: withIdentity(restartKeys(process.restartOn)), after: [...gates] });
   }
   for (const container of manifest.resources.containers) {
     resources.push({
@@ -256,7 +270,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
       command: container.command?.map(fillerAt(`resources.containers.${container.name}.command`, insideOf(container.mounts))) ?? null,
       user: container.user ?? null,
       env: fillAllAt(`resources.containers.${container.name}.env`, container.env, insideOf(container.mounts)),
-      envFiles: envFiles(container.envFiles),
+      envFiles: envFiles(`resources.containers.${container.name}`, container.envFiles),
       mounts: container.mounts.map((m) => ({ source: mountSource(m.from), target: m.to, readOnly: m.readOnly })),
       ports: container.ports.map((p) => ({ port: Number(answers.values.get(p.requirement) ?? 0), protocol: p.protocol })),
       restartOn: withIdentity(restartKeys(container.restartOn)),

@@ -226,3 +226,13 @@ const mutate = (value: unknown): unknown => {
   }
   return value;
 };
+
+describe('an env-file', () => {
+  it('reads the secret its provider made for this consumer, where the mesh placed it', () => {
+    const mesh = foundation();
+    mesh.registerFixture('catalogue');
+    mesh.assign('catalogue', 'lab1');
+    const process = composed(mesh, 'lab1').assignments.find((a) => a.module === 'catalogue')?.resources.find((r) => r.kind === 'process') as Extract<Resource, { kind: 'process' }>;
+    expect(process.envFiles).toEqual([{ path: '/srv/mesh/.mesh/catalogue/secrets/db-secret', reason: "the catalogue's database driver reads its DSN only from the environment" }]);
+  });
+});
