@@ -3,18 +3,21 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { jetstream, type Consumer, type JsMsg } from '@nats-io/jetstream';
-import { NoRespondersError, type NatsConnection } from '@nats-io/nats-core';
+import { NoRespondersError, type Msg, type NatsConnection, type Subscription } from '@nats-io/nats-core';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { Logger } from 'pino';
 import { fetchArtifact, storeArtifact } from '../adapters/artifacts/artifact-store.js';
-import { BUILDERS_CONSUMER, artifactBucketName, buildOutcomeSubject, cloneBaseSubject, jobsStreamName } from '../adapters/nats/build-streams.js';
+import { BUILDERS_CONSUMER, PROBE_QUEUE, artifactBucketName, buildOutcomeSubject, cloneBaseSubject, jobsStreamName, probeSubject } from '../adapters/nats/build-streams.js';
+import type { SourceRef } from '../domain/builds/events.js';
 import { buildJobSchema, type BuildJob, type BuildOutcome } from '../domain/builds/job.js';
+import { probeRequestSchema, treePathOf, type ProbeAnswer, type ProbeRequest } from '../domain/builds/probe.js';
 import { baseVariable, lastLines } from '../domain/builds/recipe.js';
 
 // A holder of mesh-build-machine: takes one job at a time from the seat's work queue, clones the
 // source at the commit, runs the recipe with the bases it was handed, stores what the recipe left
 // under its content digest and states built or failed. It says it is still working while the
-// recipe runs; a builder that dies stops saying so, and the job goes to the next holder.
+// recipe runs; a builder that dies stops saying so, and the job goes to the next holder. It also
+// answers the seat's probe: whether a module's folder is at a commit, asked before a build is submitted.
 
 export interface BuilderOptions {
   prefix: string;
@@ -24,9 +27,12 @@ export interface BuilderOptions {
   heartbeatMs: number;
   name?: string;
   logger: Logger;
+  /** how long the probe's git work may take before it answers "unchecked" (default 15 s, inside the controller's 20 s wait) */
+  probeTimeoutMs?: number;
 }
 
 const OUTPUT_TAIL = 4_000;
+const PROBE_TIMEOUT_MS = 15_000;
 
 export { baseVariable };
 
@@ -45,6 +51,7 @@ class NotNow extends Error {}
 export class Builder {
   private readonly abort = new AbortController();
   private running: Promise<void> | undefined;
+  private probes: Subscription | undefined;
   private readonly name: string;
 
   constructor(
@@ -55,12 +62,66 @@ export class Builder {
   }
 
   start(): void {
+    // The probe needs no queue: it is answered as soon as the builder is on the bus.
+    this.probes = this.nc.subscribe(probeSubject(this.options.prefix), { queue: PROBE_QUEUE, callback: (_error, message) => void this.answerProbe(message) });
     this.running = this.loop();
   }
 
   async stop(): Promise<void> {
     this.abort.abort();
+    this.probes?.unsubscribe();
     await this.running?.catch(() => undefined);
+  }
+
+  private async answerProbe(message: Msg): Promise<void> {
+    let answer: ProbeAnswer;
+    const parsed = probeRequestSchema.safeParse((() => {
+      try {
+        return message.json();
+      } catch {
+        return undefined;
+      }
+    })());
+    if (!parsed.success) answer = { found: 'unchecked', why: `a probe this builder cannot read: ${parsed.error.issues[0]?.message ?? 'not JSON'}`, looked: {}, builder: this.name };
+    else answer = await this.probe(parsed.data).catch((error: unknown) => ({ found: 'unchecked' as const, why: (error as Error).message, looked: {}, builder: this.name }));
+    this.options.logger.info({ probe: answer }, 'answered a probe');
+    message.respond(JSON.stringify(answer));
+  }
+
+  /**
+   * Whether the folder is at the commit: the repository fetched without a checkout (trees, no
+   * file contents) into a folder of its own, removed afterwards, the git work bounded in time.
+   */
+  async probe(request: ProbeRequest): Promise<ProbeAnswer> {
+    const deadline = Date.now() + (this.options.probeTimeoutMs ?? PROBE_TIMEOUT_MS);
+    const unchecked = (why: string, looked: { url?: string; commit?: string; path?: string } = {}): ProbeAnswer => ({ found: 'unchecked', why, looked, builder: this.name });
+    let url: string;
+    try {
+      url = await this.cloneUrl(request.source);
+    } catch (error) {
+      return unchecked((error as Error).message);
+    }
+    const looked = { url, commit: request.commit, path: request.path };
+    const treePath = treePathOf(request.path);
+    if (treePath === undefined) return { found: 'missing', why: `${request.path} is outside the repository`, looked, builder: this.name };
+    const work = await mkdtemp(join(this.options.workDir ?? tmpdir(), 'probe-'));
+    const git = (args: string[]) => runCommand('git', args, work, { GIT_TERMINAL_PROMPT: '0' }, Math.max(1, deadline - Date.now()));
+    try {
+      const bare = join(work, 'src.git');
+      const cloned = await git(['clone', '--quiet', '--bare', '--filter=blob:none', url, bare]).then(
+        () => undefined,
+        (error: JobFailed) => error,
+      );
+      if (cloned) return unchecked(Date.now() >= deadline ? `fetching ${url} took longer than ${this.options.probeTimeoutMs ?? PROBE_TIMEOUT_MS} ms` : `cloning ${url} failed: ${lastLines(cloned.output) || cloned.message}`, looked);
+      const inBare = (args: string[]) => runCommand('git', ['--git-dir', bare, ...args], work, { GIT_TERMINAL_PROMPT: '0' }, Math.max(1, deadline - Date.now()));
+      const commit = await inBare(['cat-file', '-e', `${request.commit}^{commit}`]).then(() => true, () => false);
+      if (!commit) return unchecked(`commit ${request.commit} is not in ${url}`, looked);
+      const kind = await inBare(['cat-file', '-t', `${request.commit}:${treePath}`]).then((output) => output.trim(), () => undefined);
+      if (kind === 'tree') return { found: 'folder', looked, builder: this.name };
+      return { found: 'missing', why: kind ? `${request.path} is a ${kind === 'blob' ? 'file' : kind}, not a folder` : `the commit's tree has nothing at ${request.path}`, looked, builder: this.name };
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
   }
 
   private async bind(): Promise<{ consumer: Consumer; store: ObjectStore }> {
@@ -128,25 +189,25 @@ export class Builder {
     message.ack();
   }
 
-  private async cloneUrl(job: BuildJob): Promise<string> {
-    if ('url' in job.source) return job.source.url;
+  private async cloneUrl(source: SourceRef): Promise<string> {
+    if ('url' in source) return source.url;
     // The address is composed now, from where the seat's holder runs (ADR 0111): never recorded.
     try {
-      const reply = await this.nc.request(cloneBaseSubject(this.options.prefix, job.source.seat), JSON.stringify({ repository: job.source.repository }), { timeout: 5_000 });
+      const reply = await this.nc.request(cloneBaseSubject(this.options.prefix, source.seat), JSON.stringify({ repository: source.repository }), { timeout: 5_000 });
       const { base } = reply.json<{ base: string }>();
-      return `${base.replace(/\/$/, '')}/${job.source.repository}`;
+      return `${base.replace(/\/$/, '')}/${source.repository}`;
     } catch (error) {
       if (error instanceof NoRespondersError || (error as Error).name === 'NoRespondersError' || (error as Error).name === 'TimeoutError') {
-        throw new NotNow(`no holder of ${job.source.seat} answered where it serves ${job.source.repository}`);
+        throw new NotNow(`no holder of ${source.seat} answered where it serves ${source.repository}`);
       }
-      throw new NotNow(`asking ${job.source.seat}'s holder for ${job.source.repository}: ${(error as Error).message}`);
+      throw new NotNow(`asking ${source.seat}'s holder for ${source.repository}: ${(error as Error).message}`);
     }
   }
 
   private async build(job: BuildJob, store: ObjectStore): Promise<string> {
     const work = await mkdtemp(join(this.options.workDir ?? tmpdir(), `build-${job.module}-`));
     try {
-      const url = await this.cloneUrl(job);
+      const url = await this.cloneUrl(job.source);
       const checkout = join(work, 'src');
       await runCommand('git', ['clone', '--quiet', '--no-checkout', url, checkout], work).catch((error: JobFailed) => {
         throw new JobFailed(`cloning ${url} failed`, error.output);
@@ -178,10 +239,10 @@ export class Builder {
   }
 }
 
-/** Runs a command; resolves with its combined output, or rejects with a JobFailed carrying it. */
-const runCommand = (command: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<string> =>
+/** Runs a command; resolves with its combined output, or rejects with a JobFailed carrying it. `timeoutMs`: killed after that long. */
+const runCommand = (command: string, args: string[], cwd: string, env: Record<string, string> = {}, timeoutMs?: number): Promise<string> =>
   new Promise((resolvePromise, reject) => {
-    const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...(timeoutMs ? { timeout: timeoutMs, killSignal: 'SIGKILL' as const } : {}) });
     let output = '';
     const take = (chunk: Buffer): void => {
       output = (output + chunk.toString()).slice(-OUTPUT_TAIL * 4);

@@ -24,6 +24,7 @@ import { statusSchemaFromEnv } from '../controller/node-status.js';
 import { heartbeatThresholdMs } from '../controller/overview.js';
 import { ReportIngester } from '../controller/report-ingester.js';
 import { CommandDispatcher } from '../controller/command-dispatcher.js';
+import { sourceProbe } from '../controller/source-probe.js';
 import { DEFAULT_MAX_PAYLOAD } from '../domain/operators/command-size.js';
 import { DeclarationPublisher } from '../controller/declaration-publisher.js';
 import { buildApp } from '../controller/http/app.js';
@@ -130,7 +131,8 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     logger: logger.child({ component: 'builds' }),
   });
   await builds.start();
-  const dispatcher = new CommandDispatcher(mesh, { maxPayload: nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD });
+  // An operator's build is looked at by a holder of mesh-build-machine before it is submitted.
+  const dispatcher = new CommandDispatcher(mesh, { maxPayload: nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD, probe: sourceProbe(nc, { prefix: config.subjectPrefix }) });
   const tools = new ToolServer(nc, dispatcher, { prefix: config.subjectPrefix, logger: logger.child({ component: 'tools' }) });
   tools.start();
   const catchUp = new CatchUpTool(nc, newLog(), { prefix: config.subjectPrefix, logger: logger.child({ component: 'catch-up' }) });

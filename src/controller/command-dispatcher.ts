@@ -1,5 +1,7 @@
 import { verifySignature } from '../adapters/operator-keys.js';
-import { parseMeshCommand, type MeshCommand } from '../domain/mesh/commands.js';
+import { decideMeshCommand, parseMeshCommand, type MeshCommand } from '../domain/mesh/commands.js';
+import type { SubmitBuild } from '../domain/builds/decider.js';
+import { probeNote, probeRefusal, probeRequestOf } from '../domain/builds/probe.js';
 import { DEFAULT_MAX_PAYLOAD } from '../domain/operators/command-size.js';
 import { signedCommandSchema, type SignedCommand } from '../domain/operators/signed-command.js';
 import { entryRefusal } from './entry-checks.js';
@@ -7,6 +9,7 @@ import { Refusal } from '../domain/refusal.js';
 import { ValidationError } from '../errors.js';
 import type { CommandResult, MeshService } from './mesh-service.js';
 import { operatorNamed } from '../domain/operators/state.js';
+import type { SourceProbe } from './source-probe.js';
 
 // The one place an operator's command enters the control plane, whatever carried it (a tool call
 // on the bus, the HTTP API): its signature is checked against the key the log holds for the
@@ -35,8 +38,12 @@ export const OPERATOR_COMMANDS: ReadonlySet<string> = new Set<MeshCommand['type'
 export class CommandDispatcher {
   constructor(
     private readonly mesh: MeshService,
-    /** `maxPayload`: the bus's message limit, which bounds a command (command-size.ts); `now`: the controller's clock */
-    private readonly options: { maxPayload?: number; now?: () => Date } = {},
+    /**
+     * `maxPayload`: the bus's message limit, which bounds a command (command-size.ts); `now`: the
+     * controller's clock; `probe`: asks a holder of mesh-build-machine whether a build's folder is at
+     * its commit (source-probe.ts), before an operator's build is submitted
+     */
+    private readonly options: { maxPayload?: number; now?: () => Date; probe?: SourceProbe } = {},
   ) {}
 
   async dispatch(input: unknown, verb?: string): Promise<CommandResult> {
@@ -69,6 +76,33 @@ export class CommandDispatcher {
     const command = parseMeshCommand(signed.command);
     const refused = entryRefusal(signed, command, { maxPayload: this.options.maxPayload ?? DEFAULT_MAX_PAYLOAD, now: (this.options.now ?? (() => new Date()))() });
     if (refused) throw refused;
-    return this.mesh.execute(command, { commandId: signed.commandId, actor: `operator:${signed.operator}` }, { signed });
+    const metadata = { commandId: signed.commandId, actor: `operator:${signed.operator}` };
+    if (command.type === 'submit-build' && this.options.probe) return this.submitBuild(command, signed, metadata, this.options.probe);
+    return this.mesh.execute(command, metadata, { signed });
+  }
+
+  /**
+   * A build that cannot start is refused before it is decided: what the decider would submit (its
+   * source, commit and path, judged purely against the view) is looked at by a holder of the build
+   * seat. "Missing" refuses, appending nothing; no answer submits as before, saying the source was
+   * not checked. A command the log already holds, or one the decider refuses or leaves as it is,
+   * goes straight on: `execute` answers it as always.
+   */
+  private async submitBuild(command: SubmitBuild, signed: SignedCommand, metadata: { commandId: string; actor: string }, probe: SourceProbe): Promise<CommandResult> {
+    const { state, held } = await this.mesh.view();
+    let request;
+    if (!held && !state.commands.has(signed.commandId)) {
+      try {
+        request = probeRequestOf(decideMeshCommand(command, state));
+      } catch {
+        request = undefined;
+      }
+    }
+    if (!request) return this.mesh.execute(command, metadata, { signed });
+    const outcome = await probe(request);
+    const refusal = probeRefusal(command.module, request, outcome);
+    if (refusal) throw refusal;
+    const result = await this.mesh.execute(command, metadata, { signed });
+    return result.events.length > 0 ? { ...result, summary: `${result.summary}; ${probeNote(request, outcome)}` } : result;
   }
 }

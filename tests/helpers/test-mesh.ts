@@ -20,6 +20,7 @@ import { Controller, type ControllerOptions, type DeclarationPass } from '../../
 import { EnrolmentService } from '../../src/controller/enrolment-service.js';
 import { ReportIngester } from '../../src/controller/report-ingester.js';
 import { CommandDispatcher } from '../../src/controller/command-dispatcher.js';
+import { sourceProbe } from '../../src/controller/source-probe.js';
 import { ToolServer } from '../../src/controller/tool-server.js';
 import { createOperatorKey } from '../../src/adapters/operator-keys.js';
 import { meshHome } from '../../src/config.js';
@@ -188,7 +189,8 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
 
   /** The mesh-controller seat's command tools on this mesh's prefix, as a controller process serves them. */
   const startTools = (): ToolServer => {
-    const server = new ToolServer(nc, new CommandDispatcher(new MeshService(newLog())), { prefix: names.prefix, logger: pino({ level: 'silent' }) });
+    // As the controller process serves them: an operator's build is looked at by a holder of mesh-build-machine first.
+    const server = new ToolServer(nc, new CommandDispatcher(new MeshService(newLog()), { probe: sourceProbe(nc, { prefix: names.prefix }) }), { prefix: names.prefix, logger: pino({ level: 'silent' }) });
     server.start();
     toolServers.push(server);
     return server;

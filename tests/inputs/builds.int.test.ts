@@ -1,5 +1,12 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
+import { assertBuildWire, jobsStreamName, probeSubject } from '../../src/adapters/nats/build-streams.js';
+import { projectRoot } from '../../src/config.js';
+import { testNatsUrl } from '../helpers/log.js';
 import { runMesh } from '../helpers/cli.js';
 import { testDatabaseUrl } from '../helpers/database.js';
 import { uniqueName } from '../helpers/names.js';
@@ -7,7 +14,7 @@ import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 import { dropSchemas, freshSchemas } from '../projections/harness.js';
 
 // A build that cannot start is refused at `mesh build`, naming what is missing and where it
-// looked, with nothing queued; a failed newest build keeps `mesh status` non-zero, naming the
+// looked, with nothing queued (a folder missing from the commit: found by a real `mesh builder`); a failed newest build keeps `mesh status` non-zero, naming the
 // recipe's own last words, until a build succeeds.
 
 const COMMIT_1 = 'a1'.repeat(20);
@@ -18,9 +25,16 @@ describe('builds that cannot start or did not succeed', () => {
   let t: TestMesh;
   let env: Record<string, string>;
   let pool: pg.Pool;
+  let builder: ChildProcess | undefined;
+  const scratch = mkdtempSync(join(tmpdir(), 'mesh-probe-'));
   const schemas = freshSchemas();
   const head = async (): Promise<number> => (await t.jsm.streams.info(t.names.logStream)).state.last_seq;
   const buildModule = (name: string, recipe: string, on: string[] = []) => ({ name, source: { url: `https://example.org/${name}.git` }, build: { recipe, output: 'out', on } });
+  const events = async (type: string) => {
+    const found = [];
+    for await (const event of t.log.read({ fromSeq: 1 })) if (event.type === type) found.push(event);
+    return found;
+  };
   const status = async () => {
     const result = await runMesh(['status', '--json', '--at-least', String(await head())], env);
     return { code: result.code, machines: (JSON.parse(result.stdout) as { machines: string[] }).machines };
@@ -32,6 +46,8 @@ describe('builds that cannot start or did not succeed', () => {
     env = await t.startControlPlane(schemas);
   });
   afterAll(async () => {
+    if (builder?.pid && builder.exitCode === null) process.kill(-builder.pid, 'SIGKILL');
+    rmSync(scratch, { recursive: true, force: true });
     await t.close();
     await dropSchemas(pool, schemas);
     await pool.end();
@@ -93,5 +109,61 @@ describe('builds that cannot start or did not succeed', () => {
     expect(again.code).toBe(3);
     expect(again.stderr).toContain('nothing to keep');
     expect(await head()).toBe(before);
+  });
+
+  it('refuses at mesh build a source without the module\'s folder at the commit, as a holder of mesh-build-machine found it; the right path is submitted, saying it was checked', async () => {
+    const git = (cwd: string, ...args: string[]): string => {
+      const result = spawnSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.org', ...args], { cwd, encoding: 'utf8' });
+      if (result.status !== 0) throw new Error(`git ${args.join(' ')}: ${result.stderr}`);
+      return result.stdout.trim();
+    };
+    const repo = join(scratch, 'shop');
+    mkdirSync(join(repo, 'api', 'files'), { recursive: true });
+    writeFileSync(join(repo, 'api', 'files', 'v'), 'api 1');
+    git(repo, 'init', '-q', '-b', 'main');
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-q', '-m', 'first');
+    const commit = git(repo, 'rev-parse', 'HEAD');
+    const url = `file://${repo}`;
+    const name = uniqueName('api');
+    const manifest = (path: string) => ({ name, source: { url, path }, build: { recipe: 'mkdir -p out && cp -r files/. out/', output: 'out', on: [] } });
+    const jobs = async (): Promise<number> => (await t.jsm.streams.info(jobsStreamName(t.names))).state.messages;
+    // The seat's queue, as the control plane asserts it; nothing here hands jobs out, so what is in it was queued by the command.
+    await assertBuildWire(t.nc, t.jsm, { prefix: t.names.prefix, ackWaitMs: 3_000 });
+    await t.run({ type: 'register-module', manifest: manifest('apii') });
+    await t.run({ type: 'move-module', module: name, commit, heardFrom: 'test' });
+
+    // Nobody holds mesh-build-machine: submitted as before, saying the source was not checked.
+    const unchecked = await runMesh(['build', name, '--register-only'], env);
+    expect({ code: unchecked.code, stderr: unchecked.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(unchecked.stdout).toContain('the source could not be checked: no holder of mesh-build-machine answered (none is on the bus)');
+    // That build is recorded as failed, as the builder would say, so the module can be built again.
+    const [submitted] = (await events('build.submitted')).filter((e) => (e.data as { module: string }).module === name);
+    await t.run({ type: 'record-build', buildId: (submitted?.data as { buildId: string }).buildId, module: name, commit, outcome: { kind: 'failed', reason: 'the source has no folder apii', output: '' } });
+
+    builder = spawn(process.execPath, [join(projectRoot, 'bin', 'mesh.js'), 'builder', '--name', 'probe-builder'], {
+      cwd: projectRoot,
+      env: { ...process.env, MESH_NATS_URL: testNatsUrl(), MESH_SUBJECT_PREFIX: t.names.prefix },
+      stdio: ['ignore', process.env.MESH_TEST_LOG ? 'inherit' : 'ignore', 'inherit'],
+      detached: true,
+    });
+    await waitFor('the builder to answer the probe', async () => (await t.nc.request(probeSubject(t.names.prefix), JSON.stringify({ source: { url }, commit, path: 'api' }), { timeout: 5_000 }).then(() => true, () => false)) || undefined);
+
+    const before = await head();
+    const queued = await jobs();
+    const refused = await runMesh(['build', name], env);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain(`building module ${name} refused`);
+    expect(refused.stderr).toContain(`${name}'s source.path apii: the source has no folder apii at commit ${commit} (the commit's tree has nothing at apii; looked in ${url}, asked probe-builder)`);
+    expect(refused.stderr).toMatch(/correct source\.path in .*'s manifest .* and register it again/);
+    expect(await head()).toBe(before);
+    expect(await jobs()).toBe(queued);
+
+    await t.run({ type: 'register-module', manifest: manifest('api') });
+    const afterFix = await head();
+    const built = await runMesh(['build', name], env);
+    expect({ code: built.code, stderr: built.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(built.stdout).toContain(`at ${commit} submitted to mesh-build-machine; source checked: ${url} has api at ${commit} (asked probe-builder)`);
+    expect(await head()).toBe(afterFix + 1);
   });
 });

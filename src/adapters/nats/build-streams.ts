@@ -26,6 +26,10 @@ export const buildJobSubject = (prefix: string): string => `${prefix}.seat.${BUI
 export const buildOutcomeSubject = (prefix: string, outcome: 'built' | 'failed'): string => `${prefix}.seat.${BUILD_SEAT}.event.${outcome}`;
 /** Where a holder of a seat that hosts repositories says the base of its clone addresses: core request/reply. */
 export const cloneBaseSubject = (prefix: string, seat: string): string => `${prefix}.seat.${seat}.tool.clone-base`;
+/** Where a holder of the build seat says whether a module's folder is at a commit (core request/reply, one holder of the queue group answers). */
+export const probeSubject = (prefix: string): string => `${prefix}.seat.${BUILD_SEAT}.tool.probe`;
+/** The queue group the build seat's holders answer the probe in. */
+export const PROBE_QUEUE = 'holders';
 
 export const jobsStreamConfig = (names: BuildWireNames): Partial<StreamConfig> & { name: string } => ({
   name: jobsStreamName(names),
