@@ -95,8 +95,9 @@ describe("npm start's mesh, raised from a clean folder", () => {
   }, 300_000);
 
   it("answers HTTP through the mesh: the caller returns the greeter's greeting", async () => {
-    expect(await httpText(`http://127.0.0.1:${ports.greeter}/`)).toBe(`${GREETING}\n`);
-    expect(await httpText(`http://127.0.0.1:${ports.caller}/`)).toBe(`the greeter says: ${GREETING}\n`);
+    // Healthy says each process runs; one started under load may take a moment more to listen.
+    expect(await waitFor('the greeter to answer', () => httpText(`http://127.0.0.1:${ports.greeter}/`), 20_000)).toBe(`${GREETING}\n`);
+    expect(await waitFor('the caller to answer', () => httpText(`http://127.0.0.1:${ports.caller}/`), 20_000)).toBe(`the greeter says: ${GREETING}\n`);
   });
 
   it('mesh status exits zero', async () => {
