@@ -49,8 +49,12 @@ const meaningOf = (state: MeshState): Record<string, unknown> => ({
   enrolmentTokens: state.nodes.tokens,
   operators: state.operators.byName,
   builds: state.builds,
-  facts: state.facts,
+  facts: { byNode: new Map([...state.facts.byNode].map(([node, facts]) => [node, { ...facts, refused: byResource(facts.refused), crashLooping: byResource(facts.crashLooping) }])) },
 });
+
+/** A module's standing facts as resource → fact, the shape the expectation records them in. */
+const byResource = <V>(byModule: Map<string, { resource: string; fact: V }[]>): Map<string, Map<string, V>> =>
+  new Map([...byModule].map(([module, entries]) => [module, new Map(entries.map((entry) => [entry.resource, entry.fact]))]));
 
 /** Maps as objects sorted by key, sets as arrays: the folded mesh as plain, comparable JSON. */
 const plain = (value: unknown): unknown => {

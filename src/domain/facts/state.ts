@@ -21,13 +21,21 @@ export interface NodeHold extends StatedHold {
   module: string;
 }
 
+/** One resource's standing fact. A module has few resources, so a list per module is kept rather
+ * than a map per module: a map for every module with a refusal made the heap, and the collector's
+ * work on it, grow with the refusals outstanding. */
+export interface ResourceFact<V> {
+  resource: string;
+  fact: V;
+}
+
 interface NodeFacts {
   /** module → the version the last applied fact named */
   running: Map<string, RunningVersion>;
-  /** module → resource key → the last refusal stated */
-  refused: Map<string, Map<string, StatedRefusal>>;
-  /** module → resource key → the version a crash loop was stated for */
-  crashLooping: Map<string, Map<string, RunningVersion>>;
+  /** module → the last refusal stated for each of its resources */
+  refused: Map<string, ResourceFact<StatedRefusal>[]>;
+  /** module → the version a crash loop was stated for, for each of its resources */
+  crashLooping: Map<string, ResourceFact<RunningVersion>[]>;
   /** module → resource key → the hold last stated (fact.held); a module with nothing held has no entry */
   held: Map<string, Map<string, StatedHold>>;
 }
@@ -47,14 +55,19 @@ const factsOf = (state: FactsState, node: string): NodeFacts => {
   return facts;
 };
 
-const setIn = <V>(byModule: Map<string, Map<string, V>>, module: string, resource: string, value: V): void => {
-  let resources = byModule.get(module);
+const setIn = <V>(byModule: Map<string, ResourceFact<V>[]>, module: string, resource: string, fact: V): void => {
+  const resources = byModule.get(module);
   if (!resources) {
-    resources = new Map();
-    byModule.set(module, resources);
+    byModule.set(module, [{ resource, fact }]);
+    return;
   }
-  resources.set(resource, value);
+  const standing = resources.find((entry) => entry.resource === resource);
+  if (standing) standing.fact = fact;
+  else resources.push({ resource, fact });
 };
+
+const factOf = <V>(byModule: Map<string, ResourceFact<V>[]> | undefined, module: string, resource: string): V | undefined =>
+  byModule?.get(module)?.find((entry) => entry.resource === resource)?.fact;
 
 /** Folds one fact into the state, in place; any other event changes nothing. */
 export const evolveFacts = (state: FactsState, event: StoredMeshEvent): void => {
@@ -101,11 +114,11 @@ export const evolveFacts = (state: FactsState, event: StoredMeshEvent): void => 
 
 /** The refusal last stated for a resource of a module on a node, while it stands. */
 export const statedRefusal = (state: FactsState, node: string, module: string, resource: string): StatedRefusal | undefined =>
-  state.byNode.get(node)?.refused.get(module)?.get(resource);
+  factOf(state.byNode.get(node)?.refused, module, resource);
 
 /** The version a crash loop was last stated for, while it stands. */
 export const statedCrashLoop = (state: FactsState, node: string, module: string, resource: string): RunningVersion | undefined =>
-  state.byNode.get(node)?.crashLooping.get(module)?.get(resource);
+  factOf(state.byNode.get(node)?.crashLooping, module, resource);
 
 /** The version a node was last stated to run of a module. */
 export const statedRunning = (state: FactsState, node: string, module: string): RunningVersion | undefined => state.byNode.get(node)?.running.get(module);
