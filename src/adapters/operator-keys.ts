@@ -3,7 +3,8 @@ import { dirname } from 'node:path';
 import nacl from 'tweetnacl';
 import { signedBytes, type SignedCommand } from '../domain/operators/signed-command.js';
 import { UnavailableError } from '../errors.js';
-import { fromBase64, toBase64, writePrivateJson } from './key-files.js';
+import { signBytes, verifyBytes } from './identity.js';
+import { toBase64, writePrivateJson } from './key-files.js';
 
 // An operator's signing key lives in a file only its owner can read; the mesh knows the public half.
 
@@ -31,15 +32,11 @@ export const loadOperatorKey = (file: string): OperatorKey => {
   return JSON.parse(readFileSync(file, 'utf8')) as OperatorKey;
 };
 
+// Signed and checked with Node's own ed25519 (the same signatures tweetnacl made: ed25519 is
+// deterministic), a few hundred times faster than tweetnacl's pure JavaScript on every command.
 export const signCommand = (key: OperatorKey, commandId: string, command: Record<string, unknown>, time: Date): SignedCommand => {
   const unsigned = { commandId, operator: key.operator, command, time: time.toISOString() };
-  return { ...unsigned, signature: toBase64(nacl.sign.detached(signedBytes(unsigned), fromBase64(key.secretKey))) };
+  return { ...unsigned, signature: signBytes({ secretKey: key.secretKey }, signedBytes(unsigned)) };
 };
 
-export const verifySignature = (signed: SignedCommand, publicKey: string): boolean => {
-  try {
-    return nacl.sign.detached.verify(signedBytes(signed), fromBase64(signed.signature), fromBase64(publicKey));
-  } catch {
-    return false;
-  }
-};
+export const verifySignature = (signed: SignedCommand, publicKey: string): boolean => verifyBytes(publicKey, signedBytes(signed), signed.signature);
