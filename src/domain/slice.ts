@@ -19,3 +19,16 @@ export interface Slice<State, Types extends MeshEventType = MeshEventType> {
 }
 
 export const defineSlice = <State, Types extends MeshEventType>(slice: Slice<State, Types>): Slice<State, Types> => slice;
+
+/**
+ * The slice's fold over any event: one of the types it declared is evolved, any other leaves its
+ * state as it is. The composition hands it only those types anyway; the check is what lets an
+ * event of the whole log reach a fold typed for a few.
+ */
+export const foldOf = <State, Types extends MeshEventType>(slice: Slice<State, Types>): ((state: State, event: StoredMeshEvent) => void) => {
+  const declared = new Set<MeshEventType>(slice.eventTypes);
+  const isDeclared = (event: StoredMeshEvent): event is StoredEventOf<Types> => declared.has(event.type);
+  return (state, event) => {
+    if (isDeclared(event)) slice.evolve(state, event);
+  };
+};

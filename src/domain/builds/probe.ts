@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import { z } from 'zod';
 import type { Decision } from '../decision.js';
 import { Refusal } from '../refusal.js';
-import { BuildSubmitted, sourceRefSchema } from './events.js';
+import { sourceRefSchema } from './events.js';
 
 // The build seat's probe: before an operator's build is submitted, a holder of mesh-build-machine
 // (the one party that can read the repository) says whether the module's folder is at the commit.
@@ -39,10 +39,12 @@ export const treePathOf = (path: string): string | undefined => {
 
 /** What a build the decision submits would be handed to look at: its source, commit and path; undefined when it submits nothing. */
 export const probeRequestOf = (decision: Decision): ProbeRequest | undefined => {
-  const submitted = decision.events.find((event) => event.type === BuildSubmitted.type);
-  if (!submitted || submitted.type !== BuildSubmitted.type) return undefined;
-  const { source, commit, path } = submitted.data as { source: ProbeRequest['source']; commit: string; path: string };
-  return { source, commit, path };
+  for (const event of decision.events) {
+    if (event.type !== 'build.submitted') continue;
+    const { source, commit, path } = event.data;
+    return { source, commit, path };
+  }
+  return undefined;
 };
 
 const sourceName = (source: ProbeRequest['source']): string => ('seat' in source ? `${source.repository} on ${source.seat}` : source.url);

@@ -1,5 +1,5 @@
 import type { StoredMeshEvent } from '../registry.js';
-import type { MeshEventType, Slice } from '../slice.js';
+import { foldOf, type MeshEventType, type Slice } from '../slice.js';
 import { assignmentsSlice } from '../assignments/state.js';
 import { buildsSlice } from '../builds/state.js';
 import { catalogueSlice } from '../catalogue/state.js';
@@ -52,22 +52,26 @@ export const emptyMeshState = (): MeshState => ({
 
 type Fold = (state: MeshState, event: StoredMeshEvent) => void;
 
-const foldInto = <Name extends SliceName>(name: Name): Fold => {
-  // Each slice is handed only events of the types it declared (the table below), so the cast to
-  // its own state and event types holds by construction.
-  const slice = slices[name] as unknown as Slice<SliceStates[Name]>;
-  return (state, event) => slice.evolve(state[name], event);
+/** A slice's fold over the composition: its own part of the state, and the types it declared. */
+const partOf = <State, Types extends MeshEventType>(slice: Slice<State, Types>, part: (state: MeshState) => State): { types: readonly Types[]; fold: Fold } => {
+  const fold = foldOf(slice);
+  return { types: slice.eventTypes, fold: (state, event) => fold(part(state), event) };
 };
 
-/** event type → the folds of the slices that declared it */
+/** event type → the folds of the slices that declared it, in the order the slices are listed */
 const foldsByType: ReadonlyMap<MeshEventType, readonly Fold[]> = (() => {
   const table = new Map<MeshEventType, Fold[]>();
-  for (const name of Object.keys(slices) as SliceName[]) {
-    for (const type of slices[name].eventTypes) {
-      const folds = table.get(type) ?? [];
-      folds.push(foldInto(name));
-      table.set(type, folds);
-    }
+  for (const { types, fold } of [
+    partOf(slices.catalogue, (state) => state.catalogue),
+    partOf(slices.seats, (state) => state.seats),
+    partOf(slices.nodes, (state) => state.nodes),
+    partOf(slices.assignments, (state) => state.assignments),
+    partOf(slices.operators, (state) => state.operators),
+    partOf(slices.builds, (state) => state.builds),
+    partOf(slices.facts, (state) => state.facts),
+    partOf(slices.declarations, (state) => state.declarations),
+  ]) {
+    for (const type of types) table.set(type, [...(table.get(type) ?? []), fold]);
   }
   return table;
 })();
