@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { Agent } from '../../src/agent/agent.js';
 import { stopRecordedProcesses } from '../../src/agent/left-running.js';
 import { meshHome } from '../../src/config.js';
-import type { StoredEvent } from '../../src/domain/events/envelope.js';
+import type { StoredMeshEvent } from '../../src/domain/registry.js';
 import { factSubject } from '../../src/domain/facts/events.js';
 import { ident } from '../../src/projections/sql.js';
 import { FAST } from '../agent/harness.js';
@@ -17,6 +17,7 @@ import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 import { dropSchemas, freshSchemas } from '../projections/harness.js';
+import { eventOf } from '../helpers/given.js';
 
 // Holds are facts (issue 125 of the seeds: "16 resources held for route-proxy" heard by nobody).
 // A real agent holds a module whose secret the vault has not delivered; the controller states it
@@ -41,8 +42,8 @@ describe('a hold is stated once as a fact, kept in node_holds, shown, and cleare
   const root = join(meshHome(), 'tmp', uniqueName('holds-'));
   const nodeRoot = join(root, 'nodes', 'alpha');
 
-  const heldFacts = async (): Promise<StoredEvent[]> => {
-    const found: StoredEvent[] = [];
+  const heldFacts = async (): Promise<StoredMeshEvent[]> => {
+    const found: StoredMeshEvent[] = [];
     for await (const event of t.log.read({ aggregate: 'fact' })) if (event.type === 'fact.held') found.push(event);
     return found;
   };
@@ -87,7 +88,7 @@ describe('a hold is stated once as a fact, kept in node_holds, shown, and cleare
       const found = await heldFacts();
       return found.length > 0 ? found : undefined;
     });
-    const data = held?.data as HeldData;
+    const { data } = eventOf(held, 'fact.held');
     expect(data).toMatchObject({ node: 'alpha', module: 'proxy' });
     expect(data.resources).toEqual([
       { resource: 'proxy/secret-token', kind: 'secret', reason: expect.stringMatching(/^waiting for the vault to deliver /) },

@@ -124,7 +124,7 @@ describe('a projection stalled by a schema change resumes by itself once the sch
     const healthy = await status();
     expect(healthy).toMatchObject({ code: 0, nodes: { lagCommits: 0, stall: null, problem: null } });
     const stated = [];
-    for await (const event of t.log.read({ aggregate: 'projection.nodes' })) stated.push((event.data as { seq: number }).seq);
+    for await (const event of t.log.read({ aggregate: 'projection.nodes' })) if (event.type === 'projection.stalled') stated.push(event.data.seq);
     expect(stated).toEqual([broken.seq, again.seq]);
     const { built, rebuilt } = await besideARebuild(pool, { databaseUrl: testDatabaseUrl(), nc: t.nc, log: { stream: t.names.logStream, subjectPrefix: t.names.logPrefix }, schemas, headSeq: await head() });
     expect(built['nodes.nodes']).toHaveLength(3 + during);

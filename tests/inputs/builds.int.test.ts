@@ -12,6 +12,7 @@ import { testDatabaseUrl } from '../helpers/database.js';
 import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 import { dropSchemas, freshSchemas } from '../projections/harness.js';
+import { eventOf } from '../helpers/given.js';
 
 // A build that cannot start is refused at `mesh build`, naming what is missing and where it
 // looked, with nothing queued (a folder missing from the commit: found by a real `mesh builder`); a failed newest build keeps `mesh status` non-zero, naming the
@@ -138,8 +139,8 @@ describe('builds that cannot start or did not succeed', () => {
     expect({ code: unchecked.code, stderr: unchecked.stderr }).toEqual({ code: 0, stderr: '' });
     expect(unchecked.stdout).toContain('the source could not be checked: no holder of mesh-build-machine answered (none is on the bus)');
     // That build is recorded as failed, as the builder would say, so the module can be built again.
-    const [submitted] = (await events('build.submitted')).filter((e) => (e.data as { module: string }).module === name);
-    await t.run({ type: 'record-build', buildId: (submitted?.data as { buildId: string }).buildId, module: name, commit, outcome: { kind: 'failed', reason: 'the source has no folder apii', output: '' } });
+    const [submitted] = (await events('build.submitted')).map((e) => eventOf(e, 'build.submitted')).filter((e) => e.data.module === name);
+    await t.run({ type: 'record-build', buildId: submitted?.data.buildId ?? '', module: name, commit, outcome: { kind: 'failed', reason: 'the source has no folder apii', output: '' } });
 
     builder = spawn(process.execPath, [join(projectRoot, 'bin', 'mesh.js'), 'builder', '--name', 'probe-builder'], {
       cwd: projectRoot,

@@ -38,7 +38,7 @@ describe('the build seat probe', () => {
       {
         what: "api's source.path apii",
         why: `the source has no folder apii at commit ${COMMIT} (the commit's tree has nothing at apii; looked in file:///forge/acme/shop, asked b1): the build could not start, so nothing was submitted`,
-        remedy: expect.stringContaining('correct source.path in api\'s manifest') as unknown as string,
+        remedy: expect.stringContaining('correct source.path in api\'s manifest'),
       },
     ]);
     expect(refusal?.problems[0]?.remedy).toContain('mesh module register <manifest.json>');
