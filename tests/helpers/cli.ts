@@ -1,6 +1,9 @@
 import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { expect } from '@jest/globals';
 import { projectRoot } from '../../src/config.js';
+import { uniqueName } from './names.js';
 
 export interface CliResult {
   code: number;
@@ -34,3 +37,26 @@ export const runMesh = (args: string[], env: Record<string, string | undefined> 
       resolvePromise({ code: code ?? -1, stdout, stderr });
     });
   });
+
+/**
+ * `mesh …` against one test mesh, with what a refusal test checks: the exit code, no stack trace,
+ * and the log's head where it was. `on` is read at call time, so a suite can give it what its
+ * beforeAll makes.
+ */
+export const operatorCli = (on: () => { env: Record<string, string>; logHead: () => Promise<number> }, manifestDir: string) => {
+  const mesh = (...args: string[]): Promise<CliResult> => runMesh(args, on().env);
+  const manifestFile = (manifest: unknown): string => {
+    const file = join(manifestDir, `${uniqueName('manifest-')}.json`);
+    writeFileSync(file, JSON.stringify(manifest));
+    return file;
+  };
+  const refused = async (args: string[], code: number): Promise<string> => {
+    const before = await on().logHead();
+    const result = await mesh(...args);
+    expect({ code: result.code, stderr: result.stderr }).toMatchObject({ code });
+    expect(result.stderr).not.toMatch(/internal error|\n\s+at /);
+    expect(await on().logHead()).toBe(before);
+    return result.stderr;
+  };
+  return { mesh, manifestFile, refused };
+};

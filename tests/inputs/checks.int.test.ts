@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { meshHome } from '../../src/config.js';
-import { runMesh, type CliResult } from '../helpers/cli.js';
+import { operatorCli } from '../helpers/cli.js';
 import { fixtureManifest, minimalModule } from '../helpers/given.js';
 import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, type TestMesh } from '../helpers/test-mesh.js';
@@ -20,20 +20,8 @@ describe('nothing reaches a machine unchecked, and nothing goes quiet', () => {
   const schemas = freshSchemas();
   const dir = join(meshHome(), 'tmp', uniqueName('checks-'));
   const head = async (): Promise<number> => (await t.jsm.streams.info(t.names.logStream)).state.last_seq;
-  const mesh = (...args: string[]): Promise<CliResult> => runMesh(args, env);
-  const manifestFile = (manifest: unknown): string => {
-    const file = join(dir, `${uniqueName('manifest-')}.json`);
-    writeFileSync(file, JSON.stringify(manifest));
-    return file;
-  };
-  const refusedRegistration = async (manifest: unknown): Promise<string> => {
-    const before = await head();
-    const result = await mesh('module', 'register', manifestFile(manifest));
-    expect({ code: result.code }).toEqual({ code: 3 });
-    expect(result.stderr).not.toMatch(/internal error|\n\s+at /);
-    expect(await head()).toBe(before);
-    return result.stderr;
-  };
+  const { mesh, manifestFile, refused } = operatorCli(() => ({ env, logHead: head }), dir);
+  const refusedRegistration = (manifest: unknown): Promise<string> => refused(['module', 'register', manifestFile(manifest)], 3);
 
   beforeAll(async () => {
     mkdirSync(dir, { recursive: true });

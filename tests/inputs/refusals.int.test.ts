@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { sendSignedCommand } from '../../src/adapters/command-client.js';
 import { loadOperatorKey, signCommand } from '../../src/adapters/operator-keys.js';
@@ -7,7 +7,7 @@ import { meshHome } from '../../src/config.js';
 import { CommandDispatcher } from '../../src/controller/command-dispatcher.js';
 import { MeshService } from '../../src/controller/mesh-service.js';
 import { MeshError } from '../../src/errors.js';
-import { runMesh, type CliResult } from '../helpers/cli.js';
+import { operatorCli } from '../helpers/cli.js';
 import { minimalModule } from '../helpers/given.js';
 import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
@@ -21,21 +21,8 @@ describe('values are checked where they enter, and a refusal appends nothing', (
   let env: Record<string, string>;
   const dir = join(meshHome(), 'tmp', uniqueName('inputs-'));
   const head = async (): Promise<number> => (await t.jsm.streams.info(t.names.logStream)).state.last_seq;
-  const mesh = (...args: string[]): Promise<CliResult> => runMesh(args, env);
-  const manifestFile = (manifest: unknown): string => {
-    const file = join(dir, `${uniqueName('manifest-')}.json`);
-    writeFileSync(file, JSON.stringify(manifest));
-    return file;
-  };
   /** A refusal: the exit code, the message, no stack trace, and the log where it was. */
-  const refused = async (args: string[], code: number): Promise<string> => {
-    const before = await head();
-    const result = await mesh(...args);
-    expect({ code: result.code, stderr: result.stderr }).toMatchObject({ code });
-    expect(result.stderr).not.toMatch(/internal error|\n\s+at /);
-    expect(await head()).toBe(before);
-    return result.stderr;
-  };
+  const { mesh, manifestFile, refused } = operatorCli(() => ({ env, logHead: head }), dir);
 
   beforeAll(async () => {
     mkdirSync(dir, { recursive: true });
