@@ -78,10 +78,13 @@ export const defineSystemSeats = async (mesh: MeshService, settings: Pick<Bootst
   return { seatsDefined };
 };
 
-/** Both, with a fold of its own: for a process that runs no view of the mesh (dev tooling, tests). */
-export const bootstrapControlPlane = async (nc: NatsConnection, log: EventLog<MeshEvent>, settings: BootstrapSettings): Promise<BootstrapResult> => {
+/**
+ * Both, for a process that runs no view of the mesh (dev tooling, tests): through `mesh` when it
+ * has a command service already (one fold for the whole process), else one of its own.
+ */
+export const bootstrapControlPlane = async (nc: NatsConnection, log: EventLog<MeshEvent>, settings: BootstrapSettings, mesh?: MeshService): Promise<BootstrapResult> => {
   const begun = await beginLog(nc, log, settings);
   if (begun.held) return { ...begun, seatsDefined: [] };
-  const seats = await defineSystemSeats(new MeshService(log), settings);
+  const seats = await defineSystemSeats(mesh ?? new MeshService(log), settings);
   return { ...begun, ...seats };
 };

@@ -4,10 +4,8 @@ import { dirname, join } from 'node:path';
 import { newEnrolmentToken } from '../adapters/enrolment-tokens.js';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { sendSignedCommand } from '../adapters/command-client.js';
-import type { EventLog } from '../adapters/eventlog/event-log.js';
-import type { MeshEvent } from '../domain/registry.js';
 import { projectRoot } from '../config.js';
-import { MeshService } from '../controller/mesh-service.js';
+import type { MeshService } from '../controller/mesh-service.js';
 import type { MeshCommand } from '../domain/mesh/commands.js';
 import { stopRecordedProcesses } from '../agent/left-running.js';
 import { backgroundStatus, processFiles, startBackground, stopBackground } from './background.js';
@@ -25,8 +23,8 @@ export const CATALOGUE = ['nats', 'distribution', 'vault', 'postgres', 'gitea', 
 export interface DemoOptions {
   dir: string;
   nc: NatsConnection;
-  /** the mesh log, read to learn what is already done */
-  log: EventLog<MeshEvent>;
+  /** the mesh as this process folds it, read to learn what is already done */
+  mesh: MeshService;
   natsPort: number;
   subjectPrefix: string;
   operatorKeyFile: string;
@@ -42,7 +40,7 @@ export const demoAgentsStatus = (dir: string) =>
   DEMO_NODES.map((node) => ({ node, ...backgroundStatus(dir, agentName(node), agentState(dir, node)) }));
 
 export const raiseDemo = async (options: DemoOptions): Promise<{ greeterUrl: string; callerUrl: string }> => {
-  const reads = new MeshService(options.log);
+  const reads = options.mesh;
   const run = (command: MeshCommand) => sendSignedCommand(options.nc, options, command, randomUUID());
 
   for (const node of DEMO_NODES) {

@@ -1,9 +1,7 @@
 import { existsSync } from 'node:fs';
 import { userInfo } from 'node:os';
-import type { EventLog } from '../adapters/eventlog/event-log.js';
-import type { MeshEvent } from '../domain/registry.js';
 import { createOperatorKey, loadOperatorKey } from '../adapters/operator-keys.js';
-import { MeshService, type LogHold } from '../controller/mesh-service.js';
+import type { LogHold, MeshService } from '../controller/mesh-service.js';
 import { operatorNamed } from '../domain/operators/state.js';
 
 // Genesis makes the first operator: a signing key in a file only the user can read, and its public
@@ -19,10 +17,9 @@ export const firstOperatorName = (): string => {
   }
 };
 
-export const ensureFirstOperator = async (log: EventLog<MeshEvent>, keyFile: string, name: string): Promise<{ name: string; file: string; created: boolean; held?: LogHold }> => {
+export const ensureFirstOperator = async (mesh: MeshService, keyFile: string, name: string): Promise<{ name: string; file: string; created: boolean; held?: LogHold }> => {
   const created = !existsSync(keyFile);
   const key = created ? createOperatorKey(keyFile, name) : loadOperatorKey(keyFile);
-  const mesh = new MeshService(log);
   const { state, held } = await mesh.view();
   // A log held at a commit is not added to: the operators it already holds are who may void it.
   if (held) return { name: key.operator, file: keyFile, created, held };

@@ -174,24 +174,26 @@ export const stackUp = async (
     const key = controllerKey.identity;
     const writer = new LogWriter(nc, { stream: options.logStream, key, keySource: controllerKeyFile });
     const log = new JetStreamEventLog(nc, { stream: options.logStream, subjectPrefix: options.logSubjectPrefix, registry: meshEventRegistry(), writer });
+    // One command service, and so one fold of the log, for everything `dev up` reads and does.
+    const mesh = new MeshService(log);
     const bootstrap = await bootstrapControlPlane(nc, log, {
       stream: options.logStream,
       subjectPrefix: options.logSubjectPrefix,
       meshName: options.meshName,
       actor: options.actor,
       controllerKey: key.publicKey,
-    });
+    }, mesh);
     if (bootstrap.held) say(`the log holds readers at seq ${bootstrap.held.seq} (${bootstrap.held.aggregate}): ${bootstrap.held.problem}; see \`npx mesh status\`, and \`npx mesh log void ${bootstrap.held.seq} --reason "…"\` once you have looked`);
     if (bootstrap.stream.created) say(`created the mesh log (stream ${options.logStream}, subjects ${options.logSubjectPrefix}.>)`);
     if (bootstrap.stream.updated.length > 0) say(`brought stream ${options.logStream} back to the mesh log's settings: ${bootstrap.stream.updated.join(', ')}`);
     if (bootstrap.genesis.appended) say(`the log opens with mesh.initialised for mesh "${options.meshName}" at seq ${bootstrap.genesis.seq}`);
-    const operator = await ensureFirstOperator(log, join(options.dir, 'operator.key'), options.operatorName ?? firstOperatorName());
+    const operator = await ensureFirstOperator(mesh, join(options.dir, 'operator.key'), options.operatorName ?? firstOperatorName());
     if (operator.created) say(`first operator ${operator.name}: signing key in ${operator.file} (readable by you alone)`);
     // The operator is on the bus as soon as the log names it, not only once the controller runs.
     const files = busFiles(options.dir);
     const busFile = { file: files.users, serverPidFile: natsPidFile(natsOptions(options).dir), monitorUrl: `http://127.0.0.1:${options.ports.natsMonitor}` };
     await new BusAuthority({ file: busFile, wire: stackWire(options), controller: controllerKey.identity, statics: options.staticBusUsers ?? [], logger: pino({ level: 'silent' }) }).sync(
-      await new MeshService(log).current(),
+      await mesh.current(),
     );
     // What every process of the stack (the controller, the demo's agents) is told of where it runs.
     const env = {
@@ -223,7 +225,7 @@ export const stackUp = async (
       const demo = await raiseDemo({
         dir: options.dir,
         nc: operatorConnection,
-        log,
+        mesh,
         natsPort: options.ports.nats,
         subjectPrefix: 'mesh',
         operatorKeyFile: operator.file,
