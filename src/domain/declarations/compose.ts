@@ -4,7 +4,8 @@ import { moduleInbox } from '../bus/subjects.js';
 import { sha256Digest } from '../canonical.js';
 import type { Manifest } from '../catalogue/manifest.js';
 import { assignmentOf, assignmentsOn, type AssignmentState } from '../assignments/state.js';
-import { manifestOf, moduleNamed, registeredModules } from '../catalogue/state.js';
+import { knownContractField } from '../catalogue/contracts.js';
+import { manifestOf, moduleNamed } from '../catalogue/state.js';
 import type { MeshState } from '../mesh/state.js';
 import { nodeNamed } from '../nodes/state.js';
 import { heldBy, seatById } from '../seats/state.js';
@@ -300,13 +301,8 @@ const busIdentityOf = (manifest: Manifest, root: string, assignment: AssignmentS
   return { key: `${module}/bus-identity`, module, kind: 'bus-identity', path: busIdentityPath(root, module), owner, inbox: moduleInbox(module, node), consumes: [...manifest.consumes] };
 };
 
-const isSecretField = (state: MeshState, contract: string, field: string): boolean => {
-  for (const module of registeredModules(state.catalogue)) {
-    const declared = module.manifest.provides.find((p) => p.provision === contract)?.fields?.[field];
-    if (declared) return declared.secret;
-  }
-  return field === 'password' || field === 'credential';
-};
+/** Whether a provider's field is a secret: as the contract says (built in, or as its providers declare it); a field no contract names is one by its name. */
+const isSecretField = (state: MeshState, contract: string, field: string): boolean => knownContractField(state, contract, field)?.secret ?? (field === 'password' || field === 'credential');
 
 /**
  * The digest an agent compares: over the whole content, every field of every resource, so no
