@@ -67,6 +67,26 @@ describe('nothing reaches a machine unchecked, and nothing goes quiet', () => {
     expect(stderr).toMatch(/resources\.processes\.0\.env\.DOMAIN: \$\{installation\.domain\} names "installation", which is not a requirement of this module/);
   });
 
+  it("refuses a host path a container does not mount, an env-file that is no file or secret, and an event name borrowing another module's", async () => {
+    const name = uniqueName('web');
+    const stderr = await refusedRegistration(
+      minimalModule(name, {
+        requires: [
+          { name: 'data', contract: 'directory', provider: 'host' },
+          { name: 'logs', contract: 'directory', provider: 'host' },
+        ],
+        emits: ['gitea.repository.pushed'],
+        resources: {
+          directories: [{ requirement: 'data' }, { requirement: 'logs' }],
+          containers: [{ name: 'app', image: { upstream: 'busybox:1.36' }, env: { LOGS: '${logs}' }, mounts: [{ from: 'data', to: '/data' }], envFiles: [{ from: 'data', reason: 'reads its settings from the environment' }] }],
+        },
+      }),
+    );
+    expect(stderr).toMatch(/resources\.containers\.0\.env\.LOGS: \$\{logs\} is a path on the node, and this container does not mount it/);
+    expect(stderr).toMatch(/resources\.containers\.0\.envFiles\.0\.from: "data" is a directory requirement, and an env-file is a file or a secret/);
+    expect(stderr).toMatch(new RegExp(`emits\\.0: "gitea\\.repository\\.pushed" starts with "gitea", the name of another registered module: it reads as gitea's event, yet ${name} would publish it`));
+  });
+
   it('finds a consume nothing emits, shows it in mesh status (non-zero), and clears it when an emitter registers', async () => {
     const [consumer, emitter] = [uniqueName('reader'), uniqueName('shop')];
     const registered = await mesh('module', 'register', manifestFile(minimalModule(consumer, { consumes: [`${emitter}.order.placed`] })), '--json');
