@@ -1,6 +1,6 @@
 // `npm run probe:security`: the attacks a process on this machine would try against the running
 // local mesh (`npm start`), each tried for real and printed with its outcome. Exits 1 if any
-// attack was let through, 2 if the stack is not there to attack.
+// attack was let through, 2 if the stack is not there to attack or an attack could not be made.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadIdentityFile, moduleBusIdentity } from '../src/adapters/identity.js';
@@ -30,8 +30,10 @@ const targets: ProbeTargets = {
 
 const outcomes: AttackOutcome[] = [...(await probeBus(targets)), ...(await probeDatabase({ dir, port: ports.postgres }))];
 for (const outcome of outcomes) {
-  process.stdout.write(`${outcome.refused ? 'refused ' : 'ALLOWED '} ${outcome.attack}\n         ${outcome.detail}\n`);
+  process.stdout.write(`${outcome.untried ? 'NOT TRIED' : outcome.refused ? 'refused  ' : 'ALLOWED  '} ${outcome.attack}\n          ${outcome.detail}\n`);
 }
-const allowed = outcomes.filter((o) => !o.refused);
-process.stdout.write(`\n${outcomes.length} attacks: ${outcomes.length - allowed.length} refused, ${allowed.length} let through\n`);
-process.exit(allowed.length > 0 ? 1 : 0);
+const allowed = outcomes.filter((o) => !o.refused && !o.untried);
+const untried = outcomes.filter((o) => o.untried);
+process.stdout.write(`\n${outcomes.length} attacks: ${outcomes.length - allowed.length - untried.length} refused, ${allowed.length} let through, ${untried.length} not tried\n`);
+// A probe that could not make an attack proves nothing about it: that is a failure to probe, not a pass.
+process.exit(allowed.length > 0 ? 1 : untried.length > 0 ? 2 : 0);

@@ -10,16 +10,20 @@ import { DATABASE } from './postgres-roles.js';
 // no password, with another role's password, and running a program as the server's user through
 // the mesh's own roles. Each is tried for real; every one must come back "refused".
 
-const attempt = async (user: string, password: string | undefined, port: number, sql?: string): Promise<{ refused: boolean; detail: string }> => {
+const attempt = async (user: string, password: string | undefined, port: number, sql?: string): Promise<Omit<AttackOutcome, 'attack'>> => {
   const client = new pg.Client({ host: '127.0.0.1', port, database: DATABASE, user, ...(password === undefined ? { password: '' } : { password }), connectionTimeoutMillis: 5_000 });
   try {
     await client.connect();
   } catch (error) {
     const message = (error as Error).message;
+    // Only the server refuses: a server that cannot be reached, or a login the attack needed to
+    // make before it could be tried (a role's own password), tried nothing.
+    if (sql !== undefined) return { refused: false, untried: true, detail: `could not log in as ${user} with its own password to try it (${message})` };
     // With no password to give, the client gives up once the server asks for one (SCRAM): a server
     // that trusted the login would never have asked.
     if (password === undefined && /SASL|password/i.test(message)) return { refused: true, detail: `the server asked for a password (SCRAM) and none was given: ${message}` };
-    return { refused: true, detail: `login refused: ${message}` };
+    if (/password authentication failed|no pg_hba\.conf entry/i.test(message)) return { refused: true, detail: `login refused: ${message}` };
+    return { refused: false, untried: true, detail: `the server did not answer (${message}), so the login was not tried` };
   }
   try {
     if (!sql) return { refused: false, detail: 'logged in' };
@@ -39,7 +43,7 @@ export const probeDatabase = async (stack: { dir: string; port: number }): Promi
     return existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined;
   };
   const outcomes: AttackOutcome[] = [];
-  const record = async (attack: string, result: Promise<{ refused: boolean; detail: string }>) => outcomes.push({ attack, ...(await result) });
+  const record = async (attack: string, result: Promise<Omit<AttackOutcome, 'attack'>>) => outcomes.push({ attack, ...(await result) });
   await record(`log in as the bootstrap superuser ${ADMIN_ROLE} with no password`, attempt(ADMIN_ROLE, undefined, stack.port));
   for (const role of DATABASE_ROLES) {
     await record(`log in as ${roleName(role)} with no password`, attempt(roleName(role), undefined, stack.port));

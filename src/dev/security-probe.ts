@@ -23,6 +23,8 @@ export interface ProbeTargets {
 export interface AttackOutcome {
   attack: string;
   refused: boolean;
+  /** the identity the attack is made as could not connect at all, so the attack itself was not tried */
+  untried?: boolean;
   detail: string;
 }
 
@@ -31,13 +33,25 @@ type Attempt = (nc: NatsConnection) => void | Promise<unknown>;
 const connectAs = (url: string, key: Pick<Identity, 'secretKey'> | undefined, inbox: string | undefined, name: string) =>
   connect({ servers: url, name, maxReconnectAttempts: 0, timeout: 3_000, ...(key ? { authenticator: busAuthenticator(key) } : {}), ...(inbox ? { inboxPrefix: inbox } : {}) });
 
-/** Connects as the identity and tries one thing: refused when the server says so (a permissions violation), or refuses the connection. */
-const tryAs = async (url: string, who: { key?: Pick<Identity, 'secretKey'>; inbox?: string }, subject: string, attempt: Attempt): Promise<{ refused: boolean; detail: string }> => {
+/**
+ * Connects as the identity and tries one thing: refused when the server says so (a permissions
+ * violation). A stranger refused at the door is refused; a member of the mesh (a host, a module,
+ * an operator) that cannot connect at all means the attack was never tried, not that it failed.
+ */
+const tryAs = async (
+  url: string,
+  who: { key?: Pick<Identity, 'secretKey'>; inbox?: string; stranger?: boolean },
+  subject: string,
+  attempt: Attempt,
+): Promise<{ refused: boolean; untried?: boolean; detail: string }> => {
   let nc: NatsConnection;
   try {
     nc = await connectAs(url, who.key, who.inbox, 'security-probe');
   } catch (error) {
-    return { refused: true, detail: `connection refused: ${(error as Error).message}` };
+    // A stranger is refused by the server's authorization, not by a server that is not there.
+    if (who.stranger && /Authorization Violation/i.test((error as Error).message)) return { refused: true, detail: `connection refused: ${(error as Error).message}` };
+    if (who.stranger) return { refused: false, untried: true, detail: `the server did not answer (${(error as Error).message}), so the attack was not tried` };
+    return { refused: false, untried: true, detail: `could not connect as this member of the mesh (${(error as Error).message}), so the attack was not tried: is it on this mesh? (\`npm start\` raises the demo it attacks)` };
   }
   const violations: string[] = [];
   void (async () => {
@@ -63,12 +77,12 @@ const requestTo = (subject: string): Attempt => (nc) => nc.request(subject, '', 
 export const probeBus = async (targets: ProbeTargets): Promise<AttackOutcome[]> => {
   const { url, wire } = targets;
   const outcomes: AttackOutcome[] = [];
-  const record = async (attack: string, who: { key?: Pick<Identity, 'secretKey'>; inbox?: string }, subject: string, attempt: Attempt) =>
+  const record = async (attack: string, who: { key?: Pick<Identity, 'secretKey'>; inbox?: string; stranger?: boolean }, subject: string, attempt: Attempt) =>
     outcomes.push({ attack, ...(await tryAs(url, who, subject, attempt)) });
   const forgedCommit = JSON.stringify({ firstVersion: 1, events: [{ type: 'operator.added', data: { operator: 'mallory' } }] });
 
-  await record('an anonymous client connects', {}, '', () => undefined);
-  await record('a key the mesh never composed connects', { key: newIdentity(), inbox: '_INBOX.stranger' }, '', () => undefined);
+  await record('an anonymous client connects', { stranger: true }, '', () => undefined);
+  await record('a key the mesh never composed connects', { key: newIdentity(), inbox: '_INBOX.stranger', stranger: true }, '', () => undefined);
 
   if (targets.host) {
     const { node, key, otherNode } = targets.host;
