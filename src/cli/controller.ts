@@ -17,6 +17,7 @@ import { Controller } from '../controller/controller.js';
 import { EnrolmentService } from '../controller/enrolment-service.js';
 import { MeshService } from '../controller/mesh-service.js';
 import { MeshView } from '../controller/mesh-view.js';
+import { MeshWriter } from '../controller/mesh-writer.js';
 import { startMeshProjector } from '../controller/projections.js';
 import { watchStore } from '../controller/health-tool.js';
 import { runnerSettingsFromEnv } from '../projections/runner.js';
@@ -77,7 +78,8 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   // The one view of the mesh in this process: one follower, one fold, read by every part below.
   const view = new MeshView(newLog(), { logger });
   view.start();
-  const mesh = new MeshService(log, {}, view);
+  // The one writer of the mesh in this process: commands, facts and refusals decided in order against the view, their appends pipelined.
+  const mesh = new MeshService(log, {}, view, new MeshWriter(log, view, { logger: logger.child({ component: 'writer' }) }));
   const seats = begun.held ? { held: begun.held } : await defineSystemSeats(mesh, { meshName: config.meshName, actor: 'controller' });
   const held = begun.held ?? seats.held;
   if (held) logger.error({ seq: held.seq, aggregate: held.aggregate, problem: held.problem }, `the log holds readers at seq ${held.seq}; the controller starts and serves reads, and decides nothing until an operator voids it`);
@@ -85,6 +87,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix },
     actor: 'controller',
     logger,
+    mesh,
     ...(busAuthority ? { busAuthority } : {}),
   });
   await controller.start();
@@ -123,6 +126,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
     state: () => view.mesh(),
     held: () => view.held(),
     reached: (seq) => view.reached(seq),
+    mesh,
   });
   await reports.start();
   const builds = new BuildCoordinator(nc, view, mesh, {

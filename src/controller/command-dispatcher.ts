@@ -9,6 +9,7 @@ import { Refusal } from '../domain/refusal.js';
 import { ValidationError } from '../errors.js';
 import type { CommandResult, MeshService } from './mesh-service.js';
 import { operatorNamed } from '../domain/operators/state.js';
+import { commandCarriedOut } from '../domain/mesh/command-index.js';
 import type { SourceProbe } from './source-probe.js';
 
 // The one place an operator's command enters the control plane, whatever carried it (a tool call
@@ -64,7 +65,10 @@ export class CommandDispatcher {
     }
     // Operators as far as the log can be read: while the fold is held at a commit, the operators
     // before it are who may void it (every other command is refused there, naming the sequence).
-    const { state } = await this.mesh.view();
+    // The view as this process knows it, and the log's head only for an operator it has not met
+    // (added moments ago by a process that is not this one's writer).
+    let { state } = await this.mesh.known();
+    if (!operatorNamed(state.operators, signed.operator)) ({ state } = await this.mesh.view());
     const operator = operatorNamed(state.operators, signed.operator);
     const subject = `${type} from operator ${signed.operator}`;
     if (!operator) throw new Refusal(subject, [{ what: signed.operator, why: 'no such operator is registered', remedy: 'ask an operator to add you: mesh operator add NAME --key PUBLIC-KEY' }]);
@@ -91,7 +95,7 @@ export class CommandDispatcher {
   private async submitBuild(command: SubmitBuild, signed: SignedCommand, metadata: { commandId: string; actor: string }, probe: SourceProbe): Promise<CommandResult> {
     const { state, held } = await this.mesh.view();
     let request;
-    if (!held && !state.commands.has(signed.commandId)) {
+    if (!held && commandCarriedOut(state.commands, signed.commandId) === undefined) {
       try {
         request = probeRequestOf(decideMeshCommand(command, state));
       } catch {

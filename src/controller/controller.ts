@@ -11,7 +11,7 @@ import type { MeshEvent } from '../domain/registry.js';
 import { DeclarationInputs } from '../domain/declarations/inputs.js';
 import type { BusAuthority } from './bus-authority.js';
 import { DeclarationPublisher, type PublishOutcome } from './declaration-publisher.js';
-import type { LogHold } from './mesh-service.js';
+import type { LogHold, MeshService } from './mesh-service.js';
 import type { MeshView } from './mesh-view.js';
 import { allNodes, nodeNamed } from '../domain/nodes/state.js';
 import { BUS_USER_EVENT_TYPES } from '../domain/bus/users.js';
@@ -39,6 +39,8 @@ export interface ControllerOptions {
   onPass?: (pass: DeclarationPass) => void;
   /** the bus's user list, composed again before each pass so nobody is told to start before it may speak */
   busAuthority?: BusAuthority;
+  /** the process's mesh service: its one writer states refusals in order with everything else (else appended on their own) */
+  mesh?: Pick<MeshService, 'appendDecided'>;
 }
 
 export interface DeclarationPass {
@@ -108,6 +110,10 @@ export class Controller {
         for (const input of touched.inputs) this.reachedSincePass.inputs.add(input);
         if (BUS_USER_EVENT_TYPES.has(change.event.type)) this.busUsersTouched = true;
       }
+      if (change.kind === 'rebuilt') {
+        this.reachedSincePass.all = true;
+        this.busUsersTouched = true;
+      }
       // Nothing is published until the view has caught up: a restart never sends a declaration older than the last.
       if (caughtUp) this.schedule();
     });
@@ -146,22 +152,31 @@ export class Controller {
     const started = Date.now();
     const reaching = performance.now();
     const state = this.view.mesh();
-    const seq = state.seq;
+    let seq = state.seq;
     const nodes = this.reachedSincePass.all ? [...allNodes(state.nodes)].map((n) => n.name) : [...this.inputs.nodesReached(state, { nodes: [...this.reachedSincePass.nodes], inputs: [...this.reachedSincePass.inputs], all: false })];
     this.reachedSincePass.all = false;
     this.reachedSincePass.nodes.clear();
     this.reachedSincePass.inputs.clear();
     const pass: DeclarationPass = { seq, published: [], unchanged: 0, refused: [], composed: 0, millis: 0, deriveMillis: performance.now() - reaching };
-    for (const node of nodes.sort()) {
-      if (!nodeNamed(state.nodes, node)) {
-        this.inputs.forget(node);
-        continue;
-      }
-      const composing = performance.now();
-      const composition = composeDeclaration(state, node);
-      this.inputs.record(state, node);
-      pass.composed++;
-      pass.deriveMillis += performance.now() - composing;
+    // Composed at a moment the view holds only what the log has stored: never from a command of
+    // this process still in flight (mesh-writer.ts), which the log may yet refuse.
+    const compositions = await this.view.whenSettled(() => {
+      seq = state.seq;
+      return nodes.sort().flatMap((node) => {
+        if (!nodeNamed(state.nodes, node)) {
+          this.inputs.forget(node);
+          return [];
+        }
+        const composing = performance.now();
+        const composition = composeDeclaration(state, node);
+        this.inputs.record(state, node);
+        pass.composed++;
+        pass.deriveMillis += performance.now() - composing;
+        return [{ node, composition }];
+      });
+    });
+    pass.seq = seq;
+    for (const { node, composition } of compositions) {
       if (!composition.ok) {
         await this.stateRefusal(node, composition.problems, seq);
         pass.refused.push(node);
@@ -184,10 +199,11 @@ export class Controller {
     const stated = this.refusalsStated.get(node) ?? refusalStatedFor(this.view.mesh().declarations, node);
     if (stated !== OVERCOME && stated?.reason === reason) return;
     const aggregate = `node.${node}`;
-    const appended = await this.log.append(aggregate, [{ type: DeclarationRefused.type, data: { node, derivedFromSeq: seq, reason, unresolved } }], this.view.mesh().versions.get(aggregate) ?? 0, {
-      commandId: `declaration-refused:${node}:${reason.slice(7, 23)}:${seq}`,
-      actor: this.options.actor,
-    });
+    const events = [{ type: DeclarationRefused.type, data: { node, derivedFromSeq: seq, reason, unresolved } }];
+    const metadata = { commandId: `declaration-refused:${node}:${reason.slice(7, 23)}:${seq}`, actor: this.options.actor };
+    const appended = this.options.mesh
+      ? await this.options.mesh.appendDecided({ subject: `the refusal of ${node}'s declaration`, decide: () => ({ aggregate, events, summary: `declaration of ${node} refused` }), metadata })
+      : await this.log.append(aggregate, events, this.view.mesh().versions.get(aggregate) ?? 0, metadata);
     this.refusalsStated.set(node, { reason, seq: appended.seq });
     this.options.logger.warn({ node, unresolved }, 'declaration not composed; the previous one stands');
   }

@@ -10,6 +10,9 @@ import { emptyMeshState, evolveMesh, type MeshState } from '../domain/mesh/state
 import { Refusal } from '../domain/refusal.js';
 import { ConcurrencyError } from '../errors.js';
 import { commandIdReuse } from './command-reuse.js';
+import { commandCarriedOut, type CommandAt } from '../domain/mesh/command-index.js';
+import type { Decision } from '../domain/decision.js';
+import type { MeshWriter } from './mesh-writer.js';
 
 // Where a mesh command meets the log. Every rule of the mesh reads more than one aggregate (a seat
 // is declared once across modules; an assignment resolves against every provider), so a command is
@@ -77,6 +80,8 @@ export interface MeshReader {
   reached(seq: number): Promise<void>;
   /** Told of a commit this process appended, so the next command is decided on a view that holds it. */
   appended(seq: number, events: readonly StoredMeshEvent[], duplicate: boolean): Promise<void>;
+  /** The mesh as far as the reader has folded, once it has caught up: no round trip to the log's head. */
+  known?(): Promise<{ state: MeshState; held?: LogHold }>;
   /** A void was just recorded: a fold held at a commit looks again now rather than at its next backoff (a follower sees the void as it comes). */
   lookAgain?(): void;
 }
@@ -149,11 +154,16 @@ export class MeshService {
   private readonly reader: MeshReader;
   private readonly maxAttempts: number;
 
-  /** `reader`: the process's view of the mesh; without one, a fold of its own that catches up when asked. */
+  /**
+   * `reader`: the process's view of the mesh; without one, a fold of its own that catches up when
+   * asked. `writer`: the process's one writer, deciding and issuing commands in order against the
+   * view (the controller's); without one, each command is decided and appended on its own.
+   */
   constructor(
     private readonly log: EventLog<MeshEvent>,
     private readonly options: MeshServiceOptions = {},
     reader?: MeshReader,
+    private readonly writer?: MeshWriter,
   ) {
     this.reader = reader ?? new CatchUpFold(log, options);
     this.maxAttempts = options.maxAttempts ?? 20;
@@ -162,6 +172,15 @@ export class MeshService {
   /** The mesh as far as the log can be read: at its head, or up to the commit the fold is held at (`held` then says which). */
   view(): Promise<{ state: MeshState; held?: LogHold }> {
     return this.reader.atHead();
+  }
+
+  /**
+   * The mesh as this process knows it, without asking the log where its head is: for a process
+   * whose one writer appends everything (its view holds all it wrote), the operators a command is
+   * checked against. Elsewhere, the log's head.
+   */
+  known(): Promise<{ state: MeshState; held?: LogHold }> {
+    return this.reader.known?.() ?? this.reader.atHead();
   }
 
   /** The mesh as of the log's head; throws, naming the sequence, while the fold is held. */
@@ -174,20 +193,46 @@ export class MeshService {
   /** `signed`: the operator's signed command, kept in the log with the events it caused. */
   async execute(command: MeshCommand, metadata: CommandMetadata, options: { signed?: SignedCommand } = {}): Promise<CommandResult> {
     if (command.type === 'void-commit') return this.voidCommit(command, metadata, options);
+    return this.appendDecided({ subject: `${command.type} (command ${metadata.commandId})`, decide: (state) => decideMeshCommand(command, state), metadata, ...options });
+  }
+
+  /**
+   * Appends what `decide` makes of the mesh as of one sequence, only if the log still ends there:
+   * through the process's one writer when it has one (mesh-writer.ts), else decided again against
+   * the new state when another append got in first, a bounded number of times. A command the log
+   * holds already is answered with its earlier outcome.
+   */
+  async appendDecided(request: { subject: string; decide: (state: MeshState) => Decision; metadata: CommandMetadata; signed?: SignedCommand }): Promise<CommandResult> {
+    const { metadata, signed } = request;
+    const duplicate = async (earlier: CommandAt): Promise<CommandResult> => {
+      if (signed) this.refuseReuse(signed, (await this.log.readAggregate(earlier.aggregate)).events);
+      return { summary: `command ${metadata.commandId} was already carried out at seq ${earlier.seq}`, seq: earlier.seq, events: [], duplicate: true };
+    };
+    if (this.writer) {
+      return this.writer.append({
+        ...request,
+        earlier: (state, decided) => this.carriedOut(state, metadata.commandId, () => decided()?.aggregate),
+        duplicate,
+        heldRefusal: (hold) => new LogHeldRefusal(hold, request.subject),
+      });
+    }
     for (let attempt = 1; ; attempt++) {
       const { state, held } = await this.view();
-      if (held) throw new LogHeldRefusal(held, `${command.type} (command ${metadata.commandId})`);
-      const earlier = state.commands.get(metadata.commandId);
-      if (earlier) {
-        if (options.signed) this.refuseReuse(options.signed, (await this.log.readAggregate(earlier.aggregate)).events);
-        return { summary: `command ${metadata.commandId} was already carried out at seq ${earlier.seq}`, seq: earlier.seq, events: [], duplicate: true };
-      }
-      const decision = decideMeshCommand(command, state);
+      if (held) throw new LogHeldRefusal(held, request.subject);
+      const earlier = await this.carriedOut(state, metadata.commandId, () => {
+        try {
+          return request.decide(state).aggregate;
+        } catch {
+          return undefined;
+        }
+      });
+      if (earlier) return duplicate(earlier);
+      const decision = request.decide(state);
       if (decision.events.length === 0) return { summary: decision.summary, seq: state.seq, events: [], duplicate: false };
       try {
         const result = await this.log.append(decision.aggregate, decision.events, state.versions.get(decision.aggregate) ?? 0, metadata, {
           expectedLogSeq: state.seq,
-          ...(options.signed ? { signed: options.signed } : {}),
+          ...(signed ? { signed } : {}),
         });
         // The next command is decided on a view that holds this one.
         await this.reader.appended(result.seq, result.events, result.duplicate);
@@ -198,6 +243,28 @@ export class MeshService {
         await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
       }
     }
+  }
+
+  /**
+   * Where the log holds command `id`, if it does. The fold knows the recent commands exactly and
+   * the older ones only as "perhaps" (command-index.ts): the log settles a "perhaps" — the
+   * aggregate this command would be filed under, then, if it is not there, every commit the
+   * filter stands for. Rare (about one new command in ten thousand, and real retries of old ones).
+   */
+  private async carriedOut(state: MeshState, id: string, aggregateOf: () => string | undefined): Promise<CommandAt | undefined> {
+    const found = commandCarriedOut(state.commands, id);
+    if (found !== 'perhaps') return found;
+    const aggregate = aggregateOf();
+    if (aggregate) {
+      const own = (await this.log.readAggregate(aggregate)).events.find((event) => event.commandId === id);
+      if (own) return { seq: own.seq, aggregate: own.aggregate };
+    }
+    const through = state.commands.olderThrough;
+    for await (const event of this.log.read({ fromSeq: 1 })) {
+      if (event.seq > through) break;
+      if (event.commandId === id) return { seq: event.seq, aggregate: event.aggregate };
+    }
+    return undefined;
   }
 
   /** A signed command whose id the log holds for another command is refused, naming it (command-reuse.ts). */

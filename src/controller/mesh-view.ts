@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
-import { passedLine } from '../adapters/eventlog/chain-reader.js';
+import { heldAt, passedLine } from '../adapters/eventlog/chain-reader.js';
 import type { MeshEvent, StoredMeshEvent } from '../domain/registry.js';
 import { emptyMeshState, evolveMesh, type MeshState } from '../domain/mesh/state.js';
 import type { LogHold, MeshReader } from './mesh-service.js';
@@ -13,8 +13,11 @@ import type { LogHold, MeshReader } from './mesh-service.js';
 // A commit that does not verify or read holds the fold there (said once), and the view says so to
 // every reader until an operator's void lets it pass.
 
-/** What was folded: the events, or the sequence an operator's void let the view pass. */
-export type ViewChange = { kind: 'event'; event: StoredMeshEvent } | { kind: 'passed'; seq: number };
+/**
+ * What was folded: the events, or the sequence an operator's void let the view pass, or the whole
+ * fold again (after a commit this process folded before the log acknowledged it was not stored).
+ */
+export type ViewChange = { kind: 'event'; event: StoredMeshEvent } | { kind: 'passed'; seq: number } | { kind: 'rebuilt'; seq: number };
 
 export interface MeshViewOptions {
   logger: Logger;
@@ -25,7 +28,20 @@ export interface MeshViewOptions {
 export class MeshView implements MeshReader {
   private readonly state: MeshState = emptyMeshState();
   private readonly abort = new AbortController();
+  /** the follower now running: aborted on stop, or to fold the log again */
+  private following = new AbortController();
   private running: Promise<void> | undefined;
+  /**
+   * Commits this process's writer folded as it issued them, before the log acknowledged them
+   * (mesh-writer.ts), by sequence: the follower passes over each when the log delivers it, having
+   * checked it is that commit. Until then the state holds them, and `whenSettled` waits.
+   */
+  private readonly own = new Map<number, string>();
+  private settleWaiters: (() => void)[] = [];
+  /** the own commit whose events the follower is passing over */
+  private passingOwn = 0;
+  private rebuilding: Promise<void> | undefined;
+  private caughtUpWaiters: (() => void)[] = [];
   private hold: LogHold | undefined;
   private caughtUp = false;
   /** the last sequence the follower took (folded or passed) */
@@ -45,9 +61,12 @@ export class MeshView implements MeshReader {
 
   async stop(): Promise<void> {
     this.abort.abort();
+    this.following.abort();
     await this.running?.catch(() => undefined);
     for (const waiter of this.waiters) waiter.resolve();
     this.waiters = [];
+    for (const resolve of this.caughtUpWaiters.splice(0)) resolve();
+    for (const run of this.settleWaiters.splice(0)) run();
   }
 
   /** The mesh as folded so far. Read it; never change it. */
@@ -65,6 +84,12 @@ export class MeshView implements MeshReader {
     return this.caughtUp;
   }
 
+  /** Resolves once the follower has caught up with the log as it was when it started (at once after). */
+  whenCaughtUp(): Promise<void> {
+    if (this.caughtUp || this.abort.signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => this.caughtUpWaiters.push(resolve));
+  }
+
   /** Told of every change, in log order, with whether the view had caught up by then. */
   onChange(listener: (change: ViewChange, caughtUp: boolean) => void): void {
     this.listeners.push(listener);
@@ -73,6 +98,12 @@ export class MeshView implements MeshReader {
   /** The mesh at the log's head as it is now, or up to the commit the fold is held at. */
   async atHead(): Promise<{ state: MeshState; held?: LogHold }> {
     await this.reached(await this.log.headSeq());
+    return this.hold ? { state: this.state, held: this.hold } : { state: this.state };
+  }
+
+  /** The mesh as folded, once the follower has caught up: what this process wrote is in it already. */
+  async known(): Promise<{ state: MeshState; held?: LogHold }> {
+    await this.whenCaughtUp();
     return this.hold ? { state: this.state, held: this.hold } : { state: this.state };
   }
 
@@ -85,6 +116,86 @@ export class MeshView implements MeshReader {
   /** A commit this process appended: the follower folds it like any other, and the caller waits for that. */
   appended(seq: number): Promise<void> {
     return this.reached(seq);
+  }
+
+  /**
+   * Folds a commit this process's writer has just issued (its events as the log will hold them),
+   * before the log acknowledges it: the next command is decided after it without waiting a round
+   * trip. If the log does not store it, the writer has the view fold the log again (`rebuild`).
+   */
+  foldOwn(events: readonly StoredMeshEvent[]): void {
+    const first = events[0];
+    if (!first) return;
+    this.own.set(first.seq, first.commandId);
+    for (const event of events) evolveMesh(this.state, event);
+  }
+
+  /** Whether every commit the state holds is one the log has delivered. */
+  isSettled(): boolean {
+    return this.own.size === 0;
+  }
+
+  /**
+   * Runs `read` on the state at a moment it holds only what the log has delivered — no commit of
+   * this process still unacknowledged — so what it derives (a declaration) never rests on a commit
+   * the log may not store. Runs at once when that is so now, else as the follower confirms the last.
+   */
+  whenSettled<T>(read: () => T): Promise<T> {
+    if (this.isSettled() || this.abort.signal.aborted) return Promise.resolve(read());
+    return new Promise<T>((resolve, reject) =>
+      this.settleWaiters.push(() => {
+        try {
+          resolve(read());
+        } catch (error) {
+          reject(error instanceof Error ? error : new Error(String(error)));
+        }
+      }),
+    );
+  }
+
+  /** Whether something waits for the state to settle: the writer lets it, before deciding more. */
+  settleWanted(): boolean {
+    return this.settleWaiters.length > 0;
+  }
+
+  /**
+   * Folds the log again from the start, off to the side, and puts the result in place of the
+   * state: what this process's writer folded ahead of the log is gone, and what the log holds is
+   * there. The writer calls it, with nothing in flight, after the log refused or did not answer a
+   * commit it had folded. Readers meanwhile read the state as it was.
+   */
+  rebuild(): Promise<void> {
+    this.rebuilding ??= this.foldAgain().finally(() => (this.rebuilding = undefined));
+    return this.rebuilding;
+  }
+
+  private async foldAgain(): Promise<void> {
+    this.following.abort();
+    await this.running?.catch(() => undefined);
+    const fresh = emptyMeshState();
+    try {
+      for await (const event of this.log.read({ fromSeq: 1, onPassed: (passed) => (fresh.seq = Math.max(fresh.seq, passed.seq)) })) evolveMesh(fresh, event);
+    } catch (error) {
+      // Held at a commit: the state is the log up to it, and the follower says where, as at start.
+      if (!heldAt(error)) this.options.logger.error({ err: error }, 'folding the log again stopped early; the follower goes on from where it got');
+    }
+    Object.assign(this.state, fresh);
+    this.own.clear();
+    this.passingOwn = 0;
+    this.followedTo = fresh.seq;
+    this.options.logger.warn({ seq: fresh.seq }, 'folded the log again: a commit this controller had decided on was not stored');
+    this.tell({ kind: 'rebuilt', seq: fresh.seq });
+    this.settle();
+    if (this.abort.signal.aborted) return;
+    this.following = new AbortController();
+    this.running = this.follow();
+  }
+
+  private settle(): void {
+    if (!this.isSettled() || this.settleWaiters.length === 0) return;
+    const waiters = this.settleWaiters;
+    this.settleWaiters = [];
+    for (const run of waiters) run();
   }
 
   private wake(): void {
@@ -103,20 +214,38 @@ export class MeshView implements MeshReader {
 
   private async follow(): Promise<void> {
     const logger = this.options.logger;
-    while (!this.abort.signal.aborted) {
+    const signal = this.following.signal;
+    while (!signal.aborted) {
       try {
-        for await (const item of this.log.follow({ fromSeq: this.followedTo + 1, signal: this.abort.signal })) {
+        for await (const item of this.log.follow({ fromSeq: this.followedTo + 1, signal })) {
+          if (signal.aborted) return;
           switch (item.kind) {
             case 'caught-up':
               this.caughtUp = true;
               logger.info({ seq: item.seq }, 'caught up with the log');
+              for (const resolve of this.caughtUpWaiters.splice(0)) resolve();
               this.tell({ kind: 'passed', seq: this.followedTo });
               break;
-            case 'event':
-              evolveMesh(this.state, item.event);
-              this.followedTo = item.event.seq;
+            case 'event': {
+              const seq = item.event.seq;
+              const ownCommand = this.own.get(seq);
+              if (ownCommand !== undefined && ownCommand !== item.event.commandId) {
+                // Cannot be, while this process is the log's one writer: its own commit is not what the log holds there.
+                logger.error({ seq, expected: ownCommand, found: item.event.commandId }, 'the log holds another commit where this controller folded its own; folding again');
+                void this.rebuild();
+                return;
+              }
+              if (ownCommand !== undefined) {
+                this.own.delete(seq);
+                this.passingOwn = seq;
+              }
+              // Its events were folded when it was issued: the log's copy is passed over.
+              if (seq !== this.passingOwn) evolveMesh(this.state, item.event);
+              this.followedTo = seq;
               this.tell({ kind: 'event', event: item.event });
+              if (ownCommand !== undefined) this.settle();
               break;
+            }
             case 'held':
               if (this.hold?.seq === item.seq) continue; // said once
               this.hold = { seq: item.seq, aggregate: item.aggregate, problem: item.problem, since: new Date() };
@@ -138,7 +267,7 @@ export class MeshView implements MeshReader {
         }
       } catch (error) {
         // The bus or the stream went away under the follower: follow again from where the fold is.
-        if (this.abort.signal.aborted) return;
+        if (signal.aborted) return;
         logger.error({ err: error, seq: this.followedTo }, 'following the log failed; following again shortly');
         await new Promise((r) => setTimeout(r, 1_000));
       }

@@ -4,7 +4,8 @@ import type { NatsConnection, Subscription } from '@nats-io/nats-core';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
-import type { MeshEvent } from '../domain/registry.js';
+import type { MeshEvent, StoredMeshEvent } from '../domain/registry.js';
+import type { MeshService } from './mesh-service.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
 import { deriveFacts } from '../domain/facts/derive.js';
 import { factAggregate, factSubject } from '../domain/facts/events.js';
@@ -33,6 +34,11 @@ export interface ReportIngesterOptions {
   reached: (seq: number) => Promise<void>;
   /** a durable consumer name, shared by every controller process */
   consumer?: string;
+  /**
+   * the process's mesh service, whose one writer states the facts in order with operators'
+   * commands (mesh-writer.ts), decided against its view; without it they are appended on their own
+   */
+  mesh?: Pick<MeshService, 'appendDecided'>;
 }
 
 const RETRY_MS = 1_000;
@@ -138,17 +144,27 @@ export class ReportIngester {
     const held = this.options.held?.();
     // The report waits in CONTROL (handed back) until the fold reads past the commit holding it.
     if (held) throw new Error(`the controller's fold is held at log seq ${held.seq} (${held.problem}); the report waits until an operator voids it`);
-    const state = this.options.state();
-    const facts = deriveFacts(state, declaration, report);
-    if (facts.length === 0) return;
     const aggregate = factAggregate(report.node);
     const commandId = `report:${report.node}:${report.sequence}:${createHash('sha256').update(JSON.stringify(report)).digest('hex').slice(0, 16)}`;
-    let result;
-    try {
-      result = await this.log.append(aggregate, facts, state.versions.get(aggregate) ?? 0, { commandId, actor: this.options.actor, causationId: `report:${report.node}:${report.sequence}` });
-    } catch (error) {
-      if (error instanceof ConcurrencyError) throw new Error(`the controller's view of ${aggregate} is behind the log; retrying`, { cause: error });
-      throw error;
+    const metadata = { commandId, actor: this.options.actor, causationId: `report:${report.node}:${report.sequence}` };
+    let result: { seq: number; events: StoredMeshEvent[] };
+    if (this.options.mesh) {
+      result = await this.options.mesh.appendDecided({
+        subject: `the facts of report ${report.sequence} from ${report.node}`,
+        decide: (state) => ({ aggregate, events: deriveFacts(state, declaration, report), summary: `facts of ${report.node}` }),
+        metadata,
+      });
+      if (result.events.length === 0) return;
+    } else {
+      const state = this.options.state();
+      const facts = deriveFacts(state, declaration, report);
+      if (facts.length === 0) return;
+      try {
+        result = await this.log.append(aggregate, facts, state.versions.get(aggregate) ?? 0, metadata);
+      } catch (error) {
+        if (error instanceof ConcurrencyError) throw new Error(`the controller's view of ${aggregate} is behind the log; retrying`, { cause: error });
+        throw error;
+      }
     }
     // The next report is judged on a view that holds these facts, so none is stated twice.
     await this.options.reached(result.seq);

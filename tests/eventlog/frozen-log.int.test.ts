@@ -43,7 +43,7 @@ const meaningOf = (state: MeshState): Record<string, unknown> => ({
   nodes: state.nodes.byName,
   assignments: state.assignments.byKey,
   holdings: state.seats.holdings,
-  commands: state.commands,
+  commands: state.commands.recent,
   versions: state.versions,
   declarationRefusals: state.declarations.refusals,
   enrolmentTokens: state.nodes.tokens,

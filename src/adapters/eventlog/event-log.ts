@@ -58,6 +58,15 @@ export interface AppendOptions {
   signed?: SignedCommand;
 }
 
+/** What the server answered a pipelined append: stored, or not (the log did not end where it was decided; or the command id was stored before). */
+export type IssuedOutcome<E extends AnyEvent = AnyEvent> = { kind: 'stored'; append: AppendResult<E> } | { kind: 'conflict' | 'duplicate'; seq: number | undefined };
+
+export interface IssuedAppend<E extends AnyEvent = AnyEvent> {
+  /** the events as the log will hold them, once sent; undefined when nothing was sent */
+  issued: Promise<StoredEvent<E>[] | undefined>;
+  result: Promise<IssuedOutcome<E>>;
+}
+
 export interface EventLog<E extends AnyEvent = AnyEvent> {
   /**
    * Appends the events one command decided, atomically, only if the aggregate is still at
@@ -65,6 +74,8 @@ export interface EventLog<E extends AnyEvent = AnyEvent> {
    * original outcome and appends nothing.
    */
   append(aggregate: string, events: readonly ProposedEvent[], expectedVersion: number, metadata: CommandMetadata, options?: AppendOptions): Promise<AppendResult<E>>;
+  /** A mesh command's append issued behind the ones still in flight, when the log can (JetStreamEventLog with a writer). */
+  issueAppend?(aggregate: string, events: readonly ProposedEvent[], expectedVersion: number, metadata: CommandMetadata, options: AppendOptions & { expectedLogSeq: number }): IssuedAppend<E>;
   readAggregate(aggregate: string, options?: Pick<ReadOptions, 'onPassed'>): Promise<AggregateHistory<E>>;
   /**
    * Every event stored now from `fromSeq`, in log order; ends at the head as it was when called.

@@ -4,10 +4,10 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { commandMetadataSchema, fieldOf, type AnyEvent, type CommandMetadata, type EventEnvelope, type ProposedEvent, type StoredEvent } from '../../domain/events/envelope.js';
 import type { EventRegistry } from '../../domain/events/registry.js';
 import { ConcurrencyError, RefusedError, ValidationError } from '../../errors.js';
-import { encodeCommit } from './codec.js';
+import { decodeCommit, encodeCommit } from './codec.js';
 import { GENESIS_PREV } from './chain.js';
 import { ChainReader, heldError, rawOf, StretchCheck, warnPassed, type CheckedCommit, type CommitFinding, type PassedCommit, type RawMessage } from './chain-reader.js';
-import type { AggregateHistory, AppendOptions, AppendResult, EventLog, FollowItem, ReadOptions } from './event-log.js';
+import type { AggregateHistory, AppendOptions, AppendResult, EventLog, FollowItem, IssuedAppend, IssuedOutcome, ReadOptions } from './event-log.js';
 import { AggregateHeads } from './aggregate-heads.js';
 import { deliveriesOf } from './deliveries.js';
 import type { LogWriter } from './log-writer.js';
@@ -164,6 +164,35 @@ export class JetStreamEventLog<E extends AnyEvent = AnyEvent> implements EventLo
     const version = expectedVersion + events.length;
     this.heads.set(aggregate, { version, seq });
     return { aggregate, expectedVersion, version, seq, duplicate: false, events: stored };
+  }
+
+  /**
+   * A mesh command's events, issued behind the commits still in flight (LogWriter.issue): signed
+   * as the commit after `expectedLogSeq` and conditioned on the log ending exactly there. `issued`
+   * resolves with the events as the log will hold them (decoded from the bytes sent, so a fold of
+   * them is the fold of the commit) once they are sent, or undefined when the log does not end
+   * there (nothing sent); `result` with the server's answer. The whole log's expectation is the
+   * aggregate's too, so no subject sequence is asked for.
+   */
+  issueAppend(aggregate: string, events: readonly ProposedEvent[], expectedVersion: number, metadata: CommandMetadata, options: AppendOptions & { expectedLogSeq: number }): IssuedAppend<E> {
+    const writer = this.options.writer;
+    if (!writer) throw new RefusedError(`appending to ${aggregate} refused: this process holds no writer key for the mesh log (stream ${this.options.stream})`, { aggregate, stream: this.options.stream });
+    const subject = subjectOf(this.options.subjectPrefix, aggregate);
+    const stamped = this.stamp(aggregate, events, expectedVersion, metadata);
+    const payload = encodeCommit({ firstVersion: expectedVersion + 1, events: stamped, ...(options.signed ? { command: options.signed } : {}) });
+    const maxPayload = this.nc.info?.max_payload ?? 1024 * 1024;
+    if (payload.length > maxPayload) {
+      throw new ValidationError(`${events.length} events for ${aggregate} encode to ${payload.length} bytes, more than the server's ${maxPayload}-byte message limit; split the command`, { field: 'events', bytes: payload.length });
+    }
+    const write = writer.issue({ subject, payload, msgID: `${aggregate}:${metadata.commandId}`, expectedLogSeq: options.expectedLogSeq });
+    const issued = write.issued.then((at) => (at ? decodeCommit(this.options.registry, at.seq, aggregate, payload) : undefined));
+    const result = Promise.all([issued, write.outcome]).then(([stored, outcome]): IssuedOutcome<E> => {
+      if (outcome.kind !== 'stored' || !stored) return { kind: outcome.kind === 'duplicate' ? 'duplicate' : 'conflict', seq: outcome.kind === 'conflict' ? undefined : outcome.seq };
+      const version = expectedVersion + events.length;
+      this.heads.set(aggregate, { version, seq: outcome.seq });
+      return { kind: 'stored', append: { aggregate, expectedVersion, version, seq: outcome.seq, duplicate: false, events: stored } };
+    });
+    return { issued, result };
   }
 
   async readAggregate(aggregate: string, options: Pick<ReadOptions, 'onPassed'> = {}): Promise<AggregateHistory<E>> {

@@ -22,6 +22,8 @@ import { rawOf } from './chain-reader.js';
 
 // JetStream: "wrong last sequence" (10071) and, on newer servers, the batch variant (10164).
 const WRONG_LAST_SEQUENCE = new Set([10071, 10164]);
+/** JetStream: "wrong last msg ID" — the log does not end at the commit a pipelined write follows. */
+const WRONG_LAST_MSG_ID = 10070;
 
 /** How many times a write follows a log that keeps moving before it gives the conflict back. */
 const MAX_ATTEMPTS = 50;
@@ -31,7 +33,7 @@ const CHECKED_AT_MOST = 1_000;
 
 export interface PublishOptions {
   msgID: string;
-  expect: { lastSubjectSequence?: number; lastSequence: number };
+  expect: { lastSubjectSequence?: number; lastSequence: number; lastMsgID?: string };
   timeout: number;
   headers: MsgHdrs;
 }
@@ -82,11 +84,27 @@ export type WriteOutcome =
   /** an expectation failed: the aggregate's, or (logMoved) the log's for a mesh command */
   | { kind: 'conflict'; logMoved: boolean; cause?: unknown };
 
+/**
+ * A write issued behind others still in flight: `issued` says whether it was published at all
+ * (false: the log does not end where the command was decided — nothing was sent), `outcome`
+ * resolves with the server's answer.
+ */
+export interface IssuedWrite {
+  issued: Promise<{ seq: number } | undefined>;
+  outcome: Promise<WriteOutcome>;
+}
+
 export class LogWriter {
   private readonly js: JetStreamClient;
   private readonly jsm: Promise<JetStreamManager>;
   private readonly publish: PublishFn;
-  private head: { seq: number; hash: Uint8Array } | undefined;
+  /**
+   * The log's end as this writer knows it: after every write it issued, acknowledged or still in
+   * flight. `msgID` is the message id there, when this writer issued it: the next pipelined write
+   * expects it too (Nats-Expected-Last-Msg-Id), so it cannot land after a foreign commit that took
+   * the sequence a failed write was meant to have.
+   */
+  private head: { seq: number; hash: Uint8Array; msgID?: string } | undefined;
   /** the first commit of the stretch this writer answers for: every one from it to the head it wrote or checked */
   private since = 1;
   private rootVerified = false;
@@ -137,6 +155,65 @@ export class LogWriter {
     });
     this.tail = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * Issues a write without waiting for the writes before it to be acknowledged: it is signed as
+   * the commit after the last one issued and published on the condition that the log ends exactly
+   * there (its sequence and that commit's message id). Writes are issued in call order. When one
+   * fails, every write issued after it fails too (their condition names a commit that is not
+   * there), and the writer reads the head again before issuing the next. For a mesh command
+   * decided at `expectedLogSeq`: that is the aggregate's expectation too, so none is sent.
+   */
+  issue(request: WriteRequest & { expectedLogSeq: number }): IssuedWrite {
+    let settle!: (outcome: Promise<WriteOutcome>) => void;
+    const outcome = new Promise<WriteOutcome>((resolve) => (settle = resolve));
+    const issued = this.tail.then(async () => {
+      let head = this.head ?? (await this.freshHead());
+      // The command was decided against more of the log than this writer has seen (another process appended): look again.
+      if (head.seq < request.expectedLogSeq) head = await this.moveTo(head);
+      if (head.seq !== request.expectedLogSeq) {
+        settle(Promise.resolve({ kind: 'conflict', logMoved: true }));
+        return undefined;
+      }
+      const seq = head.seq + 1;
+      if (seq > 1) await this.verifyRoot();
+      const { hash, headers } = sealHeaders(this.options.key, head.hash, request.subject, seq, request.payload, Math.min(this.since, seq));
+      const published = this.publish(this.js, request.subject, request.payload, {
+        msgID: request.msgID,
+        expect: { lastSequence: head.seq, ...(head.msgID !== undefined ? { lastMsgID: head.msgID } : {}) },
+        timeout: this.options.timeoutMs ?? 5_000,
+        headers,
+      });
+      this.head = { seq, hash, msgID: request.msgID };
+      settle(
+        published.then(
+          (ack): WriteOutcome => {
+            if (ack.duplicate || ack.seq !== seq) {
+              // Nothing was stored where this writer said it would be: the head is read again.
+              this.forgetHead();
+              return ack.duplicate ? { kind: 'duplicate', seq: ack.seq } : { kind: 'conflict', logMoved: true };
+            }
+            return { kind: 'stored', seq };
+          },
+          (error: unknown): WriteOutcome => {
+            this.forgetHead();
+            if (error instanceof JetStreamApiError && WRONG_LAST_SEQUENCE.has(error.code)) return { kind: 'conflict', logMoved: true, cause: error };
+            if (error instanceof JetStreamApiError && error.code === WRONG_LAST_MSG_ID) return { kind: 'conflict', logMoved: true, cause: error };
+            throw error;
+          },
+        ),
+      );
+      return { seq };
+    });
+    this.tail = issued.catch(() => undefined);
+    issued.catch((error: unknown) => settle(Promise.reject(error)));
+    return { issued, outcome };
+  }
+
+  /** The head is not known any more: the next write reads it from the server. */
+  private forgetHead(): void {
+    this.head = undefined;
   }
 
   private async writeNow(request: WriteRequest): Promise<WriteOutcome> {
@@ -194,7 +271,7 @@ export class LogWriter {
   }
 
   /** The head read afresh, knowing nothing of what is before it: the stretch starts after it. */
-  private async freshHead(): Promise<{ seq: number; hash: Uint8Array }> {
+  private async freshHead(): Promise<{ seq: number; hash: Uint8Array; msgID?: string }> {
     const head = await this.readHead();
     this.since = head.seq + 1;
     this.head = head;

@@ -1,4 +1,5 @@
 import type { StoredMeshEvent } from '../registry.js';
+import { emptyCommandIndex, recordCommand, type CommandIndex } from './command-index.js';
 import { foldOf, type MeshEventType, type Slice } from '../slice.js';
 import { assignmentsSlice } from '../assignments/state.js';
 import { buildsSlice } from '../builds/state.js';
@@ -30,15 +31,15 @@ type SliceStates = { [Name in SliceName]: ReturnType<(typeof slices)[Name]['empt
 
 export interface MeshState extends SliceStates {
   seq: number;
-  /** every command the log holds, so a retried command is answered, not repeated */
-  commands: Map<string, { seq: number; aggregate: string }>;
+  /** the commands the log holds, so a retried command is answered, not repeated (command-index.ts) */
+  commands: CommandIndex;
   /** each aggregate's version (its event count), for the append's expectation */
   versions: Map<string, number>;
 }
 
 export const emptyMeshState = (): MeshState => ({
   seq: 0,
-  commands: new Map(),
+  commands: emptyCommandIndex(),
   versions: new Map(),
   catalogue: slices.catalogue.empty(),
   seats: slices.seats.empty(),
@@ -85,7 +86,7 @@ export const foldedEventTypes = (): MeshEventType[] => [...foldsByType.keys()];
  */
 export const evolveMesh = (state: MeshState, event: StoredMeshEvent): MeshState => {
   state.seq = Math.max(state.seq, event.seq);
-  state.commands.set(event.commandId, { seq: event.seq, aggregate: event.aggregate });
+  recordCommand(state.commands, event.commandId, { seq: event.seq, aggregate: event.aggregate });
   state.versions.set(event.aggregate, event.version);
   for (const fold of foldsByType.get(event.type) ?? []) fold(state, event);
   return state;
