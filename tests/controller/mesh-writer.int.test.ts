@@ -10,6 +10,7 @@ import { decideMeshCommand } from '../../src/domain/mesh/commands.js';
 import { meshEventRegistry, type MeshEvent, type StoredMeshEvent } from '../../src/domain/registry.js';
 import { Refusal } from '../../src/domain/refusal.js';
 import { emptyMeshState, evolveMesh } from '../../src/domain/mesh/state.js';
+import { commandCarriedOut, RECENT_COMMANDS, recordCommand } from '../../src/domain/mesh/command-index.js';
 import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, type TestMesh } from '../helpers/test-mesh.js';
 
@@ -83,6 +84,30 @@ describe('the mesh writer', () => {
     expect(results.filter((r) => r.duplicate)).toHaveLength(9);
     const all = await commitsOf(1);
     expect(all.filter((e) => e.commandId === commandId)).toHaveLength(1);
+  });
+
+  it('answers a command retried long after, when the fold keeps only "perhaps" of it, from the log: once, and never refuses a new one the filter mistakes', async () => {
+    const early = { node: uniqueName('early'), commandId: uniqueName('c') };
+    const first = await service.execute({ type: 'add-node', node: early.node }, { commandId: early.commandId, actor: 'operator:test' });
+    expect(first.events).toHaveLength(1);
+    // As though twenty thousand commands had come since: the early one is only in the filter now.
+    const index = view.mesh().commands;
+    for (let i = 0; i < RECENT_COMMANDS; i++) recordCommand(index, `since-${early.commandId}-${i}`, { seq: first.seq, aggregate: 'node.since' });
+    // And one the log never held, put in the filter as a mistaken "perhaps" would be.
+    const mistaken = { node: uniqueName('new'), commandId: uniqueName('c') };
+    recordCommand(index, mistaken.commandId, { seq: first.seq, aggregate: 'node.elsewhere' });
+    for (let i = 0; i < RECENT_COMMANDS; i++) recordCommand(index, `more-${early.commandId}-${i}`, { seq: first.seq, aggregate: 'node.since' });
+    expect(commandCarriedOut(index, early.commandId)).toBe('perhaps');
+    expect(commandCarriedOut(index, mistaken.commandId)).toBe('perhaps');
+
+    const retried = await service.execute({ type: 'add-node', node: early.node }, { commandId: early.commandId, actor: 'operator:test' });
+    expect(retried).toMatchObject({ duplicate: true, seq: first.seq, events: [] });
+    const fresh = await service.execute({ type: 'add-node', node: mistaken.node }, { commandId: mistaken.commandId, actor: 'operator:test' });
+    expect(fresh.duplicate).toBe(false);
+    expect(fresh.events).toHaveLength(1);
+    const all = await commitsOf(1);
+    expect(all.filter((e) => e.commandId === early.commandId)).toHaveLength(1);
+    expect(all.filter((e) => e.commandId === mistaken.commandId)).toHaveLength(1);
   });
 
   it('decides the commands in flight again when another process lands a commit among them: none lost, none doubled', async () => {

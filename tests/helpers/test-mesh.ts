@@ -29,6 +29,7 @@ import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { MeshService } from '../../src/controller/mesh-service.js';
 import { MeshView } from '../../src/controller/mesh-view.js';
+import { MeshWriter } from '../../src/controller/mesh-writer.js';
 import type { MeshCommand } from '../../src/domain/mesh/commands.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../../src/domain/declarations/declaration.js';
 import { meshEventRegistry } from '../../src/domain/registry.js';
@@ -81,6 +82,8 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
   await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: name, actor: 'test', controllerKey: controllerKey.publicKey });
   const mesh = new MeshService(newLog());
   const controllers: Controller[] = [];
+  /** each controller's mesh service: its writer states its refusals and its ingester's facts */
+  const controllerMeshes = new Map<Controller, MeshService>();
   const views: MeshView[] = [];
   /** A view of this mesh as one controller process holds it: one follower, one fold. */
   const newView = (): MeshView => {
@@ -118,11 +121,16 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
           prefix: names.prefix,
         })
       : undefined;
+    // As the controller process composes it: one view, and one writer deciding against it (mesh-writer.ts).
+    const view = newView();
+    const controllerLog = newLog();
+    const controllerMesh = new MeshService(controllerLog, {}, view, new MeshWriter(controllerLog, view, { logger: pino({ level: 'silent' }) }));
     const controller = new ControllerProcess(
       nc,
-      newView(),
-      newLog(),
+      view,
+      controllerLog,
       {
+        mesh: controllerMesh,
         names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
         actor: 'controller',
         logger: pino({ level: 'silent' }),
@@ -133,6 +141,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
     );
     await controller.start();
     controllers.push(controller);
+    controllerMeshes.set(controller, controllerMesh);
     return controller;
   };
 
@@ -181,6 +190,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
       state: () => controller.mesh(),
       held: () => controller.held(),
       reached: (seq) => controller.reached(seq),
+      ...(controllerMeshes.has(controller) ? { mesh: controllerMeshes.get(controller)! } : {}),
     });
     await ingester.start();
     ingesters.push(ingester);
