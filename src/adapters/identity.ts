@@ -1,7 +1,6 @@
-import { createHash, createHmac, createPrivateKey, createPublicKey, sign as edSign, verify as edVerify, type KeyObject } from 'node:crypto';
+import { createHash, createHmac, createPrivateKey, createPublicKey, randomBytes, sign as edSign, verify as edVerify, type KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import nacl from 'tweetnacl';
 import { nkeyAuthenticator, type Authenticator } from '@nats-io/nats-core';
 import { Prefix } from '@nats-io/nkeys';
 import { Codec } from '@nats-io/nkeys/lib/codec.js';
@@ -16,6 +15,10 @@ import { fromBase64, toBase64, writePrivateJson } from './key-files.js';
 // server's list is the public half (`U…`), and the server checks a signature over its nonce at
 // connect. No password is ever made, stored, hashed or sent (docs/decisions.md, "Bus identities").
 
+/** DER prefixes of an ed25519 key: the seed or public key follows. */
+const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
+const SPKI_ED25519 = Buffer.from('302a300506032b6570032100', 'hex');
+
 export interface KeyPairFile {
   publicKey: string;
   secretKey: string;
@@ -24,19 +27,21 @@ export interface KeyPairFile {
 export interface Identity {
   /** base64 of the 32-byte ed25519 public key */
   publicKey: string;
-  /** base64 of the 64-byte tweetnacl secret key (seed, then public key) */
+  /** base64 of the 64-byte secret key: its seed, then its public key (the layout tweetnacl keeps) */
   secretKey: string;
 }
 
-export const newIdentity = (): Identity => {
-  const pair = nacl.sign.keyPair();
-  return { publicKey: toBase64(pair.publicKey), secretKey: toBase64(pair.secretKey) };
-};
+export const newIdentity = (): Identity => identityFromSeed(randomBytes(32));
 
-/** An identity from 32 bytes of seed: the same seed always gives the same key. */
+/**
+ * An identity from 32 bytes of seed: the same seed always gives the same key. Made with Node's
+ * ed25519, in the file format the mesh has always kept (tweetnacl's: seed, then public key).
+ */
 export const identityFromSeed = (seed: Uint8Array): Identity => {
-  const pair = nacl.sign.keyPair.fromSeed(seed);
-  return { publicKey: toBase64(pair.publicKey), secretKey: toBase64(pair.secretKey) };
+  if (seed.length !== 32) throw new UnavailableError('an ed25519 seed is 32 bytes', { length: seed.length });
+  const secret = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519, seed]), format: 'der', type: 'pkcs8' });
+  const publicKey = createPublicKey(secret).export({ format: 'der', type: 'spki' }).subarray(SPKI_ED25519.length);
+  return { publicKey: toBase64(publicKey), secretKey: toBase64(Buffer.concat([seed, publicKey])) };
 };
 
 /** Loads the key file, or makes it (0600) when there is none; a file is never overwritten. */
@@ -72,8 +77,6 @@ export const busAuthenticator = (identity: Pick<Identity, 'secretKey'>): Authent
 
 // Signatures through node:crypto's native ed25519: about a hundred times faster than tweetnacl's,
 // which matters when every reader checks every commit.
-const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
-const SPKI_ED25519 = Buffer.from('302a300506032b6570032100', 'hex');
 const publicKeys = new Map<string, KeyObject>();
 const privateKeys = new Map<string, KeyObject>();
 

@@ -1,10 +1,9 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import nacl from 'tweetnacl';
 import { signedBytes, type SignedCommand } from '../domain/operators/signed-command.js';
 import { UnavailableError } from '../errors.js';
-import { signBytes, verifyBytes } from './identity.js';
-import { toBase64, writePrivateJson } from './key-files.js';
+import { newIdentity, signBytes, verifyBytes } from './identity.js';
+import { writePrivateJson } from './key-files.js';
 
 // An operator's signing key lives in a file only its owner can read; the mesh knows the public half.
 
@@ -16,8 +15,7 @@ export interface OperatorKey {
 
 export const createOperatorKey = (file: string, operator: string): OperatorKey => {
   if (existsSync(file)) throw new UnavailableError(`an operator key already exists at ${file}; it is never overwritten`, { file });
-  const pair = nacl.sign.keyPair();
-  const key = { operator, publicKey: toBase64(pair.publicKey), secretKey: toBase64(pair.secretKey) };
+  const key = { operator, ...newIdentity() };
   // The file is what is private (0600); a mode on `recursive` would close every folder it creates,
   // and a database server beside it must still reach its own data through them.
   mkdirSync(dirname(file), { recursive: true });
