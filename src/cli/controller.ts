@@ -1,4 +1,5 @@
 import { rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../config.js';
@@ -18,6 +19,7 @@ import { EnrolmentService } from '../controller/enrolment-service.js';
 import { MeshService } from '../controller/mesh-service.js';
 import { MeshView } from '../controller/mesh-view.js';
 import { MeshWriter } from '../controller/mesh-writer.js';
+import { WriterLease, writerLeaseSettingsFromEnv, writerLeaseStream, writerLeaseSubject } from '../adapters/nats/writer-lease.js';
 import { startMeshProjector } from '../controller/projections.js';
 import { watchStore } from '../controller/health-tool.js';
 import { runnerSettingsFromEnv } from '../projections/runner.js';
@@ -80,17 +82,6 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   view.start();
   // The one writer of the mesh in this process: commands, facts and refusals decided in order against the view, their appends pipelined.
   const mesh = new MeshService(log, {}, view, new MeshWriter(log, view, { logger: logger.child({ component: 'writer' }) }));
-  const seats = begun.held ? { held: begun.held } : await defineSystemSeats(mesh, { meshName: config.meshName, actor: 'controller' });
-  const held = begun.held ?? seats.held;
-  if (held) logger.error({ seq: held.seq, aggregate: held.aggregate, problem: held.problem }, `the log holds readers at seq ${held.seq}; the controller starts and serves reads, and decides nothing until an operator voids it`);
-  const controller = new Controller(nc, view, log, {
-    names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix },
-    actor: 'controller',
-    logger,
-    mesh,
-    ...(busAuthority ? { busAuthority } : {}),
-  });
-  await controller.start();
   // The projector logs in as the role that owns the projections; the rest of the process as the controller.
   const projector = startMeshProjector({
     nc,
@@ -105,40 +96,85 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   });
   // Readers that cannot reach PostgreSQL ask the controller since when it has been away.
   const store = watchStore(nc, config.subjectPrefix, databaseUrlFor('projector', config), { logger: logger.child({ component: 'store-watch' }) });
-  const enrolment = new EnrolmentService(nc, mesh, {
-    prefix: config.subjectPrefix,
-    natsUrl: config.natsUrl,
-    logger: logger.child({ component: 'enrolment' }),
-  });
-  enrolment.start();
-  // Modules' bus identities, derived from this controller's key and sealed to the node that runs them.
-  const busIdentities = new BusIdentityService(nc, mesh, { prefix: config.subjectPrefix, controller: controllerKey, logger: logger.child({ component: 'bus-identity' }) });
-  busIdentities.start();
   const pool = new pg.Pool({ connectionString: databaseUrlFor('controller', config), max: 4 });
   // PostgreSQL may be away: reports wait in CONTROL until it is back, and the pool reconnects.
   pool.on('error', (error) => logger.warn({ err: error }, 'PostgreSQL connection lost'));
-  const reports = new ReportIngester(nc, log, {
-    names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix },
-    pool,
-    statusSchema: statusSchemaFromEnv(),
-    actor: 'controller',
-    logger: logger.child({ component: 'reports' }),
-    state: () => view.mesh(),
-    held: () => view.held(),
-    reached: (seq) => view.reached(seq),
-    mesh,
+  // One controller process at a time is the mesh's writer (writer-lease.ts); the others serve
+  // reads and pass the commands they are sent on to it.
+  const lease = new WriterLease(nc, {
+    stream: writerLeaseStream(config.logStream),
+    subject: writerLeaseSubject(config.subjectPrefix),
+    holder: `${hostname()}:${process.pid}`,
+    ...writerLeaseSettingsFromEnv(),
+    logger: logger.child({ component: 'writer-lease' }),
   });
-  await reports.start();
-  const builds = new BuildCoordinator(nc, view, mesh, {
-    names: { nodes: config.nodesStream, control: config.controlStream, prefix: config.subjectPrefix },
-    actor: 'controller',
-    logger: logger.child({ component: 'builds' }),
-  });
-  await builds.start();
   // An operator's build is looked at by a holder of mesh-build-machine before it is submitted.
   const dispatcher = new CommandDispatcher(mesh, { maxPayload: nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD, probe: sourceProbe(nc, { prefix: config.subjectPrefix }) });
-  const tools = new ToolServer(nc, dispatcher, { prefix: config.subjectPrefix, logger: logger.child({ component: 'tools' }) });
+  const tools = new ToolServer(nc, dispatcher, { prefix: config.subjectPrefix, logger: logger.child({ component: 'tools' }), isWriter: () => lease.held() });
   tools.start();
+  /** the parts that append or declare: run by the writer alone */
+  const writing: { stop(): unknown }[] = [];
+  const becomeWriter = async (): Promise<void> => {
+    await view.whenCaughtUp();
+    const seats = begun.held ? { held: begun.held } : await defineSystemSeats(mesh, { meshName: config.meshName, actor: 'controller' });
+    const held = begun.held ?? seats.held;
+    if (held) logger.error({ seq: held.seq, aggregate: held.aggregate, problem: held.problem }, `the log holds readers at seq ${held.seq}; the controller starts and serves reads, and decides nothing until an operator voids it`);
+    const controller = new Controller(nc, view, log, {
+      names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix },
+      actor: 'controller',
+      logger,
+      mesh,
+      ...(busAuthority ? { busAuthority } : {}),
+    });
+    await controller.start();
+    writing.push(controller);
+    const enrolment = new EnrolmentService(nc, mesh, {
+      prefix: config.subjectPrefix,
+      natsUrl: config.natsUrl,
+      logger: logger.child({ component: 'enrolment' }),
+    });
+    enrolment.start();
+    writing.push(enrolment);
+    // Modules' bus identities, derived from this controller's key and sealed to the node that runs them.
+    const busIdentities = new BusIdentityService(nc, mesh, { prefix: config.subjectPrefix, controller: controllerKey, logger: logger.child({ component: 'bus-identity' }) });
+    busIdentities.start();
+    writing.push(busIdentities);
+    const reports = new ReportIngester(nc, log, {
+      names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix },
+      pool,
+      statusSchema: statusSchemaFromEnv(),
+      actor: 'controller',
+      logger: logger.child({ component: 'reports' }),
+      state: () => view.mesh(),
+      held: () => view.held(),
+      reached: (seq) => view.reached(seq),
+      mesh,
+    });
+    await reports.start();
+    writing.push(reports);
+    const builds = new BuildCoordinator(nc, view, mesh, {
+      names: { nodes: config.nodesStream, control: config.controlStream, prefix: config.subjectPrefix },
+      actor: 'controller',
+      logger: logger.child({ component: 'builds' }),
+    });
+    await builds.start();
+    writing.push(builds);
+    tools.serveAsWriter();
+  };
+  let leaseLost: string | undefined;
+  const stopping = new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+    void lease.start({
+      onTaken: becomeWriter,
+      // Fail-stop: a controller that may no longer be the writer stops rather than write beside another.
+      onLost: (why) => {
+        leaseLost = why;
+        logger.error({ why }, 'this controller is no longer the mesh writer; it stops, so that only one writes (start it again to stand by)');
+        resolve();
+      },
+    });
+  });
   const catchUp = new CatchUpTool(nc, newLog(), { prefix: config.subjectPrefix, logger: logger.child({ component: 'catch-up' }) });
   catchUp.start();
   const facts = new FactFeed(newLog(), 50, logger.child({ component: 'facts' }));
@@ -178,25 +214,19 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   // Written once running, so a starter that sees the pid file knows the controller is up.
   if (pidFile) writeFileSync(pidFile, `${process.pid}\n`);
   logger.info({ nats: config.natsUrl }, 'controller started');
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
+  await stopping;
   logger.info('controller stopping');
   await http.close();
   await facts.stop();
   tools.stop();
   catchUp.stop();
-  enrolment.stop();
-  busIdentities.stop();
-  await reports.stop();
-  await builds.stop();
+  for (const part of writing.reverse()) await part.stop();
+  await lease.stop();
   await projector.stop();
   await store.stop();
-  await controller.stop();
   await view.stop();
   await pool.end();
   await nc.close();
   if (pidFile) rmSync(pidFile, { force: true });
-  return 0;
+  return leaseLost ? 6 : 0;
 };

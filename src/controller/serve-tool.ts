@@ -4,10 +4,12 @@ import type { NatsConnection, Subscription } from '@nats-io/nats-core';
 // controllers each call is answered once; the answer is JSON. A request is never persisted.
 
 export const CONTROLLER_QUEUE = 'mesh-controller';
+/** the writer's own subjects: while a lease changes hands two may serve them for a moment, and a call is still answered once */
+export const WRITER_QUEUE = 'mesh-controller-writer';
 
-export const serveTool = (nc: NatsConnection, subject: string, answer: (payload: Uint8Array) => Promise<unknown>): Subscription =>
+export const serveTool = (nc: NatsConnection, subject: string, answer: (payload: Uint8Array) => Promise<unknown>, queue = CONTROLLER_QUEUE): Subscription =>
   nc.subscribe(subject, {
-    queue: CONTROLLER_QUEUE,
+    queue,
     callback: (error, message) => {
       if (error) return;
       void answer(message.data).then((reply) => message.respond(JSON.stringify(reply)));

@@ -3,13 +3,19 @@ import type { Logger } from 'pino';
 import { Refusal } from '../domain/refusal.js';
 import { MeshError } from '../errors.js';
 import { OPERATOR_COMMANDS, type CommandDispatcher } from './command-dispatcher.js';
-import { serveTool } from './serve-tool.js';
+import { serveTool, WRITER_QUEUE } from './serve-tool.js';
 
 // The mesh's own verbs as the mesh-controller seat's tools (ADR 0132): core request/reply on
 // `<prefix>.seat.mesh-controller.tool.<verb>`, never persisted (what a call decides is). Every
 // controller serves them in one queue group, so a call is answered once however many run.
 
 export const toolSubject = (verb: string, prefix = 'mesh'): string => `${prefix}.seat.mesh-controller.tool.${verb}`;
+
+/** Where the controller that is the mesh's writer takes the calls the others pass on. */
+export const writerToolSubject = (verb: string, prefix = 'mesh'): string => `${prefix}.seat.mesh-controller.tool.writer.${verb}`;
+
+/** How long a standing-by controller waits for the writer's answer to a call it passed on. */
+const PASSED_ON_TIMEOUT_MS = 30_000;
 
 export type ToolAnswer =
   | { ok: true; summary: string; seq: number; duplicate: boolean; events: unknown[] }
@@ -21,13 +27,25 @@ export const refusalAnswer = (error: unknown): ToolAnswer => {
   return { ok: false, refused: [{ what: 'internal', why: (error as Error)?.message ?? String(error), remedy: 'look at the controller log' }], error: { code: 'internal' } };
 };
 
+export interface ToolServerOptions {
+  prefix: string;
+  logger: Logger;
+  /**
+   * Whether this process is the mesh's writer (writer-lease.ts). When given, a call that reaches
+   * a process that is not is passed on, as it came, to the one that is, and its answer returned;
+   * the writer takes them on `writerToolSubject` too. Absent: this process decides every call.
+   */
+  isWriter?: () => boolean;
+}
+
 export class ToolServer {
   private readonly subscriptions: Subscription[] = [];
+  private readonly writerSubscriptions: Subscription[] = [];
 
   constructor(
     private readonly nc: NatsConnection,
     private readonly dispatcher: CommandDispatcher,
-    private readonly options: { prefix: string; logger: Logger },
+    private readonly options: ToolServerOptions,
   ) {}
 
   start(): void {
@@ -36,11 +54,45 @@ export class ToolServer {
     }
   }
 
+  /** This process became the writer: it takes the calls the others pass on. */
+  serveAsWriter(): void {
+    if (this.writerSubscriptions.length > 0) return;
+    for (const verb of OPERATOR_COMMANDS) {
+      this.writerSubscriptions.push(serveTool(this.nc, writerToolSubject(verb, this.options.prefix), (payload) => this.decide(verb, payload), WRITER_QUEUE));
+    }
+  }
+
   stop(): void {
-    for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
+    for (const subscription of [...this.subscriptions.splice(0), ...this.writerSubscriptions.splice(0)]) subscription.unsubscribe();
   }
 
   private async answer(verb: string, payload: Uint8Array): Promise<ToolAnswer> {
+    if (this.options.isWriter && !this.options.isWriter()) return this.passOn(verb, payload);
+    return this.decide(verb, payload);
+  }
+
+  /** A call to a controller that is not the writer: to the writer, as it came (it checks the signature). */
+  private async passOn(verb: string, payload: Uint8Array): Promise<ToolAnswer> {
+    try {
+      const reply = await this.nc.request(writerToolSubject(verb, this.options.prefix), payload, { timeout: PASSED_ON_TIMEOUT_MS });
+      return reply.json<ToolAnswer>();
+    } catch (error) {
+      this.options.logger.warn({ err: error, verb }, 'a call passed on to the writer was not answered');
+      return {
+        ok: false,
+        refused: [
+          {
+            what: 'the mesh writer',
+            why: `this controller is standing by and no controller answered as the mesh's writer (${(error as Error).message}): one is taking over, or none is running`,
+            remedy: 'send it again in a few seconds with the same command id (it acts once); `mesh status` shows the controllers',
+          },
+        ],
+        error: { code: 'unavailable' },
+      };
+    }
+  }
+
+  private async decide(verb: string, payload: Uint8Array): Promise<ToolAnswer> {
     try {
       const input: unknown = JSON.parse(new TextDecoder().decode(payload));
       const result = await this.dispatcher.dispatch(input, verb);
