@@ -1,6 +1,8 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { busAuthenticator, newIdentity, type Identity } from '../adapters/identity.js';
+import { writerLeaseSubject } from '../adapters/nats/writer-lease.js';
+import { writerToolSubject } from '../controller/tool-server.js';
 import { busIdentityToolSubject } from '../domain/bus/module-identity.js';
 import { moduleInbox } from '../domain/bus/subjects.js';
 import { hostInbox, personInbox, type BusWire } from '../domain/bus/users.js';
@@ -117,6 +119,12 @@ export const probeBus = async (targets: ProbeTargets): Promise<AttackOutcome[]> 
     await record(`operator ${name} appends to the log around the controller`, me, `${wire.logPrefix}.operator.mallory`, publishTo(`${wire.logPrefix}.operator.mallory`, forgedCommit));
     await record(`operator ${name} publishes a declaration`, me, `${wire.prefix}.node.x.declare`, publishTo(`${wire.prefix}.node.x.declare`));
     await record(`operator ${name} deletes the log`, me, `$JS.API.STREAM.DELETE.${wire.logStream}`, requestTo(`$JS.API.STREAM.DELETE.${wire.logStream}`));
+    await record(`operator ${name} takes the writer lease (to stand a controller of its own in as writer)`, me, writerLeaseSubject(wire.prefix), publishTo(writerLeaseSubject(wire.prefix), JSON.stringify({ holder: 'mallory' })));
+  }
+  if (targets.module) {
+    const { node, module, key } = targets.module;
+    const me = { key, inbox: moduleInbox(module, node) };
+    await record(`module ${module} answers as the mesh writer (every command passed on would be its to decide)`, me, writerToolSubject('add-operator', wire.prefix), subscribeTo(writerToolSubject('add-operator', wire.prefix)));
   }
   return outcomes;
 };
