@@ -1,10 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { meshHome, projectRoot } from '../config.js';
-import { foldVersionDefine } from '../../bin/fold-version.js';
+import { foldSourceFiles, foldVersionDefine } from '../../bin/fold-version.js';
 import { foldCodeVersion } from './fold-version.js';
 
 // The fold's code version is computed from the source files when running from source, and written
@@ -30,6 +30,18 @@ describe("the fold's code version", () => {
     const fromSource = foldCodeVersion();
     expect(fromSource).toMatch(/^[0-9a-f]{64}$/);
     expect(await bundled(foldVersionDefine(projectRoot))).toBe(fromSource);
+  });
+
+  it("covers every slice's state and the event registry, and not the deciders or the bus users", () => {
+    const files = foldSourceFiles(projectRoot);
+    const slices = readdirSync(join(projectRoot, 'src', 'domain'), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => `src/domain/${entry.name}/state.ts`)
+      .filter((path) => readdirSync(join(projectRoot, path, '..')).includes('state.ts'));
+    expect(slices.length).toBeGreaterThanOrEqual(8);
+    expect(files).toEqual(expect.arrayContaining([...slices, 'src/domain/mesh/state.ts', 'src/domain/registry.ts', 'src/domain/events/registry.ts']));
+    expect(files).not.toContain('src/domain/mesh/commands.ts');
+    expect(files).not.toContain('src/domain/bus/users.ts');
   });
 
   it('is what the bundle carries, not what the files beside it say', async () => {
