@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { meshHome } from '../../src/config.js';
 import { enrol, hostKey, tokenBusIdentity } from '../../src/adapters/enrolment-client.js';
 import { newEnrolmentToken } from '../../src/adapters/enrolment-tokens.js';
-import { moduleBusIdentity, newIdentity } from '../../src/adapters/identity.js';
+import { foldSnapshotWriterIdentity, moduleBusIdentity, newIdentity } from '../../src/adapters/identity.js';
 import { renderBusUsers } from '../../src/adapters/nats/bus-users-file.js';
 import { connectNats } from '../../src/adapters/nats/connect.js';
 import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
@@ -69,7 +69,7 @@ describe('the bus, enforced by the server from the composed user list', () => {
     // Only the identities this mesh composes: the harness must not speak for anybody here.
     delete process.env.MESH_BUS_KEY;
     mkdirSync(dir, { recursive: true });
-    writeFileSync(usersFile, renderBusUsers(composeBusUsers(emptyMeshState(), { wire: WIRE, controllerKey: controllerKey.publicKey, moduleKey: () => '', now: new Date() })));
+    writeFileSync(usersFile, renderBusUsers(composeBusUsers(emptyMeshState(), { wire: WIRE, controllerKey: controllerKey.publicKey, snapshotWriterKey: foldSnapshotWriterIdentity(controllerKey).publicKey, moduleKey: () => '', now: new Date() })));
     server = { dir, port: await freePort(), monitorPort: await freePort(), usersFile };
     url = (await startNatsServer(server)).url;
     controllerNc = await connectNats(url, { name: 'controller', persistent: true, identity: { key: controllerKey, inbox: CONTROLLER_INBOX } });
