@@ -32,6 +32,7 @@ export class MeshView implements MeshReader {
   private followedTo = 0;
   private readonly listeners: ((change: ViewChange, caughtUp: boolean) => void)[] = [];
   private waiters: { seq: number; resolve: () => void }[] = [];
+  private waking = false;
 
   constructor(
     private readonly log: EventLog<MeshEvent>,
@@ -87,8 +88,22 @@ export class MeshView implements MeshReader {
     return this.reached(seq);
   }
 
+  /**
+   * Waiters are woken in a task of their own, not as the follower hands over an event: a commit's
+   * events are handed over one after another without leaving the microtask queue, and a waiter
+   * woken at the first of them would read a fold holding only part of that commit (and decide on
+   * it: an assignment without the seat it holds).
+   */
   private wake(): void {
-    if (this.waiters.length === 0) return;
+    if (this.waiters.length === 0 || this.waking) return;
+    this.waking = true;
+    setImmediate(() => {
+      this.waking = false;
+      this.wakeNow();
+    });
+  }
+
+  private wakeNow(): void {
     const still: typeof this.waiters = [];
     for (const waiter of this.waiters) {
       if (this.followedTo >= waiter.seq || (this.hold && this.hold.seq <= waiter.seq)) waiter.resolve();
