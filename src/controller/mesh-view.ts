@@ -4,6 +4,8 @@ import { passedLine } from '../adapters/eventlog/chain-reader.js';
 import type { MeshEvent, StoredMeshEvent } from '../domain/registry.js';
 import { emptyMeshState, evolveMesh, type MeshState } from '../domain/mesh/state.js';
 import type { LogHold, MeshReader } from './mesh-service.js';
+import { FoldSnapshotWriter, type SnapshotSchedule } from './fold-snapshot-writer.js';
+import type { FoldSnapshots, FoldStart } from './fold-snapshots.js';
 
 // The controller process's one view of the mesh: one follower of the log, one fold. Every part of
 // the process reads it — the command service deciding, the declarations derived, the builds
@@ -12,6 +14,10 @@ import type { LogHold, MeshReader } from './mesh-service.js';
 // its commit, so what it decides next is judged on the log, never on its own copy of its writes.
 // A commit that does not verify or read holds the fold there (said once), and the view says so to
 // every reader until an operator's void lets it pass.
+//
+// With snapshots, the view starts from the newest snapshot of its fold that passes every check
+// and follows the log from the sequence after it (fold-snapshots.ts), and keeps one as it folds
+// (fold-snapshot-writer.ts).
 
 /** What was folded: the events, or the sequence an operator's void let the view pass. */
 export type ViewChange = { kind: 'event'; event: StoredMeshEvent } | { kind: 'passed'; seq: number };
@@ -20,6 +26,8 @@ export interface MeshViewOptions {
   logger: Logger;
   /** told once per sequence the fold is held at */
   onHeld?: (hold: LogHold) => void;
+  /** where the view starts from and keeps the snapshots of its fold, and how often it writes one */
+  snapshots?: { keeper: FoldSnapshots; schedule: SnapshotSchedule };
 }
 
 export class MeshView implements MeshReader {
@@ -33,22 +41,35 @@ export class MeshView implements MeshReader {
   private readonly listeners: ((change: ViewChange, caughtUp: boolean) => void)[] = [];
   private waiters: { seq: number; resolve: () => void }[] = [];
   private waking = false;
+  private start_: FoldStart | undefined;
+  private readonly snapshotWriter: FoldSnapshotWriter | undefined;
 
   constructor(
     private readonly log: EventLog<MeshEvent>,
     private readonly options: MeshViewOptions,
-  ) {}
-
-  /** Starts following the log; the view is current once it has caught up (`atHead`). */
-  start(): void {
-    this.running ??= this.follow();
+  ) {
+    const snapshots = options.snapshots;
+    this.snapshotWriter = snapshots ? new FoldSnapshotWriter(this, snapshots.keeper, { ...snapshots.schedule, logger: options.logger }) : undefined;
   }
 
+  /** Starts following the log (from the newest snapshot that holds, when it keeps them); the view is current once it has caught up (`atHead`). */
+  start(): void {
+    this.running ??= this.startFromSnapshot().then(() => this.follow());
+    this.snapshotWriter?.start();
+  }
+
+  /** Stops following; with snapshots, writes one of where the fold stopped (when it moved since the last). */
   async stop(): Promise<void> {
     this.abort.abort();
     await this.running?.catch(() => undefined);
     for (const waiter of this.waiters) waiter.resolve();
     this.waiters = [];
+    await this.snapshotWriter?.stop();
+  }
+
+  /** Where the fold started: a snapshot at its sequence, or seq 0 and why not (undefined until it has looked). */
+  startedFrom(): FoldStart | undefined {
+    return this.start_;
   }
 
   /** The mesh as folded so far. Read it; never change it. */
@@ -110,6 +131,35 @@ export class MeshView implements MeshReader {
       else still.push(waiter);
     }
     this.waiters = still;
+  }
+
+  /**
+   * Before following: the newest snapshot of the fold, taken when it passes every check
+   * (fold-snapshots.ts), into this view's state (the same object every reader holds); the follower
+   * then starts after its sequence. Otherwise the fold starts at seq 1, saying why.
+   */
+  private async startFromSnapshot(): Promise<void> {
+    const keeper = this.options.snapshots?.keeper;
+    if (!keeper) {
+      this.start_ = { seq: 0, snapshot: false, reason: 'this process keeps no snapshots of its fold' };
+      return;
+    }
+    const loading = performance.now();
+    const loaded = await keeper.load();
+    this.start_ = loaded.start;
+    if ('state' in loaded) {
+      Object.assign(this.state, loaded.state);
+      this.followedTo = loaded.state.seq;
+      this.options.logger.info(
+        { seq: loaded.start.seq, snapshot: keeper.where, loadMs: Math.round(performance.now() - loading) },
+        `starting from the snapshot of the fold at seq ${loaded.start.seq}; following the log from seq ${loaded.start.seq + 1}`,
+      );
+      this.wake();
+    } else {
+      const line = `${loaded.start.reason ?? 'no snapshot'}; folding the log from seq 1`;
+      if (loaded.ignored) this.options.logger.warn({ snapshot: keeper.where, reason: loaded.start.reason }, line);
+      else this.options.logger.info({ snapshot: keeper.where }, line);
+    }
   }
 
   private tell(change: ViewChange): void {

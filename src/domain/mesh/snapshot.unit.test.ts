@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { deserialize, serialize } from 'node:v8';
+import { serialize } from 'node:v8';
 import fc from 'fast-check';
+import { foldDifference as difference } from '../../../tests/helpers/fold-difference.js';
 import { meshHistory } from '../../../tests/helpers/mesh-history.js';
 import type { StoredMeshEvent } from '../registry.js';
 import { decodeMeshState, encodeMeshState } from './snapshot.js';
@@ -15,44 +16,6 @@ const deepFreeze = <T>(value: T): T => {
     for (const inner of Object.values(value)) deepFreeze(inner);
   }
   return value;
-};
-
-// Maps and Sets V8 decodes are made in the process's realm; jest runs a test in a realm of its own.
-const decoded = deserialize(serialize({ map: new Map(), set: new Set() })) as { map: object; set: object };
-const isMap = (value: object): value is Map<unknown, unknown> => value instanceof Map || value instanceof (decoded.map.constructor as MapConstructor);
-const isSet = (value: object): value is Set<unknown> => value instanceof Set || value instanceof (decoded.set.constructor as SetConstructor);
-
-/**
- * Where two folds differ (undefined: nowhere): every Map and Set in the same order, every array
- * and object with the same fields. (V8's own bytes are no measure: an array it decoded encodes
- * differently from an equal one built by push.)
- */
-const difference = (a: unknown, b: unknown, path = 'state'): string | undefined => {
-  if (a === b) return undefined;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return Object.is(a, b) ? undefined : `${path}: ${String(a)} against ${String(b)}`;
-  if (isMap(a) || isSet(a)) {
-    if (!(isMap(a) ? isMap(b) : isSet(b)) || a.size !== (b as Set<unknown>).size) return `${path}: a ${a.constructor.name} of ${a.size} against ${String(b)}`;
-    const right = (b as Map<unknown, unknown>).entries();
-    let i = 0;
-    for (const [key, value] of a.entries()) {
-      const [otherKey, otherValue] = right.next().value as [unknown, unknown];
-      i++;
-      const found = difference(key, otherKey, `${path} key #${i}`) ?? difference(value, otherValue, `${path}.${String(key)}`);
-      if (found) return found;
-    }
-    return undefined;
-  }
-  if (Array.isArray(a) !== Array.isArray(b)) return `${path}: an array against an object`;
-  const left = Object.keys(a);
-  const right = Object.keys(b);
-  if (left.length !== right.length) return `${path}: fields ${left.join(',')} against ${right.join(',')}`;
-  for (let i = 0; i < left.length; i++) {
-    const key = left[i] as string;
-    if (key !== right[i]) return `${path}: field ${key} against ${String(right[i])}`;
-    const found = difference((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key], `${path}.${key}`);
-    if (found) return found;
-  }
-  return undefined;
 };
 
 const foldAll = (events: readonly StoredMeshEvent[], from = emptyMeshState()): MeshState => {
