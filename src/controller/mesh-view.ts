@@ -41,7 +41,7 @@ export class MeshView implements MeshReader {
   private readonly listeners: ((change: ViewChange, caughtUp: boolean) => void)[] = [];
   private waiters: { seq: number; resolve: () => void }[] = [];
   private waking = false;
-  private start_: FoldStart | undefined;
+  private startPoint: FoldStart | undefined;
   private readonly snapshotWriter: FoldSnapshotWriter | undefined;
 
   constructor(
@@ -69,7 +69,7 @@ export class MeshView implements MeshReader {
 
   /** Where the fold started: a snapshot at its sequence, or seq 0 and why not (undefined until it has looked). */
   startedFrom(): FoldStart | undefined {
-    return this.start_;
+    return this.startPoint;
   }
 
   /** The mesh as folded so far. Read it; never change it. */
@@ -141,12 +141,12 @@ export class MeshView implements MeshReader {
   private async startFromSnapshot(): Promise<void> {
     const keeper = this.options.snapshots?.keeper;
     if (!keeper) {
-      this.start_ = { seq: 0, snapshot: false, reason: 'this process keeps no snapshots of its fold' };
+      this.startPoint = { seq: 0, snapshot: false, reason: 'this process keeps no snapshots of its fold' };
       return;
     }
     const loading = performance.now();
     const loaded = await keeper.load();
-    this.start_ = loaded.start;
+    this.startPoint = loaded.start;
     if ('state' in loaded) {
       Object.assign(this.state, loaded.state);
       this.followedTo = loaded.state.seq;

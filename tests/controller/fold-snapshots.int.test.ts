@@ -3,6 +3,7 @@ import { pino, type Logger } from 'pino';
 import { foldCodeVersion } from '../../src/adapters/fold-version.js';
 import { newIdentity, type Identity } from '../../src/adapters/identity.js';
 import { FoldSnapshotStore } from '../../src/adapters/nats/fold-snapshot-store.js';
+import { Controller } from '../../src/controller/controller.js';
 import { FoldSnapshots } from '../../src/controller/fold-snapshots.js';
 import { CatchUpFold, MeshService } from '../../src/controller/mesh-service.js';
 import { MeshView } from '../../src/controller/mesh-view.js';
@@ -87,6 +88,16 @@ describe('the controller starts from a snapshot of its fold', () => {
     expect(second.folded.events).toBe(tailEvents);
     expect(resumed.state.seq).toBe(tail[1]?.seq);
     await expectWholeLog(resumed.state);
+
+    // The controller on a view that started from a snapshot composes every node once it has caught up.
+    const controller = new Controller(t.nc, second.view, t.newLog(), { names: { nodesStream: t.names.nodesStream, controlStream: t.names.controlStream, prefix: t.names.prefix }, actor: 'controller', logger });
+    await controller.start();
+    try {
+      for (const node of ['alpha', 'beta', 'gamma']) await waitFor(`${node}'s declaration`, () => t.declarationOf(node));
+      expect((await t.declarationOf('gamma'))?.assignments.map((a) => a.module)).toEqual(['postgres']);
+    } finally {
+      await controller.stop();
+    }
 
     // A fold of a process that follows nothing starts from it too.
     const catchUp = new CatchUpFold(t.newLog(), { snapshots: keeper() });
