@@ -22,6 +22,7 @@ const newestSource = (dir) => {
 const newest = newestSource(join(root, 'src'));
 if (!existsSync(bundle) || statSync(bundle).mtimeMs < newest) {
   const { build } = await import('esbuild');
+  const { foldVersionDefine } = await import('./fold-version.js');
   // Built beside and renamed into place, so two verbs starting at once never read half a file.
   const partial = `${bundle}.${process.pid}.tmp`;
   await build({
@@ -32,6 +33,8 @@ if (!existsSync(bundle) || statSync(bundle).mtimeMs < newest) {
     target: 'node20',
     packages: 'external',
     sourcemap: 'inline',
+    // The fold's code version, computed from the sources the bundle is built from (no source travels with it).
+    define: foldVersionDefine(root),
     outfile: partial,
     logLevel: 'error',
   });

@@ -120,3 +120,11 @@ export const enrolmentIdentity = (secret: string): Identity =>
  */
 export const moduleBusIdentity = (controller: Pick<Identity, 'secretKey'>, node: string, module: string): Identity =>
   identityFromSeed(new Uint8Array(createHmac('sha256', seedOf(controller)).update(`mesh-bus-user:${node}/${module}`).digest()));
+
+/**
+ * The bus identity the controller writes the snapshots of its fold as: derived from the
+ * controller's key like a module's, and allowed that one bucket alone — replacing a snapshot purges
+ * the old one's chunks, and the controller's own user may purge no stream.
+ */
+export const foldSnapshotWriterIdentity = (controller: Pick<Identity, 'secretKey'>): Identity =>
+  identityFromSeed(new Uint8Array(createHmac('sha256', seedOf(controller)).update('mesh-fold-snapshot-writer').digest()));

@@ -3,10 +3,10 @@ import { hostname } from 'node:os';
 import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../config.js';
-import { loadIdentityFile } from '../adapters/identity.js';
+import { foldSnapshotWriterIdentity, loadIdentityFile } from '../adapters/identity.js';
 import { eventsStreamName } from '../adapters/nats/control-streams.js';
 import { BusAuthority, busUsersFileFromEnv, loadStaticBusUsers } from '../controller/bus-authority.js';
-import { CONTROLLER_INBOX } from '../domain/bus/users.js';
+import { CONTROLLER_INBOX, SNAPSHOT_WRITER_INBOX } from '../domain/bus/users.js';
 import { databaseUrlFor } from '../adapters/database-logins.js';
 import { connectNats } from '../adapters/nats/connect.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
@@ -20,6 +20,11 @@ import { MeshService } from '../controller/mesh-service.js';
 import { MeshView } from '../controller/mesh-view.js';
 import { MeshWriter } from '../controller/mesh-writer.js';
 import { WriterLease, writerLeaseSettingsFromEnv, writerLeaseStream, writerLeaseSubject } from '../adapters/nats/writer-lease.js';
+import { FoldSnapshots } from '../controller/fold-snapshots.js';
+import { FoldSnapshotStore } from '../adapters/nats/fold-snapshot-store.js';
+import { foldCodeVersion } from '../adapters/fold-version.js';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { snapshotScheduleFromEnv } from './fold-snapshot-settings.js';
 import { startMeshProjector } from '../controller/projections.js';
 import { watchStore } from '../controller/health-tool.js';
 import { runnerSettingsFromEnv } from '../projections/runner.js';
@@ -49,6 +54,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   const { values } = parseFlags(args, { json: { type: 'boolean', default: false }, 'pid-file': { type: 'string' } });
   const pidFile = values['pid-file'];
   const config = loadConfig();
+  const snapshotSchedule = snapshotScheduleFromEnv();
   const logger = pino({ base: { component: 'controller', mesh: config.meshName } });
   const controllerKey = loadIdentityFile(config.controllerKeyFile, 'the controller signs the log and speaks on the bus with it; `npx mesh dev up` makes it, or set MESH_CONTROLLER_KEY');
   const nc = await connectNats(config.natsUrl, { name: 'mesh-controller', persistent: true, identity: { key: controllerKey, inbox: CONTROLLER_INBOX } });
@@ -77,8 +83,26 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   const newLog = () => new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry(), writer });
   const log = newLog();
   const begun = await beginLog(nc, log, { ...settings, meshName: config.meshName, actor: 'controller', controllerKey: controllerKey.publicKey });
+  // Snapshots of the view's fold, in an object store bucket beside the log, written as an identity
+  // derived from the controller's that may write that bucket alone (docs/decisions.md, "Snapshots of the fold").
+  let snapshotBus: Promise<NatsConnection> | undefined;
+  const snapshotWriterBus = (): Promise<NatsConnection> => {
+    const connecting = (snapshotBus ??= connectNats(config.natsUrl, { name: 'mesh-controller-snapshots', persistent: true, identity: { key: foldSnapshotWriterIdentity(controllerKey), inbox: SNAPSHOT_WRITER_INBOX } }));
+    connecting.catch(() => {
+      if (snapshotBus === connecting) snapshotBus = undefined;
+    });
+    return connecting;
+  };
+  const snapshots = new FoldSnapshots({
+    store: new FoldSnapshotStore(nc, { logStream: config.logStream, fold: 'mesh', writer: snapshotWriterBus }),
+    log,
+    stream: config.logStream,
+    codeVersion: foldCodeVersion(),
+    signer: controllerKey,
+    logger: logger.child({ component: 'fold-snapshots' }),
+  });
   // The one view of the mesh in this process: one follower, one fold, read by every part below.
-  const view = new MeshView(newLog(), { logger });
+  const view = new MeshView(newLog(), { logger, snapshots: { keeper: snapshots, schedule: snapshotSchedule } });
   view.start();
   // The one writer of the mesh in this process: commands, facts and refusals decided in order against the view, their appends pipelined.
   const mesh = new MeshService(log, {}, view, new MeshWriter(log, view, { logger: logger.child({ component: 'writer' }) }));
@@ -225,6 +249,7 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   await projector.stop();
   await store.stop();
   await view.stop();
+  await (await snapshotBus?.catch(() => undefined))?.close();
   await pool.end();
   await nc.close();
   if (pidFile) rmSync(pidFile, { force: true });

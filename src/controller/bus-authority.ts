@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { moduleBusIdentity, type Identity } from '../adapters/identity.js';
+import { foldSnapshotWriterIdentity, moduleBusIdentity, type Identity } from '../adapters/identity.js';
 import { writeBusUsers, type BusUsersFileOptions } from '../adapters/nats/bus-users-file.js';
 import { composeBusUsers, nextTokenExpiry, type BusUser, type BusWire } from '../domain/bus/users.js';
 import type { MeshState } from '../domain/mesh/state.js';
@@ -52,6 +52,7 @@ export class BusAuthority {
     return composeBusUsers(state, {
       wire,
       controllerKey: controller.publicKey,
+      snapshotWriterKey: foldSnapshotWriterIdentity(controller).publicKey,
       moduleKey: (node, module) => moduleBusIdentity(controller, node, module).publicKey,
       now: this.now(),
       statics: this.options.statics ?? [],

@@ -13,6 +13,7 @@ import { commandIdReuse } from './command-reuse.js';
 import { commandCarriedOut, type CommandAt } from '../domain/mesh/command-index.js';
 import type { Decision } from '../domain/decision.js';
 import type { MeshWriter } from './mesh-writer.js';
+import type { FoldSnapshots, FoldStart } from './fold-snapshots.js';
 
 // Where a mesh command meets the log. Every rule of the mesh reads more than one aggregate (a seat
 // is declared once across modules; an assignment resolves against every provider), so a command is
@@ -48,6 +49,8 @@ export interface MeshServiceOptions {
   onHeld?: (hold: LogHold) => void;
   /** told of each voided commit the fold passes by (a warning on stderr when absent) */
   onPassed?: (passed: PassedCommit) => void;
+  /** a fold of its own (no view given) starts from the newest snapshot of the controller's fold that holds (fold-snapshots.ts) */
+  snapshots?: FoldSnapshots;
 }
 
 const RETRY = { initialMs: 250, maxMs: 10_000 };
@@ -94,11 +97,17 @@ export class CatchUpFold implements MeshReader {
   private held: LogHold | undefined;
   private retryAt = 0;
   private retryMs = RETRY.initialMs;
+  private start: FoldStart | undefined;
 
   constructor(
     private readonly log: EventLog<MeshEvent>,
-    private readonly options: Pick<MeshServiceOptions, 'onHeld' | 'onPassed'> = {},
+    private readonly options: Pick<MeshServiceOptions, 'onHeld' | 'onPassed' | 'snapshots'> = {},
   ) {}
+
+  /** Where the fold started: a snapshot at its sequence, or seq 0 and why not (undefined before its first catch-up). */
+  startedFrom(): FoldStart | undefined {
+    return this.start;
+  }
 
   /**
    * One catch-up runs at a time: callers served in parallel (tool calls, the page) would
@@ -126,6 +135,7 @@ export class CatchUpFold implements MeshReader {
   }
 
   private async catchUp(): Promise<void> {
+    this.start ??= await this.startFromSnapshot();
     if (this.held && Date.now() < this.retryAt) return;
     try {
       for await (const event of this.log.read({ fromSeq: this.state.seq + 1, onPassed: (passed) => this.pass(passed) })) evolveMesh(this.state, event);
@@ -141,6 +151,14 @@ export class CatchUpFold implements MeshReader {
       this.retryAt = Date.now() + this.retryMs;
       this.retryMs = Math.min(this.retryMs * 2, RETRY.maxMs);
     }
+  }
+
+  /** Before the first catch-up: the newest snapshot that holds becomes the fold (seq 1 otherwise). */
+  private async startFromSnapshot(): Promise<FoldStart> {
+    if (!this.options.snapshots) return { seq: 0, snapshot: false, reason: 'this process keeps no snapshots of its fold' };
+    const loaded = await this.options.snapshots.load();
+    if ('state' in loaded) Object.assign(this.state, loaded.state);
+    return loaded.start;
   }
 
   /** A voided commit counts as folded: the next read starts after it, and the next command expects the log to end there. */

@@ -4,6 +4,8 @@ import { heldAt, passedLine } from '../adapters/eventlog/chain-reader.js';
 import type { MeshEvent, StoredMeshEvent } from '../domain/registry.js';
 import { emptyMeshState, evolveMesh, type MeshState } from '../domain/mesh/state.js';
 import type { LogHold, MeshReader } from './mesh-service.js';
+import { FoldSnapshotWriter, type SnapshotSchedule } from './fold-snapshot-writer.js';
+import type { FoldSnapshots, FoldStart } from './fold-snapshots.js';
 
 // The controller process's one view of the mesh: one follower of the log, one fold. Every part of
 // the process reads it — the command service deciding, the declarations derived, the builds
@@ -12,6 +14,10 @@ import type { LogHold, MeshReader } from './mesh-service.js';
 // its commit, so what it decides next is judged on the log, never on its own copy of its writes.
 // A commit that does not verify or read holds the fold there (said once), and the view says so to
 // every reader until an operator's void lets it pass.
+//
+// With snapshots, the view starts from the newest snapshot of its fold that passes every check
+// and follows the log from the sequence after it (fold-snapshots.ts), and keeps one as it folds
+// (fold-snapshot-writer.ts).
 
 /**
  * What was folded: the events, or the sequence an operator's void let the view pass, or the whole
@@ -23,6 +29,8 @@ export interface MeshViewOptions {
   logger: Logger;
   /** told once per sequence the fold is held at */
   onHeld?: (hold: LogHold) => void;
+  /** where the view starts from and keeps the snapshots of its fold, and how often it writes one */
+  snapshots?: { keeper: FoldSnapshots; schedule: SnapshotSchedule };
 }
 
 export class MeshView implements MeshReader {
@@ -41,6 +49,7 @@ export class MeshView implements MeshReader {
   /** the own commit whose events the follower is passing over */
   private passingOwn = 0;
   private rebuilding: Promise<void> | undefined;
+  private settling = false;
   private caughtUpWaiters: (() => void)[] = [];
   private hold: LogHold | undefined;
   private caughtUp = false;
@@ -48,17 +57,25 @@ export class MeshView implements MeshReader {
   private followedTo = 0;
   private readonly listeners: ((change: ViewChange, caughtUp: boolean) => void)[] = [];
   private waiters: { seq: number; resolve: () => void }[] = [];
+  private waking = false;
+  private startPoint: FoldStart | undefined;
+  private readonly snapshotWriter: FoldSnapshotWriter | undefined;
 
   constructor(
     private readonly log: EventLog<MeshEvent>,
     private readonly options: MeshViewOptions,
-  ) {}
-
-  /** Starts following the log; the view is current once it has caught up (`atHead`). */
-  start(): void {
-    this.running ??= this.follow();
+  ) {
+    const snapshots = options.snapshots;
+    this.snapshotWriter = snapshots ? new FoldSnapshotWriter(this, snapshots.keeper, { ...snapshots.schedule, logger: options.logger }) : undefined;
   }
 
+  /** Starts following the log (from the newest snapshot that holds, when it keeps them); the view is current once it has caught up (`atHead`). */
+  start(): void {
+    this.running ??= this.startFromSnapshot().then(() => this.follow());
+    this.snapshotWriter?.start();
+  }
+
+  /** Stops following; with snapshots, writes one of where the fold stopped (when it moved since the last). */
   async stop(): Promise<void> {
     this.abort.abort();
     this.following.abort();
@@ -67,6 +84,12 @@ export class MeshView implements MeshReader {
     this.waiters = [];
     for (const resolve of this.caughtUpWaiters.splice(0)) resolve();
     for (const run of this.settleWaiters.splice(0)) run();
+    await this.snapshotWriter?.stop();
+  }
+
+  /** Where the fold started: a snapshot at its sequence, or seq 0 and why not (undefined until it has looked). */
+  startedFrom(): FoldStart | undefined {
+    return this.startPoint;
   }
 
   /** The mesh as folded so far. Read it; never change it. */
@@ -141,8 +164,8 @@ export class MeshView implements MeshReader {
    * the log may not store. Runs at once when that is so now, else as the follower confirms the last.
    */
   whenSettled<T>(read: () => T): Promise<T> {
-    if (this.isSettled() || this.abort.signal.aborted) return Promise.resolve(read());
-    return new Promise<T>((resolve, reject) =>
+    if (this.abort.signal.aborted) return Promise.resolve(read());
+    const settled = new Promise<T>((resolve, reject) =>
       this.settleWaiters.push(() => {
         try {
           resolve(read());
@@ -151,6 +174,8 @@ export class MeshView implements MeshReader {
         }
       }),
     );
+    this.settle();
+    return settled;
   }
 
   /** Whether something waits for the state to settle: the writer lets it, before deciding more. */
@@ -172,9 +197,11 @@ export class MeshView implements MeshReader {
   private async foldAgain(): Promise<void> {
     this.following.abort();
     await this.running?.catch(() => undefined);
-    const fresh = emptyMeshState();
+    // From the newest snapshot that holds (it is of a settled fold: only commits the log stored), else from seq 1.
+    const loaded = await this.options.snapshots?.keeper.load().catch(() => undefined);
+    const fresh = loaded && 'state' in loaded ? loaded.state : emptyMeshState();
     try {
-      for await (const event of this.log.read({ fromSeq: 1, onPassed: (passed) => (fresh.seq = Math.max(fresh.seq, passed.seq)) })) evolveMesh(fresh, event);
+      for await (const event of this.log.read({ fromSeq: fresh.seq + 1, onPassed: (passed) => (fresh.seq = Math.max(fresh.seq, passed.seq)) })) evolveMesh(fresh, event);
     } catch (error) {
       // Held at a commit: the state is the log up to it, and the follower says where, as at start.
       if (!heldAt(error)) this.options.logger.error({ err: error }, 'folding the log again stopped early; the follower goes on from where it got');
@@ -191,21 +218,68 @@ export class MeshView implements MeshReader {
     this.running = this.follow();
   }
 
+  /** Runs what waits for a settled state, in a task of its own (as `wake`: never on part of a commit), if the state is settled then. */
   private settle(): void {
-    if (!this.isSettled() || this.settleWaiters.length === 0) return;
-    const waiters = this.settleWaiters;
-    this.settleWaiters = [];
-    for (const run of waiters) run();
+    if (this.settleWaiters.length === 0 || this.settling) return;
+    this.settling = true;
+    setImmediate(() => {
+      this.settling = false;
+      if (!this.isSettled() && !this.abort.signal.aborted) return;
+      for (const run of this.settleWaiters.splice(0)) run();
+    });
   }
 
+  /**
+   * Waiters are woken in a task of their own, not as the follower hands over an event: a commit's
+   * events are handed over one after another without leaving the microtask queue, and a waiter
+   * woken at the first of them would read a fold holding only part of that commit (and decide on
+   * it: an assignment without the seat it holds).
+   */
   private wake(): void {
-    if (this.waiters.length === 0) return;
+    if (this.waiters.length === 0 || this.waking) return;
+    this.waking = true;
+    setImmediate(() => {
+      this.waking = false;
+      this.wakeNow();
+    });
+  }
+
+  private wakeNow(): void {
     const still: typeof this.waiters = [];
     for (const waiter of this.waiters) {
       if (this.followedTo >= waiter.seq || (this.hold && this.hold.seq <= waiter.seq)) waiter.resolve();
       else still.push(waiter);
     }
     this.waiters = still;
+  }
+
+  /**
+   * Before following: the newest snapshot of the fold, taken when it passes every check
+   * (fold-snapshots.ts), into this view's state (the same object every reader holds); the follower
+   * then starts after its sequence. Otherwise the fold starts at seq 1, saying why.
+   */
+  private async startFromSnapshot(): Promise<void> {
+    const keeper = this.options.snapshots?.keeper;
+    if (!keeper) {
+      this.startPoint = { seq: 0, snapshot: false, reason: 'this process keeps no snapshots of its fold' };
+      return;
+    }
+    const loading = performance.now();
+    const loaded = await keeper.load();
+    this.startPoint = loaded.start;
+    if ('state' in loaded) {
+      Object.assign(this.state, loaded.state);
+      this.followedTo = loaded.state.seq;
+      this.options.logger.info(
+        { seq: loaded.start.seq, snapshot: keeper.where, loadMs: Math.round(performance.now() - loading) },
+        `starting from the snapshot of the fold at seq ${loaded.start.seq}; following the log from seq ${loaded.start.seq + 1}`,
+      );
+      this.wake();
+    } else {
+      const line = `${loaded.start.reason ?? 'no snapshot'}; folding the log from seq 1`;
+      if (loaded.ignored) this.options.logger.warn({ snapshot: keeper.where, reason: loaded.start.reason }, line);
+      else this.options.logger.info({ snapshot: keeper.where }, line);
+    }
   }
 
   private tell(change: ViewChange): void {

@@ -4,7 +4,7 @@ import { busAuthenticator, newIdentity, type Identity } from '../adapters/identi
 import { writerLeaseSubject } from '../adapters/nats/writer-lease.js';
 import { writerToolSubject } from '../controller/tool-server.js';
 import { busIdentityToolSubject } from '../domain/bus/module-identity.js';
-import { moduleInbox } from '../domain/bus/subjects.js';
+import { foldSnapshotBucket, moduleInbox } from '../domain/bus/subjects.js';
 import { hostInbox, personInbox, type BusWire } from '../domain/bus/users.js';
 
 // The attacks a process on the mesh's machine would try against the bus, each tried for real
@@ -82,6 +82,10 @@ export const probeBus = async (targets: ProbeTargets): Promise<AttackOutcome[]> 
   const record = async (attack: string, who: { key?: Pick<Identity, 'secretKey'>; inbox?: string; stranger?: boolean }, subject: string, attempt: Attempt) =>
     outcomes.push({ attack, ...(await tryAs(url, who, subject, attempt)) });
   const forgedCommit = JSON.stringify({ firstVersion: 1, events: [{ type: 'operator.added', data: { operator: 'mallory' } }] });
+  // The controller's snapshot of its fold: a planted one would be a mesh the log never said (the object store's metadata subject for the object `mesh`).
+  const snapshotBucket = foldSnapshotBucket(wire.logStream);
+  const snapshotMeta = `$O.${snapshotBucket}.M.${Buffer.from('mesh').toString('base64url')}==`;
+  const forgedSnapshot = JSON.stringify({ name: 'mesh', bucket: snapshotBucket, nuid: 'forged', size: 0, chunks: 0, digest: '', metadata: { seq: '1' } });
 
   await record('an anonymous client connects', { stranger: true }, '', () => undefined);
   await record('a key the mesh never composed connects', { key: newIdentity(), inbox: '_INBOX.stranger', stranger: true }, '', () => undefined);
@@ -97,6 +101,7 @@ export const probeBus = async (targets: ProbeTargets): Promise<AttackOutcome[]> 
     await record(`host ${node} answers for the bus-identity tool`, me, busIdentityToolSubject(wire.prefix), subscribeTo(busIdentityToolSubject(wire.prefix)));
     await record(`host ${node} appends operator.added mallory to the log`, me, `${wire.logPrefix}.operator.mallory`, publishTo(`${wire.logPrefix}.operator.mallory`, forgedCommit));
     await record(`host ${node} states a controller fact`, me, `${wire.prefix}.seat.mesh-controller.event.crash-looping`, publishTo(`${wire.prefix}.seat.mesh-controller.event.crash-looping`));
+    await record(`host ${node} writes the controller's snapshot of its fold`, me, snapshotMeta, publishTo(snapshotMeta, forgedSnapshot));
     await record(`host ${node} reads the log`, me, `$JS.API.CONSUMER.CREATE.${wire.logStream}`, requestTo(`$JS.API.CONSUMER.CREATE.${wire.logStream}`));
   }
 
@@ -110,6 +115,7 @@ export const probeBus = async (targets: ProbeTargets): Promise<AttackOutcome[]> 
     await record(`module ${module} listens on an operator's inbox`, me, `${personInbox('ada')}.>`, subscribeTo(`${personInbox('ada')}.>`));
     await record(`module ${module} listens on every inbox`, me, '_INBOX.>', subscribeTo('_INBOX.>'));
     await record(`module ${module} asks for a module's bus identity`, me, busIdentityToolSubject(wire.prefix), publishTo(busIdentityToolSubject(wire.prefix), JSON.stringify({ node, module: otherModule })));
+    await record(`module ${module} writes the controller's snapshot of its fold`, me, snapshotMeta, publishTo(snapshotMeta, forgedSnapshot));
     await record(`module ${module} appends to the log`, me, `${wire.logPrefix}.operator.mallory`, publishTo(`${wire.logPrefix}.operator.mallory`, forgedCommit));
   }
 
@@ -118,6 +124,9 @@ export const probeBus = async (targets: ProbeTargets): Promise<AttackOutcome[]> 
     const me = { key, inbox: personInbox(name) };
     await record(`operator ${name} appends to the log around the controller`, me, `${wire.logPrefix}.operator.mallory`, publishTo(`${wire.logPrefix}.operator.mallory`, forgedCommit));
     await record(`operator ${name} publishes a declaration`, me, `${wire.prefix}.node.x.declare`, publishTo(`${wire.prefix}.node.x.declare`));
+    await record(`operator ${name} writes the controller's snapshot of its fold`, me, snapshotMeta, publishTo(snapshotMeta, forgedSnapshot));
+    await record(`operator ${name} makes the snapshot bucket's stream`, me, `$JS.API.STREAM.CREATE.OBJ_${snapshotBucket}`, requestTo(`$JS.API.STREAM.CREATE.OBJ_${snapshotBucket}`));
+    await record(`operator ${name} purges the snapshot bucket's stream`, me, `$JS.API.STREAM.PURGE.OBJ_${snapshotBucket}`, requestTo(`$JS.API.STREAM.PURGE.OBJ_${snapshotBucket}`));
     await record(`operator ${name} deletes the log`, me, `$JS.API.STREAM.DELETE.${wire.logStream}`, requestTo(`$JS.API.STREAM.DELETE.${wire.logStream}`));
     await record(`operator ${name} takes the writer lease (to stand a controller of its own in as writer)`, me, writerLeaseSubject(wire.prefix), publishTo(writerLeaseSubject(wire.prefix), JSON.stringify({ holder: 'mallory' })));
   }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { pino } from 'pino';
-import { ensureIdentityFile, type Identity } from '../adapters/identity.js';
+import { ensureIdentityFile, foldSnapshotWriterIdentity, type Identity } from '../adapters/identity.js';
 import { renderBusUsers } from '../adapters/nats/bus-users-file.js';
 import { DEFAULT_CONTROL_STREAMS, eventsStreamName } from '../adapters/nats/control-streams.js';
 import { loadOperatorKey } from '../adapters/operator-keys.js';
@@ -122,7 +122,7 @@ const prepareBus = (options: StackOptions, controller: Identity): void => {
   mkdirSync(join(options.dir, 'nats'), { recursive: true });
   writeFileSync(files.statics, `${JSON.stringify(options.staticBusUsers ?? [], null, 2)}\n`, { mode: 0o600 });
   if (existsSync(files.users)) return;
-  const users = composeBusUsers(emptyMeshState(), { wire: stackWire(options), controllerKey: controller.publicKey, moduleKey: () => '', now: new Date(), statics: options.staticBusUsers ?? [] });
+  const users = composeBusUsers(emptyMeshState(), { wire: stackWire(options), controllerKey: controller.publicKey, snapshotWriterKey: foldSnapshotWriterIdentity(controller).publicKey, moduleKey: () => '', now: new Date(), statics: options.staticBusUsers ?? [] });
   writeFileSync(files.users, renderBusUsers(users), { mode: 0o600 });
 };
 

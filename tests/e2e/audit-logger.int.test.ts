@@ -8,7 +8,7 @@ import { stopRecordedProcesses } from '../../src/agent/left-running.js';
 import { askBusIdentity } from '../../src/adapters/bus-identity-client.js';
 import { enrol, hostKey, nodeIdentity, tokenBusIdentity } from '../../src/adapters/enrolment-client.js';
 import { newEnrolmentToken } from '../../src/adapters/enrolment-tokens.js';
-import { identityFromSeed, newIdentity } from '../../src/adapters/identity.js';
+import { foldSnapshotWriterIdentity, identityFromSeed, newIdentity } from '../../src/adapters/identity.js';
 import { fromBase64 } from '../../src/adapters/key-files.js';
 import { renderBusUsers } from '../../src/adapters/nats/bus-users-file.js';
 import { connectNats, type BusIdentity } from '../../src/adapters/nats/connect.js';
@@ -87,7 +87,7 @@ describe('an audit logger consuming every event, as its own identity on an enfor
     // Nobody speaks as the harness here: every connection is an identity this mesh composed.
     delete process.env.MESH_BUS_KEY;
     mkdirSync(dir, { recursive: true });
-    writeFileSync(usersFile, renderBusUsers(composeBusUsers(emptyMeshState(), { wire, controllerKey: controllerKey.publicKey, moduleKey: () => '', now: new Date() })));
+    writeFileSync(usersFile, renderBusUsers(composeBusUsers(emptyMeshState(), { wire, controllerKey: controllerKey.publicKey, snapshotWriterKey: foldSnapshotWriterIdentity(controllerKey).publicKey, moduleKey: () => '', now: new Date() })));
     server = { dir, port: await freePort(), monitorPort: await freePort(), usersFile };
     url = (await startNatsServer(server)).url;
     t = await openTestMesh({ url, name, identity: { key: controllerKey, inbox: CONTROLLER_INBOX } });

@@ -15,6 +15,7 @@ import type { BusAuthority } from '../../src/controller/bus-authority.js';
 import type { Identity } from '../../src/adapters/identity.js';
 import type { BusIdentity } from '../../src/adapters/nats/connect.js';
 import { artifactBucketName, jobsStreamName } from '../../src/adapters/nats/build-streams.js';
+import { foldSnapshotBucket } from '../../src/domain/bus/subjects.js';
 import { eventsStreamName, type ControlStreamNames } from '../../src/adapters/nats/control-streams.js';
 import { Controller, type ControllerOptions, type DeclarationPass } from '../../src/controller/controller.js';
 import { EnrolmentService } from '../../src/controller/enrolment-service.js';
@@ -280,7 +281,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
       for (const coordinator of coordinators) await coordinator.stop();
       for (const controller of controllers) await controller.stop();
       for (const view of views) await view.stop();
-      for (const stream of [names.logStream, names.nodesStream, names.controlStream, eventsStreamName(streamNames), jobsStreamName(names), `OBJ_${artifactBucketName(names)}`]) await jsm.streams.delete(stream).catch(() => undefined);
+      for (const stream of [names.logStream, names.nodesStream, names.controlStream, eventsStreamName(streamNames), jobsStreamName(names), `OBJ_${artifactBucketName(names)}`, `OBJ_${foldSnapshotBucket(names.logStream)}`]) await jsm.streams.delete(stream).catch(() => undefined);
       await nc.close();
     },
   };

@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { meshHome } from '../../src/config.js';
 import { enrol, hostKey, tokenBusIdentity } from '../../src/adapters/enrolment-client.js';
 import { newEnrolmentToken } from '../../src/adapters/enrolment-tokens.js';
-import { moduleBusIdentity, newIdentity } from '../../src/adapters/identity.js';
+import { foldSnapshotWriterIdentity, moduleBusIdentity, newIdentity } from '../../src/adapters/identity.js';
 import { renderBusUsers } from '../../src/adapters/nats/bus-users-file.js';
 import { connectNats } from '../../src/adapters/nats/connect.js';
 import { JetStreamEventLog } from '../../src/adapters/eventlog/jetstream-log.js';
@@ -18,7 +18,8 @@ import { Controller } from '../../src/controller/controller.js';
 import { MeshView } from '../../src/controller/mesh-view.js';
 import { EnrolmentService } from '../../src/controller/enrolment-service.js';
 import { MeshService } from '../../src/controller/mesh-service.js';
-import { composeBusUsers, CONTROLLER_INBOX, hostInbox, personInbox, type BusWire } from '../../src/domain/bus/users.js';
+import { composeBusUsers, CONTROLLER_INBOX, hostInbox, personInbox, SNAPSHOT_WRITER_INBOX, type BusWire } from '../../src/domain/bus/users.js';
+import { FoldSnapshotStore } from '../../src/adapters/nats/fold-snapshot-store.js';
 import { moduleInbox } from '../../src/domain/bus/subjects.js';
 import type { MeshCommand } from '../../src/domain/mesh/commands.js';
 import { emptyMeshState } from '../../src/domain/mesh/state.js';
@@ -69,7 +70,7 @@ describe('the bus, enforced by the server from the composed user list', () => {
     // Only the identities this mesh composes: the harness must not speak for anybody here.
     delete process.env.MESH_BUS_KEY;
     mkdirSync(dir, { recursive: true });
-    writeFileSync(usersFile, renderBusUsers(composeBusUsers(emptyMeshState(), { wire: WIRE, controllerKey: controllerKey.publicKey, moduleKey: () => '', now: new Date() })));
+    writeFileSync(usersFile, renderBusUsers(composeBusUsers(emptyMeshState(), { wire: WIRE, controllerKey: controllerKey.publicKey, snapshotWriterKey: foldSnapshotWriterIdentity(controllerKey).publicKey, moduleKey: () => '', now: new Date() })));
     server = { dir, port: await freePort(), monitorPort: await freePort(), usersFile };
     url = (await startNatsServer(server)).url;
     controllerNc = await connectNats(url, { name: 'controller', persistent: true, identity: { key: controllerKey, inbox: CONTROLLER_INBOX } });
@@ -138,6 +139,23 @@ describe('the bus, enforced by the server from the composed user list', () => {
     const jsm = await jetstreamManager(controllerNc);
     const forged = await jsm.streams.getMessage('LOG', { last_by_subj: 'mesh.log.operator.mallory' }).catch(() => null);
     expect(forged).toBeNull();
+  });
+
+  it("lets the controller's snapshot writer alone keep the snapshot of its fold, replacing it with the old one's chunks purged", async () => {
+    const writerNc = await connectNats(url, { name: 'snapshot-writer', identity: { key: foldSnapshotWriterIdentity(controllerKey), inbox: SNAPSHOT_WRITER_INBOX } });
+    try {
+      const store = new FoldSnapshotStore(controllerNc, { logStream: WIRE.logStream, fold: 'mesh', writer: async () => writerNc });
+      await store.write({ seq: '1' }, new Uint8Array(200_000).fill(1), 'first');
+      await store.write({ seq: '2' }, new Uint8Array(1_000).fill(2), 'second');
+      const stored = await store.read();
+      expect(stored?.meta).toEqual({ seq: '2' });
+      expect(await stored?.bytes()).toEqual(new Uint8Array(1_000).fill(2));
+      // one chunk and one metadata message: the first snapshot's two chunks are gone
+      const info = await (await jetstreamManager(controllerNc)).streams.info(`OBJ_${store.bucket}`);
+      expect(info.state.messages).toBe(2);
+    } finally {
+      await writerNc.close();
+    }
   });
 
   it('lets each identity do what its declarations imply', async () => {

@@ -92,4 +92,9 @@ export interface EventLog<E extends AnyEvent = AnyEvent> {
   voids(): Promise<ReadonlyMap<number, PassedCommit>>;
   /** The key every commit must verify under, as the log's first commit names it (undefined: empty, or it names none). */
   writerKey(): Promise<string | undefined>;
+  /**
+   * The hash of the commit at `seq` (its chain link h_seq, chain.ts), hex, from the message as
+   * stored now; undefined when the log holds none there. It binds every commit up to it.
+   */
+  commitDigest(seq: number): Promise<string | undefined>;
 }

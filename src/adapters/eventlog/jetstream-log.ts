@@ -5,7 +5,7 @@ import { commandMetadataSchema, fieldOf, type AnyEvent, type CommandMetadata, ty
 import type { EventRegistry } from '../../domain/events/registry.js';
 import { ConcurrencyError, RefusedError, ValidationError } from '../../errors.js';
 import { decodeCommit, encodeCommit } from './codec.js';
-import { GENESIS_PREV } from './chain.js';
+import { GENESIS_PREV, linkOf } from './chain.js';
 import { ChainReader, heldError, rawOf, StretchCheck, warnPassed, type CheckedCommit, type CommitFinding, type PassedCommit, type RawMessage } from './chain-reader.js';
 import type { AggregateHistory, AppendOptions, AppendResult, EventLog, FollowItem, IssuedAppend, IssuedOutcome, ReadOptions } from './event-log.js';
 import { AggregateHeads } from './aggregate-heads.js';
@@ -328,6 +328,11 @@ export class JetStreamEventLog<E extends AnyEvent = AnyEvent> implements EventLo
 
   writerKey(): Promise<string | undefined> {
     return this.chain.rootKey();
+  }
+
+  async commitDigest(seq: number): Promise<string | undefined> {
+    const message = seq >= 1 ? await this.chain.get(seq) : null;
+    return message ? Buffer.from(linkOf(message).hash).toString('hex') : undefined;
   }
 
   private filterOf(options: ReadOptions): string {

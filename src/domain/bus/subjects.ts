@@ -31,3 +31,9 @@ export const seatStreamName = (prefix: string, seat: string): string => (prefix 
 
 /** The consumer every holder of a seat pulls its work from: each piece of work goes to one of them. */
 export const SEAT_HOLDERS_CONSUMER = 'holders';
+
+/**
+ * Where the controller keeps the snapshot of its fold of a log: an object store bucket named after
+ * the log's stream, so a mesh under other names (a test's) never reads another's.
+ */
+export const foldSnapshotBucket = (logStream: string): string => (logStream === 'LOG' ? 'mesh-fold-snapshots' : `mesh-fold-snapshots_${logStream}`);

@@ -5,7 +5,7 @@ import { allEnrolmentTokens, allNodes } from '../nodes/state.js';
 import { allOperators } from '../operators/state.js';
 import { heldBy, seatById, seatNamed } from '../seats/state.js';
 import { busIdentityToolSubject, requiresMeshBus } from './module-identity.js';
-import { consumedSubjects, eventSubject, moduleConsumerName, moduleInbox, SEAT_HOLDERS_CONSUMER, seatStreamName } from './subjects.js';
+import { consumedSubjects, eventSubject, foldSnapshotBucket, moduleConsumerName, moduleInbox, SEAT_HOLDERS_CONSUMER, seatStreamName } from './subjects.js';
 
 // The bus's user list, composed from the log (design 25 §4, design 28, design 32 §2): one account,
 // one user per identity, and each user's permissions derived from what is declared every time the
@@ -19,7 +19,7 @@ export interface BusPermissions {
   allowResponses: boolean;
 }
 
-export type PrincipalKind = 'controller' | 'operator' | 'host' | 'enrolment' | 'module' | 'static';
+export type PrincipalKind = 'controller' | 'snapshot-writer' | 'operator' | 'host' | 'enrolment' | 'module' | 'static';
 
 export interface BusUser {
   kind: PrincipalKind;
@@ -46,6 +46,8 @@ export interface BusComposition {
   wire: BusWire;
   /** the controller's own public key: it is in the list whatever the log says */
   controllerKey: string;
+  /** the key the controller writes the snapshots of its fold as (derived from its own): in the list whatever the log says */
+  snapshotWriterKey: string;
   /** the public key of the bus user of a module assigned to a node, derived by the control plane */
   moduleKey: (node: string, module: string) => string;
   /** tokens past their expiry have no user; the composer takes the clock as an argument */
@@ -55,6 +57,7 @@ export interface BusComposition {
 }
 
 export const CONTROLLER_INBOX = '_INBOX.controller';
+export const SNAPSHOT_WRITER_INBOX = '_INBOX.fold-snapshots';
 export const hostInbox = (node: string): string => `_INBOX.host.${node}`;
 export const personInbox = (operator: string): string => `_INBOX.person.${operator}`;
 export const enrolmentInbox = (tokenId: string): string => `_INBOX.enrol.${tokenId}`;
@@ -108,6 +111,36 @@ export const controllerUser = (wire: BusWire, publicKey: string): BusUser => ({
     allowResponses: false,
   },
 });
+
+/**
+ * The controller writing the snapshot of its fold: the one bucket, nothing else. Replacing the
+ * snapshot purges the chunks of the one before, which is why this is not the controller's own
+ * user — that one may purge no stream, and a deny outweighs any allow.
+ */
+export const snapshotWriterUser = (wire: BusWire, publicKey: string): BusUser => {
+  const bucket = foldSnapshotBucket(wire.logStream);
+  const stream = `OBJ_${bucket}`;
+  return {
+    kind: 'snapshot-writer',
+    name: 'controller (fold snapshots)',
+    publicKey,
+    inbox: SNAPSHOT_WRITER_INBOX,
+    permissions: {
+      publish: {
+        allow: [
+          `$O.${bucket}.>`,
+          '$JS.API.INFO',
+          `$JS.API.STREAM.INFO.${stream}`,
+          `$JS.API.STREAM.CREATE.${stream}`,
+          `$JS.API.STREAM.MSG.GET.${stream}`,
+          `$JS.API.STREAM.PURGE.${stream}`,
+        ],
+      },
+      subscribe: { allow: [`${SNAPSHOT_WRITER_INBOX}.>`] },
+      allowResponses: false,
+    },
+  };
+};
 
 const operatorUser = (wire: BusWire, operator: string, publicKey: string): BusUser => ({
   kind: 'operator',
@@ -230,7 +263,7 @@ const moduleUser = (state: MeshState, wire: BusWire, node: string, module: strin
 /** Every user the server should know now, in a stable order: the same log gives the same list. */
 export const composeBusUsers = (state: MeshState, composition: BusComposition): BusUser[] => {
   const { wire } = composition;
-  const users: BusUser[] = [controllerUser(wire, composition.controllerKey)];
+  const users: BusUser[] = [controllerUser(wire, composition.controllerKey), snapshotWriterUser(wire, composition.snapshotWriterKey)];
   for (const operator of [...allOperators(state.operators)].sort((a, b) => a.operator.localeCompare(b.operator))) {
     if (!operator.revoked) users.push(operatorUser(wire, operator.operator, operator.publicKey));
   }

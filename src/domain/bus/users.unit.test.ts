@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../../config.js';
-import { identityFromSeed, moduleBusIdentity } from '../../adapters/identity.js';
+import { foldSnapshotWriterIdentity, identityFromSeed, moduleBusIdentity } from '../../adapters/identity.js';
 import { renderBusUsers } from '../../adapters/nats/bus-users-file.js';
 import { DEMO_MODULES, FIXTURE_MODULES, MeshFixture } from '../../../tests/helpers/given.js';
 import { tokenVerifier } from '../nodes/enrolment.js';
@@ -38,7 +38,7 @@ const catalogueMesh = (): MeshFixture => {
 };
 
 const compose = (mesh: MeshFixture, now = new Date('2029-06-01T00:00:00.000Z')) =>
-  composeBusUsers(mesh.state, { wire: WIRE, controllerKey: controller.publicKey, moduleKey: (node, module) => moduleBusIdentity(controller, node, module).publicKey, now });
+  composeBusUsers(mesh.state, { wire: WIRE, controllerKey: controller.publicKey, snapshotWriterKey: foldSnapshotWriterIdentity(controller).publicKey, moduleKey: (node, module) => moduleBusIdentity(controller, node, module).publicKey, now });
 
 describe('the bus user list, composed from the log', () => {
   it('is the golden file for the fixture catalogue', () => {
@@ -52,6 +52,7 @@ describe('the bus user list, composed from the log', () => {
     const names = users.map((u) => u.name);
     expect(names).toEqual([
       'controller',
+      'controller (fold snapshots)',
       'operator ada',
       'host alpha',
       'enrolment token 00000000000000aa',
@@ -80,6 +81,12 @@ describe('the bus user list, composed from the log', () => {
     expect(host?.permissions.publish.allow).toEqual(['mesh.control.alpha.>', '$JS.API.DIRECT.GET.NODES.mesh.node.alpha.declare', 'mesh.seat.mesh-controller.tool.bus-identity']);
     const controllerUser = users[0];
     expect(controllerUser?.permissions.publish.deny).toEqual(['$JS.API.STREAM.DELETE.>', '$JS.API.STREAM.PURGE.>', '$JS.API.STREAM.MSG.DELETE.>']);
+    // the snapshot writer may purge its own bucket's stream (a snapshot replaced) and touch no other
+    const snapshots = users[1];
+    expect(snapshots?.permissions.publish.allow.filter((subject) => subject.includes('PURGE'))).toEqual(['$JS.API.STREAM.PURGE.OBJ_mesh-fold-snapshots']);
+    expect(snapshots?.permissions.publish.allow.every((subject) => subject === '$JS.API.INFO' || subject.includes('mesh-fold-snapshots'))).toBe(true);
+    // and nobody else may write into the bucket
+    for (const user of users.slice(2)) expect(user.permissions.publish.allow.some((subject) => subject.startsWith('$O.') || /^\$JS\.API\.STREAM\.(CREATE|UPDATE|PURGE|DELETE|MSG\.DELETE)\./.test(subject))).toBe(false);
   });
 
   it('drops a token’s user once it expires, and a module’s when it is unassigned', () => {
