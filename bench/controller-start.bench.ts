@@ -10,8 +10,7 @@
 //
 // Servers of its own (bench/cost-stack.ts, ports 44222 / 48222 / 45432 / 48081), removed at the end.
 
-import { UnavailableError } from '../src/errors.js';
-import { BENCH_PORTS, buildCli, connectOperator, count, now, prepareMesh, print, say, sleep, startBenchServers, startControllerProcess, type BenchMesh, type ControllerProcess } from './cost-stack.js';
+import { BENCH_PORTS, buildCli, connectOperator, count, prepareMesh, print, say, sendUntilAnswered, startBenchServers, startControllerProcess, type BenchMesh, type ControllerProcess } from './cost-stack.js';
 import { runAsFolding } from './folding-process.js';
 
 const SIZES = (process.env.BENCH_START_SIZES ?? '1000,10000,100000,1000000').split(',').map((s) => Number(s.trim())).filter((n) => n > 0);
@@ -31,26 +30,12 @@ interface Start {
 /** Spawn to the first signed command answered, and the controller's memory then. */
 const timeStart = async (mesh: BenchMesh, label: string): Promise<Start> => {
   const operator = await connectOperator(mesh);
-  const commandId = `start-${label}`;
   let controller: ControllerProcess | undefined;
   try {
     controller = startControllerProcess(mesh, BENCH_PORTS.http);
-    let answeredAt: number | undefined;
-    for (;;) {
-      if (controller.child.exitCode !== null) throw new Error(`the controller exited with ${controller.child.exitCode} before answering: ${controller.errors.join('\n')}`);
-      if (now() - controller.spawnedAt > START_TIMEOUT_S) throw new Error(`no answer ${START_TIMEOUT_S} s after the controller was spawned`);
-      try {
-        // The same command id every time: sent again, it is carried out once.
-        const answer = await operator.send({ type: 'add-node', node: `s-${label}` }, commandId);
-        answeredAt = now();
-        if (answer.events.length === 0 && !answer.duplicate) throw new Error(`add-node appended nothing: ${answer.summary}`);
-        break;
-      } catch (error) {
-        // No controller serves the tool yet (no responders), or it did not answer in time: ask again.
-        if (!(error instanceof UnavailableError)) throw error;
-        await sleep(25);
-      }
-    }
+    // The same command id every time it is sent again: it is carried out once.
+    const { answer, at: answeredAt } = await sendUntilAnswered(operator, { type: 'add-node', node: `s-${label}` }, `start-${label}`, controller, START_TIMEOUT_S);
+    if (answer.events.length === 0 && !answer.duplicate) throw new Error(`add-node appended nothing: ${answer.summary}`);
     const memory = controller.memory();
     const at = (msg: string): number | undefined => {
       const t = controller?.said.get(msg);

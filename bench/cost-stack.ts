@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import pg from 'pg';
 import { sendSignedCommand, type CommandAnswer } from '../src/adapters/command-client.js';
@@ -22,6 +22,7 @@ import { meshEventRegistry } from '../src/domain/registry.js';
 import { meshProjections } from '../src/projections/catalogue.js';
 import { Projector } from '../src/projections/projector.js';
 import { FOLDING_NODE_FLAGS } from '../src/projections/runtime.js';
+import { UnavailableError } from '../src/errors.js';
 import { writeMeshHistory, type MeshHistory } from './mesh-history.js';
 
 // What the benchmarks of the control plane's cost share: servers of their own on ports of their
@@ -46,6 +47,24 @@ export const BENCH_PORTS = {
   http: port('MESH_TEST_HTTP_PORT', 48081),
 };
 
+/** What is stopped when the bench is interrupted (Ctrl-C, a closed pipe): its controllers, then its servers. */
+const cleanups = new Set<() => Promise<void>>();
+const liveChildren = new Set<ChildProcess>();
+let interrupted = false;
+const interrupt = (): void => {
+  if (interrupted) return;
+  interrupted = true;
+  for (const child of liveChildren) child.kill('SIGKILL');
+  void Promise.allSettled([...cleanups].map((cleanup) => cleanup())).finally(() => process.exit(130));
+};
+process.once('SIGINT', interrupt);
+process.once('SIGTERM', interrupt);
+process.stdout.on('error', interrupt);
+process.stderr.on('error', interrupt);
+process.once('exit', () => {
+  for (const child of liveChildren) child.kill('SIGKILL');
+});
+
 export interface BenchServers {
   dir: string;
   natsUrl: string;
@@ -66,18 +85,21 @@ export const startBenchServers = async (name: string): Promise<BenchServers> => 
     const pgStatus = await startPostgres(postgres);
     pgStarted = true;
     const nc = await connectNats(natsStatus.url, { name: `bench-${name}` });
+    const stop = async (): Promise<void> => {
+      cleanups.delete(stop);
+      await nc.close().catch(() => undefined);
+      await stopNatsServer(nats, 'SIGKILL');
+      await stopPostgres(postgres);
+      rmSync(dir, { recursive: true, force: true });
+    };
+    cleanups.add(stop);
     return {
       dir,
       natsUrl: natsStatus.url,
       databaseUrl: pgStatus.url,
       nc,
       projectorUrl: databaseUrlFor('projector', { databaseUrl: pgStatus.url, secretsDir: postgres.secretsDir }, {}),
-      stop: async () => {
-        await nc.close().catch(() => undefined);
-        await stopNatsServer(nats, 'SIGKILL');
-        await stopPostgres(postgres);
-        rmSync(dir, { recursive: true, force: true });
-      },
+      stop,
     };
   } catch (error) {
     await stopNatsServer(nats, 'SIGKILL');
@@ -197,12 +219,15 @@ export interface ControllerProcess {
 /** `mesh controller` as `mesh dev up` runs it (node with the folding flags, the bundled CLI), on this mesh. */
 export const startControllerProcess = (mesh: BenchMesh, httpPort: number): ControllerProcess => {
   const spawnedAt = now();
-  const child = spawn(process.execPath, [...FOLDING_NODE_FLAGS, join(projectRoot, 'bin', 'mesh.js'), 'controller'], {
+  // BENCH_CPU_PROF=DIR: each controller writes a CPU profile there when it stops (where its time went).
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...FOLDING_NODE_FLAGS, ...profile, join(projectRoot, 'bin', 'mesh.js'), 'controller'], {
     cwd: projectRoot,
     env: childEnv({ ...mesh.env, MESH_HTTP_PORT: String(httpPort) }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   if (child.pid === undefined) throw new Error('the controller did not start');
+  liveChildren.add(child);
   const said = new Map<string, number>();
   const errors: string[] = [];
   createInterface({ input: child.stdout as NonNullable<ChildProcess['stdout']> }).on('line', (line) => {
@@ -218,7 +243,12 @@ export const startControllerProcess = (mesh: BenchMesh, httpPort: number): Contr
   });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4_000)));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      liveChildren.delete(child);
+      resolve();
+    }),
+  );
   const pid = child.pid;
   return {
     child,
@@ -263,3 +293,46 @@ export const connectOperator = async (mesh: BenchMesh, name = 'bench-operator'):
 
 /** The log's last sequence. */
 export const logHead = async (servers: BenchServers, mesh: BenchMesh): Promise<number> => (await (await jetstreamManager(servers.nc)).streams.info(mesh.env.MESH_LOG_STREAM as string)).state.last_seq;
+
+/**
+ * Sends `command` until a controller answers it (no controller serving the tool yet, or one that
+ * did not answer in time, is asked again every 25 ms, under the same command id so it is carried
+ * out once); returns the answer and when it came.
+ */
+export const sendUntilAnswered = async (operator: Operator, command: MeshCommand, commandId: string, controller: ControllerProcess, timeoutS: number): Promise<{ answer: CommandAnswer; at: number }> => {
+  for (;;) {
+    if (controller.child.exitCode !== null) throw new Error(`the controller exited with ${controller.child.exitCode} before answering: ${controller.errors.join('\n')}`);
+    if (now() - controller.spawnedAt > timeoutS) throw new Error(`no answer ${timeoutS} s after the controller was spawned`);
+    try {
+      const answer = await operator.send(command, commandId);
+      return { answer, at: now() };
+    } catch (error) {
+      if (!(error instanceof UnavailableError)) throw error;
+      await sleep(25);
+    }
+  }
+};
+
+export interface LoggedCommit {
+  seq: number;
+  aggregate: string;
+  commandId: string;
+  actor: string;
+  types: string[];
+}
+
+/** The commits the log holds from `fromSeq` to `toSeq`, as their envelopes name them. */
+export const commitsBetween = async (servers: BenchServers, mesh: BenchMesh, fromSeq: number, toSeq: number): Promise<LoggedCommit[]> => {
+  const commits: LoggedCommit[] = [];
+  if (toSeq < fromSeq) return commits;
+  const consumer = await jetstream(servers.nc).consumers.get(mesh.env.MESH_LOG_STREAM as string, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: fromSeq });
+  const messages = await consumer.consume({ max_messages: 1_000 });
+  for await (const message of messages) {
+    const commit = message.json<{ events: { aggregate: string; commandId: string; actor: string; type: string }[] }>();
+    const first = commit.events[0];
+    commits.push({ seq: message.seq, aggregate: first?.aggregate ?? '', commandId: first?.commandId ?? '', actor: first?.actor ?? '', types: commit.events.map((e) => e.type) });
+    if (message.seq >= toSeq) break;
+  }
+  messages.stop();
+  return commits;
+};
