@@ -156,9 +156,14 @@ export const prepareMesh = async (servers: BenchServers, name: string, events: n
     const projector = new Projector({ databaseUrl: servers.projectorUrl, nc: servers.nc, log: { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry() }, projections: meshProjections(), schemas, planIntervalMs: 500 });
     const projections = meshProjections().length;
     await projector.start();
+    let told = now();
     for (;;) {
-      const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schemas.control}".builds WHERE status = 'serving' AND checkpoint >= $1`, [history.commits]);
+      const { rows } = await pool.query<{ n: number; slowest: number | null }>(`SELECT count(*) FILTER (WHERE status = 'serving' AND checkpoint >= $1)::int AS n, min(checkpoint)::int AS slowest FROM "${schemas.control}".builds`, [history.commits]);
       if ((rows[0]?.n ?? 0) === projections) break;
+      if (now() - told > 30) {
+        told = now();
+        say(`  … the slowest projection at commit ${count(rows[0]?.slowest ?? 0)} of ${count(history.commits)}, ${(told - started).toFixed(0)} s`);
+      }
       await sleep(250);
     }
     await projector.stop();
