@@ -172,13 +172,15 @@ const emmettCommands = (): { rate?: number; label?: string; why?: string } => {
   const dir = mkdtempSync(join(tmpdir(), 'mesh-peer-bench-'));
   try {
     cpSync(PEER_DIR, dir, { recursive: true });
-    // Copied from a read-only folder: made writable, so npm ci may install beside it.
-    spawnSync('chmod', ['-R', 'u+w', dir]);
+    // Copied from a read-only folder: made writable, so npm ci may install beside it, and open to
+    // the OS user its PostgreSQL runs as.
+    spawnSync('chmod', ['-R', 'u+w,go+rX', dir]);
     const results = join(dir, 'emmett-results.json');
     say(`(c) Emmett's CommandHandler on PostgreSQL (${join(dir, 'peer-emmett')}: ONLY=command RUNS=1)…`);
     const env: NodeJS.ProcessEnv = { ...process.env, ONLY: 'command', RUNS: '1', RESULTS_JSON: results, NATS_PORT: process.env.NATS_PORT ?? '44333', NATS_HTTP_PORT: process.env.NATS_HTTP_PORT ?? '44334', PG_PORT: process.env.PG_PORT ?? '45433' };
     delete env.BENCH_SERVERS_DIR;
-    const run = spawnSync(join(dir, 'peer-emmett', 'run.sh'), [], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+    // Its own table goes with the progress (stderr): this bench's stdout is its figures alone.
+    const run = spawnSync(join(dir, 'peer-emmett', 'run.sh'), [], { env, stdio: ['ignore', 2, 2] });
     if (run.status !== 0) return { why: `peer-emmett/run.sh exited ${run.status ?? run.signal}` };
     const parsed = JSON.parse(readFileSync(results, 'utf8')) as { results: { id: string; label: string; median: number; unit: string }[] };
     const command = parsed.results.find((r) => r.id === 'command');
@@ -219,7 +221,7 @@ const main = async (): Promise<void> => {
     const failed = [...run.failed.values()].reduce((sum, kind) => sum + kind.n, 0);
     print(`| ${[run.label, count(run.commands), count(run.carriedOut), count(run.logged), count(failed), run.seconds.toFixed(1), count(rate(run)), (percentile(run.latencies, 0.5) * 1e3).toFixed(1), (percentile(run.latencies, 0.99) * 1e3).toFixed(1)].join(' | ')} |`);
   }
-  if (peer.rate !== undefined) print(`| (c) Emmett CommandHandler on PostgreSQL | 20,000 | | | | | ${count(peer.rate)} | | |`);
+  if (peer.rate !== undefined) print(`| (c) Emmett CommandHandler on PostgreSQL (its run: below) | | | | | | ${count(peer.rate)} | | |`);
   for (const run of runs) {
     print(`\n${run.label}:`);
     for (const [kind, { n, example }] of [...run.failed].sort((a, b) => b[1].n - a[1].n)) print(`  failed ${count(n)} × ${kind}${n > 1 ? `\n    e.g. ${example}` : ''}`);
