@@ -125,16 +125,21 @@ export const controllerCommand = async (args: string[]): Promise<number> => {
   pool.on('error', (error) => logger.warn({ err: error }, 'PostgreSQL connection lost'));
   // One controller process at a time is the mesh's writer (writer-lease.ts); the others serve
   // reads and pass the commands they are sent on to it.
+  const leaseSettings = writerLeaseSettingsFromEnv();
   const lease = new WriterLease(nc, {
     stream: writerLeaseStream(config.logStream),
     subject: writerLeaseSubject(config.subjectPrefix),
     holder: `${hostname()}:${process.pid}`,
-    ...writerLeaseSettingsFromEnv(),
+    ...leaseSettings,
     logger: logger.child({ component: 'writer-lease' }),
   });
   // An operator's build is looked at by a holder of mesh-build-machine before it is submitted.
   const dispatcher = new CommandDispatcher(mesh, { maxPayload: nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD, probe: sourceProbe(nc, { prefix: config.subjectPrefix }) });
-  const tools = new ToolServer(nc, dispatcher, { prefix: config.subjectPrefix, logger: logger.child({ component: 'tools' }), isWriter: () => lease.held() });
+  const tools = new ToolServer(nc, dispatcher, {
+    prefix: config.subjectPrefix,
+    logger: logger.child({ component: 'tools' }),
+    role: { isWriter: () => lease.held(), known: lease.tried, takeoverMs: 2 * leaseSettings.ttlMs + 2_000 },
+  });
   tools.start();
   /** the parts that append or declare: run by the writer alone */
   const writing: { stop(): unknown }[] = [];

@@ -1,4 +1,4 @@
-import type { NatsConnection, Subscription } from '@nats-io/nats-core';
+import { errors as natsErrors, type NatsConnection, type Subscription } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import { Refusal } from '../domain/refusal.js';
 import { MeshError } from '../errors.js';
@@ -31,11 +31,12 @@ export interface ToolServerOptions {
   prefix: string;
   logger: Logger;
   /**
-   * Whether this process is the mesh's writer (writer-lease.ts). When given, a call that reaches
-   * a process that is not is passed on, as it came, to the one that is, and its answer returned;
-   * the writer takes them on `writerToolSubject` too. Absent: this process decides every call.
+   * Whether this process is the mesh's writer (writer-lease.ts), once it knows (`known`). When
+   * given, a call that reaches a process that is not is passed on, as it came, to the one that is,
+   * and its answer returned; the writer takes them on `writerToolSubject` too. Absent: this process
+   * decides every call.
    */
-  isWriter?: () => boolean;
+  role?: { isWriter: () => boolean; known: Promise<void>; takeoverMs: number };
 }
 
 export class ToolServer {
@@ -67,15 +68,31 @@ export class ToolServer {
   }
 
   private async answer(verb: string, payload: Uint8Array): Promise<ToolAnswer> {
-    if (this.options.isWriter && !this.options.isWriter()) return this.passOn(verb, payload);
-    return this.decide(verb, payload);
+    const role = this.options.role;
+    if (!role) return this.decide(verb, payload);
+    await role.known;
+    return role.isWriter() ? this.decide(verb, payload) : this.passOn(verb, payload, role);
   }
 
-  /** A call to a controller that is not the writer: to the writer, as it came (it checks the signature). */
-  private async passOn(verb: string, payload: Uint8Array): Promise<ToolAnswer> {
+  /**
+   * A call to a controller that is not the writer: to the writer, as it came (it checks the
+   * signature). While no writer answers (one is taking over) it is asked again for as long as a
+   * takeover takes — or decided here, if this process becomes the writer meanwhile.
+   */
+  private async passOn(verb: string, payload: Uint8Array, role: NonNullable<ToolServerOptions['role']>): Promise<ToolAnswer> {
+    const deadline = Date.now() + role.takeoverMs;
     try {
-      const reply = await this.nc.request(writerToolSubject(verb, this.options.prefix), payload, { timeout: PASSED_ON_TIMEOUT_MS });
-      return reply.json<ToolAnswer>();
+      for (;;) {
+        if (role.isWriter()) return await this.decide(verb, payload);
+        try {
+          const reply = await this.nc.request(writerToolSubject(verb, this.options.prefix), payload, { timeout: PASSED_ON_TIMEOUT_MS });
+          return reply.json<ToolAnswer>();
+        } catch (error) {
+          const noWriter = error instanceof natsErrors.NoRespondersError || (error instanceof natsErrors.RequestError && error.isNoResponders());
+          if (!noWriter || Date.now() > deadline) throw error;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      }
     } catch (error) {
       this.options.logger.warn({ err: error, verb }, 'a call passed on to the writer was not answered');
       return {

@@ -95,6 +95,13 @@ export const linkOf = (message: { seq: number; subject: string; data: Uint8Array
   };
 };
 
+// A commit's bytes never change once stored (the log denies delete and purge), and every reader of
+// a process checks the same commits at about the same time (the controller's fold, the builds'
+// fold, the projector): a signature checked once is remembered by sequence, hash and signature,
+// so a process pays for each commit's check once. A memo of a pure function, bounded.
+const REMEMBERED = 65_536;
+const checked: ({ seq: number; hash: Uint8Array; sig: string; key: string } | undefined)[] = new Array(REMEMBERED);
+
 /**
  * The headers a commit is published with: its link, its signature, what else the signature answers
  * for (`since`, when it is before `seq`), and on the first commit the writer's key.
@@ -103,20 +110,17 @@ export const sealHeaders = (identity: Identity, prev: Uint8Array, subject: strin
   const hash = commitHash(prev, subject, seq, payload, since);
   const headers = natsHeaders();
   headers.set(PREV_HEADER, toBase64(prev));
-  headers.set(SIG_HEADER, signBytes(identity, hash));
+  const sig = signBytes(identity, hash);
+  headers.set(SIG_HEADER, sig);
+  // This process made the signature: its readers need not check it again when the commit comes
+  // back (a commit that lands in its place instead has another hash, and is checked).
+  checked[seq % REMEMBERED] = { seq, hash, sig, key: identity.publicKey };
   if (since < seq) headers.set(SINCE_HEADER, String(since));
   if (seq === 1) headers.set(KEY_HEADER, identity.publicKey);
   return { hash, headers };
 };
 
 export const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && Buffer.compare(a, b) === 0;
-
-// A commit's bytes never change once stored (the log denies delete and purge), and every reader of
-// a process checks the same commits at about the same time (the controller's fold, the builds'
-// fold, the projector): a signature checked once is remembered by sequence, hash and signature,
-// so a process pays for each commit's check once. A memo of a pure function, bounded.
-const REMEMBERED = 65_536;
-const checked: ({ seq: number; hash: Uint8Array; sig: string; key: string } | undefined)[] = new Array(REMEMBERED);
 
 const signatureHolds = (key: string, link: ChainLink & { sig: string }): boolean => {
   const slot = link.seq % REMEMBERED;

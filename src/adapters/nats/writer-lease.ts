@@ -53,6 +53,9 @@ export class WriterLease {
   private renewedAt: { seq: number; time: number } | undefined;
   private stopped = false;
   private said: string | undefined;
+  private firstTry!: () => void;
+  /** resolves once this process has tried the lease once: it knows whether it is the writer */
+  readonly tried: Promise<void> = new Promise((resolve) => (this.firstTry = resolve));
 
   constructor(
     private readonly nc: NatsConnection,
@@ -86,6 +89,7 @@ export class WriterLease {
           if (renewed) this.renewedAt = { seq: renewed, time: Date.now() };
           else {
             this.renewedAt = undefined;
+            this.firstTry();
             callbacks.onLost('another controller holds the writer lease now');
             return;
           }
@@ -94,17 +98,20 @@ export class WriterLease {
           if (taken) {
             this.renewedAt = { seq: taken, time: Date.now() };
             this.options.logger.info({ holder: this.options.holder }, 'this controller is the mesh writer');
+            this.firstTry();
             await callbacks.onTaken();
           } else this.sayOnce('standing by: another controller is the mesh writer; commands sent here are passed to it');
         }
       } catch (error) {
         if (this.renewedAt && !this.held()) {
           this.renewedAt = undefined;
+          this.firstTry();
           callbacks.onLost(`the writer lease could not be renewed for ${this.options.ttlMs} ms (${(error as Error).message})`);
           return;
         }
         this.sayOnce(`the writer lease could not be reached: ${(error as Error).message}`);
       }
+      this.firstTry();
       if (!this.stopped) this.timer = setTimeout(() => void tick(), this.options.renewMs);
     };
     await tick();
