@@ -22,7 +22,7 @@ import { meshEventRegistry } from '../src/domain/registry.js';
 import { meshProjections } from '../src/projections/catalogue.js';
 import { Projector } from '../src/projections/projector.js';
 import { FOLDING_NODE_FLAGS } from '../src/projections/runtime.js';
-import { UnavailableError } from '../src/errors.js';
+import { MeshError, UnavailableError } from '../src/errors.js';
 import { writeMeshHistory, type MeshHistory } from './mesh-history.js';
 
 // What the benchmarks of the control plane's cost share: servers of their own on ports of their
@@ -312,7 +312,8 @@ export const sendUntilAnswered = async (operator: Operator, command: MeshCommand
       const answer = await operator.send(command, commandId);
       return { answer, at: now() };
     } catch (error) {
-      if (!(error instanceof UnavailableError)) throw error;
+      // not serving yet, or standing by while the writer is not answering yet: asked again
+      if (!(error instanceof UnavailableError) && !(error instanceof MeshError && error.code === 'unavailable')) throw error;
       await sleep(25);
     }
   }

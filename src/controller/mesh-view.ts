@@ -25,6 +25,9 @@ import type { FoldSnapshots, FoldStart } from './fold-snapshots.js';
  */
 export type ViewChange = { kind: 'event'; event: StoredMeshEvent } | { kind: 'passed'; seq: number } | { kind: 'rebuilt'; seq: number };
 
+/** How many commits the fold takes while catching up before it lets timers and I/O in. */
+const COMMITS_BETWEEN_IO = 512;
+
 export interface MeshViewOptions {
   logger: Logger;
   /** told once per sequence the fold is held at */
@@ -289,6 +292,7 @@ export class MeshView implements MeshReader {
   private async follow(): Promise<void> {
     const logger = this.options.logger;
     const signal = this.following.signal;
+    let sinceIo = 0;
     while (!signal.aborted) {
       try {
         for await (const item of this.log.follow({ fromSeq: this.followedTo + 1, signal })) {
@@ -301,6 +305,13 @@ export class MeshView implements MeshReader {
               this.tell({ kind: 'passed', seq: this.followedTo });
               break;
             case 'event': {
+              // While catching up, the fold lets timers and I/O in now and then (the writer's lease
+              // is renewed on time, the bus is answered) — at the start of a commit, never in one.
+              if (!this.caughtUp && item.event.index === 0 && ++sinceIo >= COMMITS_BETWEEN_IO) {
+                sinceIo = 0;
+                await new Promise((resolve) => setImmediate(resolve));
+                if (signal.aborted) return;
+              }
               const seq = item.event.seq;
               const ownCommand = this.own.get(seq);
               if (ownCommand !== undefined && ownCommand !== item.event.commandId) {

@@ -85,7 +85,8 @@ export class WriterLease {
       if (this.stopped) return;
       try {
         if (this.renewedAt) {
-          const renewed = await this.claim(this.renewedAt.seq);
+          // A renewal that came too late finds its last one expired and nobody's in its place: taking it again is the same.
+          const renewed = (await this.claim(this.renewedAt.seq)) ?? (await this.claim(await this.releasedOrExpired()));
           if (renewed) this.renewedAt = { seq: renewed, time: Date.now() };
           else {
             this.renewedAt = undefined;
