@@ -41,6 +41,10 @@ const timeStart = async (mesh: BenchMesh, label: string): Promise<Start> => {
       const t = controller?.said.get(msg);
       return t === undefined ? undefined : t - (controller?.spawnedAt ?? 0);
     };
+    // BENCH_TRACE=1: when the controller said each thing, from spawn (where a start's time goes).
+    if (process.env.BENCH_TRACE) {
+      for (const [msg, t] of [...controller.said].sort((a, b) => a[1] - b[1])) process.stdout.write(`      ${(t - controller.spawnedAt).toFixed(2).padStart(6)} s  ${msg.slice(0, 110)}\n`);
+    }
     const caughtUp = at('caught up with the log');
     const started = at('controller started');
     return {

@@ -12,6 +12,7 @@ export const serveTool = (nc: NatsConnection, subject: string, answer: (payload:
     queue,
     callback: (error, message) => {
       if (error) return;
-      void answer(message.data).then((reply) => message.respond(JSON.stringify(reply)));
+      // An answer already encoded (one passed on from the writer, as it came) is sent as it is.
+      void answer(message.data).then((reply) => message.respond(reply instanceof Uint8Array ? reply : JSON.stringify(reply)));
     },
   });

@@ -67,7 +67,7 @@ export class ToolServer {
     for (const subscription of [...this.subscriptions.splice(0), ...this.writerSubscriptions.splice(0)]) subscription.unsubscribe();
   }
 
-  private async answer(verb: string, payload: Uint8Array): Promise<ToolAnswer> {
+  private async answer(verb: string, payload: Uint8Array): Promise<ToolAnswer | Uint8Array> {
     const role = this.options.role;
     if (!role) return this.decide(verb, payload);
     await role.known;
@@ -79,14 +79,14 @@ export class ToolServer {
    * signature). While no writer answers (one is taking over) it is asked again for as long as a
    * takeover takes — or decided here, if this process becomes the writer meanwhile.
    */
-  private async passOn(verb: string, payload: Uint8Array, role: NonNullable<ToolServerOptions['role']>): Promise<ToolAnswer> {
+  private async passOn(verb: string, payload: Uint8Array, role: NonNullable<ToolServerOptions['role']>): Promise<ToolAnswer | Uint8Array> {
     const deadline = Date.now() + role.takeoverMs;
     try {
       for (;;) {
         if (role.isWriter()) return await this.decide(verb, payload);
         try {
-          const reply = await this.nc.request(writerToolSubject(verb, this.options.prefix), payload, { timeout: PASSED_ON_TIMEOUT_MS });
-          return reply.json<ToolAnswer>();
+          // The writer's answer, as it came.
+          return (await this.nc.request(writerToolSubject(verb, this.options.prefix), payload, { timeout: PASSED_ON_TIMEOUT_MS })).data;
         } catch (error) {
           const noWriter = error instanceof natsErrors.NoRespondersError || (error instanceof natsErrors.RequestError && error.isNoResponders());
           if (!noWriter || Date.now() > deadline) throw error;

@@ -101,7 +101,7 @@ describe('one writer among controller processes', () => {
     await waitFor('one of them the writer', async () => (isWriter(first) || isWriter(second) ? true : undefined), 30_000);
     const [writer, standby] = isWriter(first) ? [first, second] : [second, first];
     expect(isWriter(standby)).toBe(false);
-    expect(standby.lines.some((l) => l.msg.startsWith('standing by'))).toBe(true);
+    await waitFor('the other standing by', async () => (standby.lines.some((l) => l.msg.startsWith('standing by')) ? true : undefined), 30_000);
 
     // Sixty commands at once, spread by the bus over both controllers' queue group.
     const commands = Array.from({ length: 60 }, () => ({ commandId: uniqueName('c'), node: uniqueName('n') }));
