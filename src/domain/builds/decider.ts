@@ -60,7 +60,8 @@ export const graphInputOf = (state: MeshState): GraphInput => ({
   },
 });
 
-const moduleRefusal = (what: string, module: string, why: string, remedy: string): Refusal => new Refusal(what, [{ what: module, why, remedy }]);
+/** A command about a module the catalogue does not hold. */
+const moduleRefusal = (what: string, module: string, why: string, remedy: string): Refusal => new Refusal(what, [{ what: module, why, remedy, missing: 'module' }]);
 
 const decideMoveSource = (command: MoveSource, state: MeshState): Decision => {
   const key = sourceKey(command.source, command.ref);
