@@ -34,14 +34,28 @@ export const helpFooter = (help: Pick<VerbHelp, 'example' | 'exits'>): string =>
   return ['', examples.length > 1 ? 'Examples:' : 'Example:', ...examples.map((e) => `  ${e}`), '', 'Exit codes:', ...codes.map((code) => `  ${code}  ${EXIT_CODES[code]}`)].join('\n');
 };
 
+/** What each verb's help says, for the group above it to gather. */
+const helps = new WeakMap<CommandUnknownOpts, VerbHelp>();
+
 /** A verb under `parent`, with its summary, example and exit codes in its help, and --json. */
 export const verb = (parent: CommandUnknownOpts, name: string, help: VerbHelp) => {
   const command = parent.command(name).description(help.summary).addHelpText('after', helpFooter(help));
+  helps.set(command, help);
   return help.json === false ? command : command.option('--json', 'one JSON document per line on stdout');
 };
 
-/** A verb made of sub-verbs: `mesh node` alone prints its help to stderr and exits 2. */
-export const group = (parent: CommandUnknownOpts, name: string, summary: string): Command => parent.command(name).description(summary);
+/**
+ * A verb made of sub-verbs: `mesh node` alone prints its help to stderr and exits 2. Its help
+ * gathers its sub-verbs' examples and exit codes.
+ */
+export const group = (parent: CommandUnknownOpts, name: string, summary: string): Command => {
+  const command = parent.command(name).description(summary);
+  return command.addHelpText('after', () => {
+    const subs = command.commands.flatMap((sub) => helps.get(sub) ?? []);
+    const examples = subs.map((h) => (typeof h.example === 'string' ? h.example : (h.example[0] ?? '')));
+    return `${helpFooter({ example: examples, exits: subs.flatMap((h) => h.exits) })}\n\n\`mesh ${name} VERB --help\` says more of each.`;
+  });
+};
 
 /** What the verb that ran answered, per program: commander keeps no action's result. */
 const answered = new WeakMap<CommandUnknownOpts, number>();
