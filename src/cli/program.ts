@@ -79,6 +79,8 @@ export const meshProgram = (): Command => {
     .description('mesh — the mesh control plane')
     .usage('VERB [SUB-VERB] [ARGUMENTS] [FLAGS]')
     .exitOverride()
+    // A flag belongs to the verb it follows: `mesh log void 7 --json` is void's --json, not log's.
+    .enablePositionalOptions()
     // Errors are reported once, by main, with the exit code and --json shape every refusal has.
     .configureOutput({ outputError: () => undefined })
     .showSuggestionAfterError(true)

@@ -20,7 +20,7 @@ import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { group, run, verb } from './verbs.js';
 import { isConnectionFailure } from '../projections/sql.js';
 import { storeUnreachable } from './store-unreachable.js';
-import { output, say, type Output } from './output.js';
+import { output, say, table, type Output } from './output.js';
 
 // `mesh projections status|rebuild`: how far each projection is behind the log, and a forced
 // blue/green rebuild of one.
@@ -146,9 +146,8 @@ const printStatus = (out: Output, states: readonly BuildState[]): void => {
       ? `at seq ${s.stall.seq} ${s.stall.type}${s.stall.sqlstate ? ` SQLSTATE ${s.stall.sqlstate}` : ''} since ${s.stall.since.toISOString()} (${s.stall.attempts} ${s.stall.attempts === 1 ? 'try' : 'tries'}${s.stall.nextAttemptAt ? `, next at ${s.stall.nextAttemptAt.toISOString()}` : ''}): ${s.stall.error}`
       : '-',
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  for (const row of [header, ...rows]) out.line(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  '));
-  out.line('LAG counts log entries (commits) not applied yet.');
+  table(out, header, rows);
+  out.line("LAG counts log entries (commits) not applied yet; STALL '-': not stalled.");
   const problems = states.flatMap((s) => (s.problem ? [s.problem] : []));
   if (problems.length > 0) out.line('problems:');
   for (const problem of problems) out.line(`  ${problem}`);

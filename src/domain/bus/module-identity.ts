@@ -55,10 +55,10 @@ export const busIdentityProblems = (state: MeshState, request: BusIdentityReques
   const { node, module } = request;
   const problems: Problem[] = [];
   const known = nodeNamed(state.nodes, node);
-  if (!known) problems.push({ what: `node ${node}`, why: 'the mesh has no such node', remedy: 'ask for a node of the mesh: mesh node list', missing: 'node' });
+  if (!known) problems.push({ what: `node ${node}`, why: 'the mesh has no such node', remedy: 'ask for a node of the mesh: mesh node list' });
   else if (!known.publicKey) problems.push({ what: `node ${node}`, why: 'it has not enrolled, so there is no key to seal its module identities to', remedy: 'start its agent with an enrolment token: mesh node token --node ' + node });
   if (!isAssigned(state.assignments, { node, module })) {
-    problems.push({ what: `${node}/${module}`, why: `module ${module} is not assigned to node ${node}`, remedy: `assign it first: mesh assign ${module} ${node}`, missing: 'assignment' });
+    problems.push({ what: `${node}/${module}`, why: `module ${module} is not assigned to node ${node}`, remedy: `assign it first: mesh assign ${module} ${node}` });
   } else if (!requiresMeshBus(state, module)) {
     problems.push({ what: `${node}/${module}`, why: `module ${module} does not require mesh-bus, so it has no identity on the bus`, remedy: 'require mesh-bus in its manifest if it speaks on the bus' });
   }
