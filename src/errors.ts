@@ -56,10 +56,13 @@ export class ConcurrencyError extends MeshError {
   }
 }
 
-/** A well-formed request the mesh will not carry out, with the reason. */
+/**
+ * A well-formed request the mesh will not carry out, with the reason. One refused because a thing
+ * it names does not exist has the code not_found.
+ */
 export class RefusedError extends MeshError {
-  constructor(message: string, details: Record<string, unknown> = {}, options?: { cause?: unknown }) {
-    super('refused', message, details, options);
+  constructor(message: string, details: Record<string, unknown> = {}, options?: { cause?: unknown; code?: 'refused' | 'not_found' }) {
+    super(options?.code ?? 'refused', message, details, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'RefusedError';
   }
 }

@@ -40,7 +40,7 @@ export const sendSignedCommand = async (nc: NatsConnection, config: { operatorKe
   }
   if (answer.ok) return { summary: answer.summary, seq: answer.seq, duplicate: answer.duplicate, events: answer.events };
   const { code, ...details } = answer.error;
-  if (code === 'refused' && answer.refused.length > 0) throw new Refusal(typeof details.subject === 'string' ? details.subject : command.type, answer.refused);
+  if ((code === 'refused' || code === 'not_found') && answer.refused.length > 0) throw new Refusal(typeof details.subject === 'string' ? details.subject : command.type, answer.refused);
   throw new MeshError(code as MeshErrorCode, answer.refused.map((r) => r.why).join('; '), details);
 };
 

@@ -7,7 +7,8 @@ import { Agent, type AgentOptions } from '../agent/agent.js';
 import { agentWire, backoff, defaultStateDir } from '../agent/settings.js';
 import type { Report } from '../domain/reports/report.js';
 import { UnavailableError, ValidationError } from '../errors.js';
-import { parseFlags } from './flags.js';
+import { Option, type CommandUnknownOpts } from '@commander-js/extra-typings';
+import { run, verb } from './verbs.js';
 import { output, type Output } from './output.js';
 
 // mesh agent --node NAME [--state DIR] [--token-file F]: the node agent, in the foreground until
@@ -17,24 +18,37 @@ import { output, type Output } from './output.js';
 
 const NODE_NAME = /^[A-Za-z0-9_-]+$/;
 
-export const agentCommand = async (args: string[], hooks: Pick<AgentOptions, 'enrol'> = {}): Promise<number> => {
-  const { values } = parseFlags(args, {
-    node: { type: 'string' },
-    state: { type: 'string' },
-    token: { type: 'string' },
-    'token-file': { type: 'string' },
-    json: { type: 'boolean', default: false },
-  });
+export const defineAgent = (mesh: CommandUnknownOpts): void => {
+  verb(mesh, 'agent', {
+    summary: 'run this machine\'s node agent in the foreground; stopping it leaves what runs running',
+    example: ['mesh agent --node lab1 --token-file ./lab1.token', 'MESH_ENROL_TOKEN=… mesh agent --node lab1', 'mesh agent --node lab1   (once enrolled)'],
+    exits: [3, 6],
+  })
+    .requiredOption('--node <name>', 'the node this machine is')
+    .option('--state <dir>', 'where its keys and what it applied are kept (default: under the mesh home)')
+    .option('--token-file <file>', 'an enrolment token from `mesh node token`, read once and removed when spent')
+    .addOption(new Option('--token <token>', 'refused: a token on the command line is visible to every user (ps)').hideHelp())
+    .action(run((values: AgentFlags) => agentCommand(values)));
+};
+
+interface AgentFlags {
+  node: string;
+  state?: string;
+  token?: string;
+  tokenFile?: string;
+  json?: true;
+}
+
+export const agentCommand = async (values: AgentFlags, hooks: Pick<AgentOptions, 'enrol'> = {}): Promise<number> => {
   if (values.token !== undefined) {
     throw new ValidationError('--token is refused: a token on the command line is visible to every user of the machine (ps). Put it in a file only you can read and pass --token-file FILE, or set MESH_ENROL_TOKEN', {
       field: '--token',
     });
   }
-  const tokenFile = values['token-file'];
+  const tokenFile = values.tokenFile;
   if (tokenFile !== undefined && !existsSync(tokenFile)) throw new ValidationError(`--token-file ${tokenFile} does not exist`, { field: '--token-file' });
   const token = tokenFile !== undefined ? readFileSync(tokenFile, 'utf8').trim() : process.env.MESH_ENROL_TOKEN?.trim() || undefined;
   const node = values.node;
-  if (!node) throw new ValidationError('usage: mesh agent --node NAME [--state DIR] [--token-file FILE]', { field: '--node' });
   if (!NODE_NAME.test(node)) throw new ValidationError(`--node must be letters, digits, - or _ (it is a subject token), not "${node}"`, { field: '--node' });
   const out = output(values.json ?? false);
   const config = loadConfig();

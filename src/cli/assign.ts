@@ -1,15 +1,16 @@
 import { ValidationError } from '../errors.js';
-import { parseFlags } from './flags.js';
+import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { printResult, withMesh } from './mesh-session.js';
 import { output } from './output.js';
 import { assignmentRefFlag } from './seats.js';
+import { collect, run, verb } from './verbs.js';
 
 // mesh assign MODULE NODE [--hold SEAT]… [--pin REQ=NODE/MODULE]… [--set NAME=VALUE]… [--place DIR=PATH]…
 // mesh unassign MODULE NODE
 
-const pairs = (flag: string, entries: string[] | undefined): Record<string, string> => {
+const pairs = (flag: string, entries: readonly string[]): Record<string, string> => {
   const result: Record<string, string> = {};
-  for (const entry of entries ?? []) {
+  for (const entry of entries) {
     const at = entry.indexOf('=');
     if (at <= 0) throw new ValidationError(`${flag} "${entry}" is not NAME=VALUE`, { field: flag });
     result[entry.slice(0, at)] = entry.slice(at + 1);
@@ -17,38 +18,37 @@ const pairs = (flag: string, entries: string[] | undefined): Record<string, stri
   return result;
 };
 
-export const assignCommand = async (args: string[]): Promise<number> => {
-  const { values, positionals } = parseFlags(
-    args,
-    {
-      json: { type: 'boolean', default: false },
-      hold: { type: 'string', multiple: true },
-      pin: { type: 'string', multiple: true },
-      set: { type: 'string', multiple: true },
-      place: { type: 'string', multiple: true },
-      'command-id': { type: 'string' },
-    },
-    2,
-  );
-  const [module, node] = positionals;
-  if (!module || !node) throw new ValidationError('usage: mesh assign MODULE NODE [--hold SEAT] [--pin REQ=NODE/MODULE] [--set NAME=VALUE] [--place DIR=PATH]', { field: module ? 'node' : 'module' });
+export const defineAssign = (mesh: CommandUnknownOpts): void => {
+  verb(mesh, 'assign', {
+    summary: 'put a module on a node, resolving every requirement or naming every one it cannot',
+    example: ['mesh assign nats novox --hold mesh-broker', 'mesh assign gitea novox --hold mesh-git --set public-name=git.novox --pin db=novox/postgres'],
+    exits: [3, 4, 5, 6],
+  })
+    .argument('<module>', 'a registered module')
+    .argument('<node>', 'a node of the mesh')
+    .option('--hold <seat>', 'a seat it takes (repeatable)', collect, [])
+    .option('--pin <req=node/module>', 'answer a requirement with this assignment (repeatable)', collect, [])
+    .option('--set <name=value>', 'a value it requires (repeatable)', collect, [])
+    .option('--place <dir=path>', 'where a directory it requires is placed on the node (repeatable)', collect, [])
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .action(run(assignCommand));
+  verb(mesh, 'unassign', { summary: 'take a module off a node, releasing the seats it held', example: 'mesh unassign vault novox', exits: [3, 4, 5, 6] })
+    .argument('<module>', 'the module')
+    .argument('<node>', 'the node it runs on')
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .action(run(unassignCommand));
+};
+
+const assignCommand = (module: string, node: string, values: { json?: true; hold: string[]; pin: string[]; set: string[]; place: string[]; commandId?: string }): Promise<number> => {
   const pins = Object.fromEntries(Object.entries(pairs('--pin', values.pin)).map(([name, ref]) => [name, assignmentRefFlag('--pin', ref)]));
   const out = output(values.json ?? false);
   return withMesh(async ({ mesh, metadata }) =>
     printResult(
       out,
-      await mesh.execute(
-        { type: 'assign', module, node, hold: values.hold ?? [], pins, values: pairs('--set', values.set), placements: pairs('--place', values.place) },
-        metadata(values['command-id']),
-      ),
+      await mesh.execute({ type: 'assign', module, node, hold: values.hold, pins, values: pairs('--set', values.set), placements: pairs('--place', values.place) }, metadata(values.commandId)),
     ),
   );
 };
 
-export const unassignCommand = async (args: string[]): Promise<number> => {
-  const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false }, 'command-id': { type: 'string' } }, 2);
-  const [module, node] = positionals;
-  if (!module || !node) throw new ValidationError('usage: mesh unassign MODULE NODE', { field: module ? 'node' : 'module' });
-  const out = output(values.json ?? false);
-  return withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute({ type: 'unassign', module, node }, metadata(values['command-id']))));
-};
+const unassignCommand = (module: string, node: string, values: { json?: true; commandId?: string }): Promise<number> =>
+  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'unassign', module, node }, metadata(values.commandId))));

@@ -1,26 +1,40 @@
 import { randomUUID } from 'node:crypto';
-import { ROLLOUT_POLICIES } from '../domain/builds/events.js';
+import type { CommandUnknownOpts } from '@commander-js/extra-typings';
+import type { RolloutPolicy } from '../domain/builds/events.js';
 import { rolloutPolicyOf } from '../domain/builds/state.js';
 import { nodesAssigned } from '../projections/mesh/assignments.js';
 import { readRollout } from '../projections/mesh/builds.js';
-import { ValidationError } from '../errors.js';
 import { describeGraph } from './graph-read.js';
 import { readGraph } from '../projections/mesh/graph.js';
-import { parseFlags } from './flags.js';
 import { printResult, withMesh } from './mesh-session.js';
 import { output } from './output.js';
 import { withReads } from './reads.js';
+import { run, verb } from './verbs.js';
 
 // mesh build MODULE [--register-only] | mesh graph [MODULE] [--reaches MODULE] [--stale]
 // | mesh module moved MODULE COMMIT | mesh module rollout MODULE roll-out|record
 
-export const buildCommand = async (args: string[]): Promise<number> => {
-  const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false }, 'register-only': { type: 'boolean', default: false }, 'command-id': { type: 'string' } }, 1);
+export const defineBuilds = (mesh: CommandUnknownOpts): void => {
+  verb(mesh, 'build', { summary: 'submit a build to mesh-build-machine; says what will roll out, and where', example: ['mesh build app', 'mesh build app --register-only'], exits: [3, 4, 5, 6, 7] })
+    .argument('<module>', 'the module to build')
+    .option('--register-only', 'record the version it builds; roll it out to no node')
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .action(run(buildCommand));
+  verb(mesh, 'graph', {
+    summary: 'the module graph: each module, its newest version and whether it must be rebuilt',
+    example: ['mesh graph', 'mesh graph app', 'mesh graph --reaches base', 'mesh graph --stale'],
+    exits: [5, 6, 7],
+  })
+    .argument('[module]', 'one module in full: versions, builds, what it is built on and what stands on it')
+    .option('--reaches <module>', 'what a change to this module reaches')
+    .option('--stale', 'only what must be rebuilt, and why')
+    .action(run(graphCommand));
+};
+
+const buildCommand = async (module: string, values: { json?: true; registerOnly?: true; commandId?: string }): Promise<number> => {
   const out = output(values.json ?? false);
-  const module = positionals[0];
-  if (!module) throw new ValidationError('usage: mesh build MODULE [--register-only]', { field: 'module' });
-  const registerOnly = values['register-only'] ?? false;
-  const result = await withMesh(async ({ mesh, metadata }) => mesh.execute({ type: 'submit-build', module, buildId: randomUUID(), registerOnly, requestedBy: 'operator' }, metadata(values['command-id'])));
+  const registerOnly = values.registerOnly ?? false;
+  const result = await withMesh(async ({ mesh, metadata }) => mesh.execute({ type: 'submit-build', module, buildId: randomUUID(), registerOnly, requestedBy: 'operator' }, metadata(values.commandId)));
   // What the build will do once built, as the projections say it once they hold the submission.
   return withReads(['assignments', 'builds'], { atLeast: result.seq }, async (session) => {
     const nodes = (await nodesAssigned(session, module)).sort();
@@ -42,32 +56,29 @@ export const buildCommand = async (args: string[]): Promise<number> => {
   });
 };
 
-export const moduleMovedCommand = (module: string | undefined, commit: string | undefined, json: boolean, commandId?: string): Promise<number> => {
-  if (!module || !commit) throw new ValidationError('usage: mesh module moved MODULE COMMIT', { field: 'arguments' });
-  return withMesh(async ({ mesh, metadata, config }) => printResult(output(json), await mesh.execute({ type: 'move-module', module, commit, heardFrom: config.actor }, metadata(commandId))));
-};
+interface CommandFlags {
+  json?: true;
+  commandId?: string;
+}
 
-export const moduleRolloutCommand = (module: string | undefined, policy: string | undefined, json: boolean, commandId?: string): Promise<number> => {
-  const rollout = ROLLOUT_POLICIES.find((known) => known === policy);
-  if (!module || !rollout) throw new ValidationError('usage: mesh module rollout MODULE roll-out|record', { field: 'arguments' });
-  return withMesh(async ({ mesh, metadata }) => printResult(output(json), await mesh.execute({ type: 'set-rollout-policy', module, policy: rollout }, metadata(commandId))));
-};
+export const moduleMoved = (module: string, commit: string, values: CommandFlags): Promise<number> =>
+  withMesh(async ({ mesh, metadata, config }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'move-module', module, commit, heardFrom: config.actor }, metadata(values.commandId))));
+
+export const moduleRollout = (module: string, policy: RolloutPolicy, values: CommandFlags): Promise<number> =>
+  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'set-rollout-policy', module, policy }, metadata(values.commandId))));
 
 /** The projections `mesh graph` reads. */
 const GRAPH_PROJECTIONS = ['modules', 'builds', 'seats'];
 
-export const graphCommand = async (args: string[]): Promise<number> => {
-  const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false }, reaches: { type: 'string' }, stale: { type: 'boolean', default: false } }, 1);
+const graphCommand = async (module: string | undefined, values: { json?: true; reaches?: string; stale?: true }): Promise<number> => {
   const out = output(values.json ?? false);
   // Answered from the projections, once they hold everything the log held when asked.
   return withReads(GRAPH_PROJECTIONS, {}, async ({ db, schemas }) => {
     const graph = await readGraph(db, schemas.read);
-    const question = values.reaches ? { kind: 'reaches' as const, module: values.reaches } : values.stale ? { kind: 'stale' as const } : positionals[0] ? { kind: 'module' as const, module: positionals[0] } : { kind: 'all' as const };
+    const question = values.reaches ? { kind: 'reaches' as const, module: values.reaches } : values.stale ? { kind: 'stale' as const } : module ? { kind: 'module' as const, module } : { kind: 'all' as const };
     return describeGraph(graph, question, out);
   });
 };
 
-export const moduleKeepCommand = (module: string | undefined, reason: string | undefined, json: boolean, commandId?: string): Promise<number> => {
-  if (!module || reason === undefined) throw new ValidationError('usage: mesh module keep MODULE --reason TEXT (what its nodes run is intended, though its source moved or its newest build failed)', { field: module ? '--reason' : 'module' });
-  return withMesh(async ({ mesh, metadata }) => printResult(output(json), await mesh.execute({ type: 'keep-version', module, reason }, metadata(commandId))));
-};
+export const moduleKeep = (module: string, values: CommandFlags & { reason: string }): Promise<number> =>
+  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'keep-version', module, reason: values.reason }, metadata(values.commandId))));

@@ -3,13 +3,28 @@ import { loadConfig } from '../config.js';
 import { connectNats, identityFromEnv } from '../adapters/nats/connect.js';
 import { ValidationError } from '../errors.js';
 import { Builder } from '../builder/builder.js';
-import { parseFlags, wholeNumberFlag } from './flags.js';
+import { Option, type CommandUnknownOpts } from '@commander-js/extra-typings';
+import { wholeNumberFlag } from './flags.js';
+import { run, verb } from './verbs.js';
 
 // `mesh builder`: a process that can hold mesh-build-machine, in the foreground. It takes jobs from
 // the seat's queue until stopped; JSON logs on stdout.
 
-export const builderCommand = async (args: string[]): Promise<number> => {
-  const { values } = parseFlags(args, { json: { type: 'boolean', default: false }, work: { type: 'string' }, 'heartbeat-ms': { type: 'string' }, name: { type: 'string' } });
+export const defineBuilder = (mesh: CommandUnknownOpts): void => {
+  verb(mesh, 'builder', {
+    summary: 'take build jobs as a holder of mesh-build-machine, in the foreground; JSON logs on stdout',
+    example: 'MESH_BUS_KEY=/var/lib/mesh/.mesh/builder/bus.key mesh builder --work /var/tmp/builds',
+    exits: [6],
+    json: false,
+  })
+    .option('--work <dir>', 'where builds are checked out and run')
+    .option('--heartbeat-ms <ms>', 'how often it tells the server a build is still going, from 100 to 30000 (default 5000)')
+    .option('--name <name>', 'the name it reports as')
+    .addOption(new Option('--json', 'its logs are JSON lines whatever is given').hideHelp())
+    .action(run(builderCommand));
+};
+
+const builderCommand = async (values: { work?: string; heartbeatMs?: string; name?: string }): Promise<number> => {
   const config = loadConfig();
   // A builder is a module holding mesh-build-machine: it speaks as that module's bus user, whose
   // key its node hands it (MESH_BUS_KEY), never anonymously.
@@ -22,7 +37,7 @@ export const builderCommand = async (args: string[]): Promise<number> => {
   const nc = await connectNats(config.natsUrl, { name: 'mesh-builder', persistent: true });
   const builder = new Builder(nc, {
     prefix: config.subjectPrefix,
-    heartbeatMs: wholeNumberFlag('heartbeat-ms', values['heartbeat-ms'], { min: 100, max: 30_000, why: 'often enough to tell the server inside the build queue\'s 60-second ack wait, not so often it is all the builder does' }) ?? 5_000,
+    heartbeatMs: wholeNumberFlag('heartbeat-ms', values.heartbeatMs, { min: 100, max: 30_000, why: 'often enough to tell the server inside the build queue\'s 60-second ack wait, not so often it is all the builder does' }) ?? 5_000,
     logger,
     ...(values.work ? { workDir: values.work } : {}),
     ...(values.name ? { name: values.name } : {}),

@@ -1,12 +1,20 @@
 import { devStackDir, loadConfig } from '../config.js';
-import { ValidationError } from '../errors.js';
 import { portFromEnv, stackDown, stackPorts, stackStatus, stackUp, type StackStatus } from '../dev/stack.js';
 import { DEMO_NODES } from '../dev/demo.js';
-import { parseFlags } from './flags.js';
+import type { CommandUnknownOpts } from '@commander-js/extra-typings';
+import { group, run, verb } from './verbs.js';
 import { output, say } from './output.js';
 
-export const devCommand = async (args: string[]): Promise<number> => {
-  const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false }, demo: { type: 'boolean', default: false } }, 1);
+export const defineDev = (mesh: CommandUnknownOpts): void => {
+  const dev = group(mesh, 'dev', 'the local stack: NATS, PostgreSQL and the controller on loopback ports');
+  verb(dev, 'up', { summary: 'start the local stack (idempotent); with --demo, the demo\'s agents and modules too', example: ['mesh dev up', 'mesh dev up --demo'], exits: [1, 6] })
+    .option('--demo', 'raise the demo mesh too, and wait until it does what it was told')
+    .action(run((values: { json?: true; demo?: true }) => devCommand('up', values)));
+  verb(dev, 'down', { summary: 'stop what `mesh dev up` started; the data stays', example: 'mesh dev down', exits: [] }).action(run((values: { json?: true }) => devCommand('down', values)));
+  verb(dev, 'status', { summary: 'describe the stack and the log; exits 1 unless everything is up', example: 'mesh dev status --json', exits: [1] }).action(run((values: { json?: true }) => devCommand('status', values)));
+};
+
+const devCommand = async (sub: 'up' | 'down' | 'status', values: { json?: true; demo?: true }): Promise<number> => {
   const out = output(values.json ?? false);
   const config = loadConfig();
   const dir = devStackDir();
@@ -19,7 +27,7 @@ export const devCommand = async (args: string[]): Promise<number> => {
     logSubjectPrefix: config.logSubjectPrefix,
     say: out.json ? () => undefined : say,
   };
-  switch (positionals[0]) {
+  switch (sub) {
     case 'up': {
       const wasUp = (await stackStatus(options)).controller.running;
       const demo = values.demo ? { greeterPort: portFromEnv('MESH_DEMO_GREETER_PORT') ?? 18081, callerPort: portFromEnv('MESH_DEMO_CALLER_PORT') ?? 18082 } : undefined;
@@ -61,8 +69,6 @@ export const devCommand = async (args: string[]): Promise<number> => {
       // Absence is not health: a stack that is not fully up says so in its exit code too.
       return status.nats.running && status.postgres.running && status.controller.running && status.log && !('error' in status.log) ? 0 : 1;
     }
-    default:
-      throw new ValidationError(`mesh dev needs one of: up, down, status (got ${positionals[0] ?? 'nothing'})`, { field: 'verb' });
   }
 };
 

@@ -1,24 +1,5 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { parseDuration, parseSequence } from '../domain/limits.js';
 import { ValidationError } from '../errors.js';
-
-type Options = NonNullable<ParseArgsConfig['options']>;
-
-/** node's parseArgs, strict, with its complaints turned into a ValidationError naming the flag. */
-export const parseFlags = <T extends Options>(args: string[], options: T, positionals = 0) => {
-  try {
-    const parsed = parseArgs({ args, options, strict: true, allowPositionals: positionals > 0 });
-    if (parsed.positionals.length > positionals) {
-      throw new ValidationError(`unexpected argument "${parsed.positionals[positionals]}"`, { field: 'arguments' });
-    }
-    return parsed;
-  } catch (error) {
-    if (error instanceof ValidationError) throw error;
-    const message = (error as Error).message;
-    const flag = /'(-{1,2}[^']+)'/.exec(message)?.[1] ?? 'arguments';
-    throw new ValidationError(message, { field: flag });
-  }
-};
 
 /** A whole number in [min, max]; `why` says where the bounds come from. */
 export const wholeNumberFlag = (name: string, value: string | undefined, range: { min: number; max: number; why: string } = { min: 0, max: Number.MAX_SAFE_INTEGER, why: 'the largest whole number this process holds exactly' }): number | undefined => {

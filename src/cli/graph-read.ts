@@ -1,7 +1,7 @@
 import { assessGraph, reachedBy, type Assessment } from '../domain/builds/graph.js';
 import { NotFoundError } from '../errors.js';
 import type { GraphEdge, ProjectedGraph } from '../projections/mesh/graph.js';
-import type { Output } from './output.js';
+import { table, type Output } from './output.js';
 
 // The module graph, judged by the same rules the coordinator uses (src/domain/builds/graph.ts):
 // what this mesh holds, one module in full, what a change to a module reaches, and what must be
@@ -45,8 +45,9 @@ export const describeGraph = (graph: ProjectedGraph, question: GraphQuestion, ou
       const rows = [...assessments.values()].filter((a) => (question.kind === 'all' ? true : a.status !== 'current' && a.status !== 'not-built'));
       if (out.json) out.data(rows.map((a) => ({ ...a, deployed: graph.input.builds.deployed.get(a.module) ?? null, builtOn: graph.edges.filter((e) => e.source === a.module) })));
       else {
-        for (const a of rows) out.line(`${a.module.padEnd(24)} ${short(a.version?.digest).padEnd(20)} ${detail(a)}`);
         if (rows.length === 0) out.line(question.kind === 'stale' ? 'nothing must be rebuilt' : 'no module is registered');
+        // VERSION is the newest version the mesh built of it; a module it has not built has none.
+        else table(out, ['MODULE', 'VERSION', 'STATE'], rows.map((a) => [a.module, a.version ? short(a.version.digest) : '(none built)', detail(a)]));
       }
       return 0;
     }

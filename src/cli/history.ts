@@ -7,8 +7,9 @@ import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import type { StoredMeshEvent } from '../domain/registry.js';
 import { meshEventRegistry, type MeshEvent } from '../domain/registry.js';
-import { ValidationError } from '../errors.js';
-import { parseFlags } from './flags.js';
+import type { CommandUnknownOpts } from '@commander-js/extra-typings';
+import { NotFoundError, ValidationError } from '../errors.js';
+import { run, verb } from './verbs.js';
 import { HEADER, print, printPassed } from './log.js';
 import { output } from './output.js';
 import { withReads } from './reads.js';
@@ -57,7 +58,7 @@ export const readHistory = async (
     const name = aggregate.slice('seat.'.length);
     if (!options.seatIdOf) throw new Error(`the history of ${aggregate} needs a way to find the seat by its name`);
     const seatId = await options.seatIdOf(name);
-    if (seatId === undefined) throw new ValidationError(`no seat ${name}`, { field: 'aggregate' });
+    if (seatId === undefined) throw new NotFoundError(`no seat ${name} is known, by that name or a former one`, { aggregate, seat: name });
     for await (const event of log.read({ aggregate: `seat.${seatId}`, onPassed: pass })) events.push(event);
     for await (const event of log.read({ aggregate: 'assignment', onPassed: pass })) {
       if (heldSeatOf(event) === seatId) events.push(event);
@@ -74,21 +75,56 @@ const heldSeatOf = (event: StoredMeshEvent): string | undefined => (event.type =
 /** A seat's id (its first name) from any of its names, as the seats projection holds them. */
 const seatIdFromProjection = (name: string): Promise<string | undefined> => withReads(['seats'], {}, async (session) => (await findSeat(session, name))?.id);
 
-export const historyCommand = async (args: string[]): Promise<number> => {
-  const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false } }, 1);
-  const out = output(values.json ?? false);
-  const aggregate = positionals[0];
-  if (!aggregate || !aggregate.includes('.')) {
-    throw new ValidationError('usage: mesh history AGGREGATE, e.g. node.alpha, module.greeter, seat.mesh-git, assignment.alpha.greeter', { field: 'aggregate' });
+export const defineHistory = (mesh: CommandUnknownOpts): void => {
+  verb(mesh, 'history', {
+    summary: 'everything that happened to a node, module, seat, operator or assignment, with who and why',
+    example: ['mesh history alpha', 'mesh history node.alpha', 'mesh history seat.mesh-git', 'mesh history alpha/greeter'],
+    exits: [5, 6, 7],
+  })
+    .argument('<name>', 'a bare name (alpha), NODE/MODULE for an assignment, or an aggregate (node.alpha, seat.mesh-git)')
+    .action(run(historyCommand));
+};
+
+/** The kinds of aggregate a bare name may name, in the order candidates are listed. */
+const NAMED_KINDS = ['node', 'module', 'seat', 'operator'] as const;
+
+/** Whether the log holds any event of `aggregate`. */
+const inLog = async (log: EventLog<MeshEvent>, aggregate: string): Promise<boolean> => {
+  for await (const event of log.read({ aggregate, onPassed: () => undefined })) return event !== undefined;
+  return false;
+};
+
+/**
+ * The aggregates `name` may mean: as given when it names one (node.alpha); an assignment for
+ * NODE/MODULE; otherwise every node, module, seat (by any of its names) and operator of that name.
+ */
+export const candidatesFor = async (log: EventLog<MeshEvent>, name: string, seatIdOf: (name: string) => Promise<string | undefined>): Promise<string[]> => {
+  if (name.includes('.')) return [name];
+  const assignment = /^([^/]+)\/([^/]+)$/.exec(name);
+  if (assignment) return [`assignment.${assignment[1]}.${assignment[2]}`];
+  const found: string[] = [];
+  for (const kind of NAMED_KINDS) {
+    const known = kind === 'seat' ? (await seatIdOf(name)) !== undefined : await inLog(log, `${kind}.${name}`);
+    if (known) found.push(`${kind}.${name}`);
   }
+  return found;
+};
+
+const historyCommand = async (name: string, values: { json?: true }): Promise<number> => {
+  const out = output(values.json ?? false);
   const config = loadConfig();
   const nc = await connectAsOperator(config, 'mesh-history');
   try {
     const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
     await verifyLogStream(await jetstreamManager(nc), settings, config.natsUrl);
     const log = new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() });
+    const candidates = await candidatesFor(log, name, seatIdFromProjection);
+    const aggregate = candidates[0];
+    if (aggregate === undefined) throw new NotFoundError(`nothing is known of ${name}: no node, module, seat or operator of that name`, { name });
+    if (candidates.length > 1) throw new ValidationError(`${name} names more than one thing: ${candidates.join(', ')}; ask for one of them, e.g. mesh history ${candidates[0]}`, { field: 'name', candidates });
     const passed: PassedCommit[] = [];
     const events = await readHistory(log, aggregate, { onPassed: (commit) => passed.push(commit), seatIdOf: seatIdFromProjection });
+    if (events.length === 0 && passed.length === 0) throw new NotFoundError(`nothing is known of ${aggregate}: the log holds no event of it`, { aggregate });
     if (!out.json) out.line(HEADER);
     // Each voided commit in its place among the events: what was passed by is seen.
     passed.sort((a, b) => a.seq - b.seq);
@@ -97,7 +133,6 @@ export const historyCommand = async (args: string[]): Promise<number> => {
       print(out, event);
     }
     for (const commit of passed) printPassed(out, commit);
-    if (events.length === 0 && !out.json) out.line(`nothing has happened to ${aggregate}`);
     return 0;
   } finally {
     await nc.close();

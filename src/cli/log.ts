@@ -5,7 +5,9 @@ import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { filterSubjectOf } from '../adapters/eventlog/subjects.js';
 import type { StoredEvent } from '../domain/events/envelope.js';
 import { meshEventRegistry } from '../domain/registry.js';
-import { parseFlags, sequenceFlag } from './flags.js';
+import type { CommandUnknownOpts } from '@commander-js/extra-typings';
+import { sequenceFlag } from './flags.js';
+import { collect, run, verb } from './verbs.js';
 import { eventsOf, voidsIn } from './log-read.js';
 import { matchingRows, type LogQuery } from '../projections/audit.js';
 import { voidCommand } from './log-void.js';
@@ -20,23 +22,49 @@ import { ValidationError } from '../errors.js';
 // answered from an index that is older than the log. A commit the log holds readers at is
 // refused (exit 7), naming it; one an operator voided is printed in its place as passed by.
 
-export const logCommand = async (args: string[]): Promise<number> => {
-  if (args[0] === 'void') return voidCommand(args.slice(1));
-  const { values } = parseFlags(args, {
-    since: { type: 'string' },
-    aggregate: { type: 'string' },
-    type: { type: 'string', multiple: true },
-    actor: { type: 'string' },
-    correlation: { type: 'string' },
-    after: { type: 'string' },
-    before: { type: 'string' },
-    follow: { type: 'boolean', default: false },
-    json: { type: 'boolean', default: false },
-  });
+export const defineLog = (mesh: CommandUnknownOpts): void => {
+  const log = verb(mesh, 'log', {
+    summary: 'print the mesh log: every mesh change, in order, with who caused it',
+    example: ['mesh log --since 120', 'mesh log --aggregate seat.mesh-git', 'mesh log --type node.added --type assignment.created --follow', 'mesh log --actor operator:ada --after 2026-12-02T14:00:00Z'],
+    exits: [6, 7],
+  })
+    .option('--since <seq>', 'from this log sequence on')
+    .option('--aggregate <aggregate>', 'one aggregate (seat.mesh-git) or every one of a kind (seat)')
+    .option('--type <type>', 'events of this type (repeatable)', collect, [])
+    .option('--actor <actor>', 'caused by this actor; a trailing * matches a prefix')
+    .option('--correlation <id>', 'one conversation: a command and what it caused')
+    .option('--after <time>', 'recorded at or after this time (ISO 8601)')
+    .option('--before <time>', 'recorded at or before this time (ISO 8601)')
+    .option('--follow', 'then tail the log as it grows, until interrupted')
+    .action(run(logCommand));
+  verb(log, 'void', {
+    summary: 'let every reader pass a commit that does not read or verify (an operator\'s signed command)',
+    example: 'mesh log void 4182 --reason "written by a controller with a lost key; replayed by hand at 4190"',
+    exits: [3, 4, 6],
+  })
+    .argument('<seq>', 'the log sequence readers are held at (`mesh status` names it)')
+    .requiredOption('--reason <text>', 'why the commit is passed by')
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .action(run(voidCommand));
+};
+
+interface LogFlags {
+  json?: true;
+  since?: string;
+  aggregate?: string;
+  type: string[];
+  actor?: string;
+  correlation?: string;
+  after?: string;
+  before?: string;
+  follow?: true;
+}
+
+const logCommand = async (values: LogFlags): Promise<number> => {
   const out = output(values.json ?? false);
   const config = loadConfig();
   const fromSeq = sequenceFlag('--since', values.since) ?? 1;
-  const want = { types: values.type ?? [], actor: values.actor, correlation: values.correlation, after: timeFlag('after', values.after), before: timeFlag('before', values.before) };
+  const want = { types: values.type, actor: values.actor, correlation: values.correlation, after: timeFlag('after', values.after), before: timeFlag('before', values.before) };
   const aggregate = values.aggregate;
   if (aggregate !== undefined) filterSubjectOf(config.logSubjectPrefix, aggregate); // refuses a malformed filter before anything is read
   const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };

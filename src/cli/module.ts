@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { ValidationError } from '../errors.js';
-import { parseFlags } from './flags.js';
-import { moduleKeepCommand, moduleMovedCommand, moduleRolloutCommand } from './build.js';
+import { Argument, type CommandUnknownOpts } from '@commander-js/extra-typings';
+import { NotFoundError, ValidationError } from '../errors.js';
+import { ROLLOUT_POLICIES } from '../domain/builds/events.js';
+import { moduleKeep, moduleMoved, moduleRollout } from './build.js';
 import { withMesh, printResult } from './mesh-session.js';
-import { output, reportError } from './output.js';
+import { output, reportError, table } from './output.js';
+import { group, run, verb } from './verbs.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { moduleNames, readCatalogue, readModule } from '../projections/mesh/modules.js';
 
@@ -31,66 +33,87 @@ const readManifest = (file: string): unknown => {
   }
 };
 
-export const moduleCommand = async (args: string[]): Promise<number> => {
-  const { values, positionals } = parseFlags(
-    args,
-    { json: { type: 'boolean', default: false }, 'at-least': { type: 'string' }, source: { type: 'string' }, reason: { type: 'string' }, 'command-id': { type: 'string' } },
-    200,
-  );
+export const defineModule = (mesh: CommandUnknownOpts): void => {
+  const module = group(mesh, 'module', 'the catalogue: modules, their definitions and what their new versions do');
+  verb(module, 'register', {
+    summary: 'register a module\'s definition (a new version when it changed); every problem refused at once',
+    example: ['mesh module register fixtures/modules/nats.json', 'mesh module register app.json --source mesh-git:ada/app@main'],
+    exits: [3, 4, 6],
+  })
+    .argument('<manifest...>', 'manifest files (JSON); several are registered in turn, each its own command')
+    .option('--source <url-or-seat>', 'where it is built from: a URL, or SEAT:OWNER/REPO[@REF] (one manifest only)')
+    .option('--command-id <id>', 'a retry with the same id acts once (one manifest only)')
+    .action(run(moduleRegister));
+  verb(module, 'list', { summary: 'every module\'s newest definition', example: 'mesh module list', exits: [6, 7] })
+    .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .action(run(moduleList));
+  verb(module, 'show', { summary: 'one module\'s newest definition, in full', example: 'mesh module show nats --json', exits: [5, 6, 7] })
+    .argument('<name>', 'the module')
+    .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .action(run(moduleShow));
+  verb(module, 'moved', { summary: 'its repository and branch moved to COMMIT (what the mesh-git holder\'s pushed says)', example: 'mesh module moved app 3f2c1e9', exits: [3, 4, 5, 6] })
+    .argument('<module>', 'the module')
+    .argument('<commit>', 'the commit its branch is at now')
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .action(run(moduleMoved));
+  verb(module, 'rollout', { summary: 'what a new version of it does to its nodes: roll-out, or record only', example: 'mesh module rollout app record', exits: [3, 4, 5, 6] })
+    .argument('<module>', 'the module')
+    .addArgument(new Argument('<policy>', 'roll-out or record').choices(ROLLOUT_POLICIES))
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .action(run(moduleRollout));
+  verb(module, 'keep', { summary: 'what its nodes run is intended, though its source moved or its newest build failed', example: 'mesh module keep app --reason "v2 waits for the schema change"', exits: [3, 4, 5, 6] })
+    .argument('<module>', 'the module')
+    .requiredOption('--reason <text>', 'why what runs is kept')
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .action(run(moduleKeep));
+};
+
+const moduleRegister = (files: string[], values: { json?: true; source?: string; commandId?: string }): Promise<number> => {
   const out = output(values.json ?? false);
-  const [sub, argument, third] = positionals;
-  switch (sub) {
-    case 'register': {
-      if (!argument) throw new ValidationError('mesh module register needs a manifest file: mesh module register <manifest.json> [more.json …]', { field: 'manifest' });
-      const files = positionals.slice(1);
-      if (files.length > 1 && (values.source || values['command-id'])) {
-        throw new ValidationError('--source and --command-id belong to one manifest: register it on its own', { field: values.source ? '--source' : '--command-id' });
-      }
-      const manifests = files.map((file) => readManifest(file) as Record<string, unknown>);
-      if (values.source) {
-        const manifest = manifests[0] as Record<string, unknown>;
-        const source = manifest.source && typeof manifest.source === 'object' ? (manifest.source as Record<string, unknown>) : {};
-        manifest.source = { ...sourceFlag(values.source), ...(typeof source.path === 'string' ? { path: source.path } : {}) };
-      }
-      // Several manifests are registered in turn, each its own command: one refused does not stop the rest.
-      return withMesh(async ({ mesh, metadata }) => {
-        let exitCode = 0;
-        for (const manifest of manifests) {
-          try {
-            printResult(out, await mesh.execute({ type: 'register-module', manifest }, metadata(values['command-id'])));
-          } catch (error) {
-            if (manifests.length === 1) throw error;
-            exitCode ||= reportError(error, out.json);
-          }
-        }
-        return exitCode;
-      });
-    }
-    case 'list':
-      return withReads(['modules'], { atLeast: atLeastFlag(values['at-least']) }, async (session) => {
-        const rows = await readCatalogue(session);
-        if (out.json) out.data(rows.map((m) => ({ module: m.name, definitionVersion: m.definition_version, digest: m.digest, provides: m.provides })));
-        else for (const m of rows) out.line(`${m.name.padEnd(24)} v${String(m.definition_version).padEnd(4)} provides ${m.provides.join(', ') || '-'}`);
-        return 0;
-      });
-    case 'show':
-      return withReads(['modules'], { atLeast: atLeastFlag(values['at-least']) }, async (session) => {
-        const module = argument ? await readModule(session, argument) : undefined;
-        if (!module) {
-          const known = await moduleNames(session);
-          throw new ValidationError(`no module ${argument ?? ''} is registered (registered: ${known.join(', ') || 'none'})`, { field: 'module' });
-        }
-        if (out.json) out.data(module);
-        else out.line(JSON.stringify(module, null, 2));
-        return 0;
-      });
-    case 'moved':
-      return moduleMovedCommand(argument, third, values.json ?? false, values['command-id']);
-    case 'rollout':
-      return moduleRolloutCommand(argument, third, values.json ?? false, values['command-id']);
-    case 'keep':
-      return moduleKeepCommand(argument, values.reason, values.json ?? false, values['command-id']);
-    default:
-      throw new ValidationError(`mesh module needs one of: register, list, show, moved, rollout, keep (got ${sub ?? 'nothing'})`, { field: 'verb' });
+  if (files.length > 1 && (values.source || values.commandId)) {
+    throw new ValidationError('--source and --command-id belong to one manifest: register it on its own', { field: values.source ? '--source' : '--command-id' });
   }
+  const manifests = files.map((file) => readManifest(file) as Record<string, unknown>);
+  if (values.source) {
+    const manifest = manifests[0] as Record<string, unknown>;
+    const source = manifest.source && typeof manifest.source === 'object' ? (manifest.source as Record<string, unknown>) : {};
+    manifest.source = { ...sourceFlag(values.source), ...(typeof source.path === 'string' ? { path: source.path } : {}) };
+  }
+  // Several manifests are registered in turn, each its own command: one refused does not stop the rest.
+  return withMesh(async ({ mesh, metadata }) => {
+    let exitCode = 0;
+    for (const manifest of manifests) {
+      try {
+        printResult(out, await mesh.execute({ type: 'register-module', manifest }, metadata(values.commandId)));
+      } catch (error) {
+        if (manifests.length === 1) throw error;
+        exitCode ||= reportError(error, out.json);
+      }
+    }
+    return exitCode;
+  });
+};
+
+const moduleList = (values: { json?: true; atLeast?: string }): Promise<number> => {
+  const out = output(values.json ?? false);
+  return withReads(['modules'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
+    const rows = await readCatalogue(session);
+    if (out.json) out.data(rows.map((m) => ({ module: m.name, definitionVersion: m.definition_version, digest: m.digest, provides: m.provides })));
+    else table(out, ['MODULE', 'DEFINITION', 'PROVIDES'], rows.map((m) => [m.name, `v${m.definition_version}`, m.provides.join(', ') || '(nothing)']));
+    return 0;
+  });
+};
+
+const moduleShow = (name: string, values: { json?: true; atLeast?: string }): Promise<number> => {
+  const out = output(values.json ?? false);
+  return withReads(['modules'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
+    const module = await readModule(session, name);
+    if (!module) {
+      const known = await moduleNames(session);
+      throw new NotFoundError(`no module ${name} is registered (registered: ${known.join(', ') || 'none'})`, { field: 'module', module: name });
+    }
+    if (out.json) out.data(module);
+    else out.line(JSON.stringify(module, null, 2));
+    return 0;
+  });
 };

@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { createOperatorKey } from '../adapters/operator-keys.js';
 import { devStackDir } from '../config.js';
-import { ValidationError } from '../errors.js';
-import { parseFlags } from './flags.js';
+import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { printResult, withMesh } from './mesh-session.js';
-import { output } from './output.js';
+import { output, table } from './output.js';
+import { group, run, verb } from './verbs.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { readOperators } from '../projections/mesh/operators.js';
 
@@ -13,38 +13,50 @@ import { readOperators } from '../projections/mesh/operators.js';
 // A new operator makes their own key (`key`), keeps the file, and hands the public half to an
 // operator who adds them; from then on their commands are signed with it and told apart.
 
-export const operatorCommand = async (args: string[]): Promise<number> => {
-  const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false }, 'at-least': { type: 'string' }, key: { type: 'string' }, out: { type: 'string' }, 'command-id': { type: 'string' } }, 2);
+export const defineOperator = (mesh: CommandUnknownOpts): void => {
+  const operator = group(mesh, 'operator', 'operators and the keys their commands are signed with');
+  verb(operator, 'key', { summary: 'make your signing key; prints its public half for an operator to add', example: 'mesh operator key grace', exits: [] })
+    .argument('<name>', 'your operator name')
+    .option('--out <file>', 'where the key file is written (default: the local stack\'s operators folder)')
+    .action(run(operatorKey));
+  verb(operator, 'add', { summary: 'let an operator sign commands with a public key', example: 'mesh operator add grace --key Pp3f…=', exits: [3, 4, 6] })
+    .argument('<name>', 'the operator')
+    .requiredOption('--key <public-key>', 'the public key `mesh operator key` printed')
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .action(run(operatorAdd));
+  verb(operator, 'revoke', { summary: 'refuse an operator\'s commands from now on', example: 'mesh operator revoke grace', exits: [3, 4, 5, 6] })
+    .argument('<name>', 'the operator')
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .action(run(operatorRevoke));
+  verb(operator, 'list', { summary: 'every operator, active or revoked, and its public key', example: 'mesh operator list', exits: [6, 7] })
+    .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .action(run(operatorList));
+};
+
+const operatorKey = async (name: string, values: { json?: true; out?: string }): Promise<number> => {
   const out = output(values.json ?? false);
-  const [sub, name] = positionals;
-  switch (sub) {
-    case 'key': {
-      if (!name) throw new ValidationError('usage: mesh operator key NAME [--out FILE]', { field: 'name' });
-      const file = values.out ?? join(devStackDir(), 'operators', `${name}.key`);
-      const key = createOperatorKey(file, name);
-      if (out.json) out.data({ ok: true, operator: name, publicKey: key.publicKey, file });
-      else {
-        out.line(key.publicKey);
-        process.stderr.write(`signing key for ${name} written to ${file} (readable by you alone). An operator adds you with:\n  npx mesh operator add ${name} --key ${key.publicKey}\nthen sign with it: MESH_OPERATOR_KEY=${file}\n`);
-      }
-      return 0;
-    }
-    case 'add': {
-      if (!name || !values.key) throw new ValidationError('usage: mesh operator add NAME --key PUBLIC-KEY', { field: name ? '--key' : 'name' });
-      const publicKey = values.key;
-      return withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute({ type: 'add-operator', operator: name, publicKey }, metadata(values['command-id']))));
-    }
-    case 'revoke':
-      if (!name) throw new ValidationError('usage: mesh operator revoke NAME', { field: 'name' });
-      return withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute({ type: 'revoke-operator', operator: name }, metadata(values['command-id']))));
-    case 'list':
-      return withReads(['operators'], { atLeast: atLeastFlag(values['at-least']) }, async (session) => {
-        const operators = (await readOperators(session)).sort((a, b) => (a.operator < b.operator ? -1 : 1));
-        if (out.json) out.data(operators);
-        else for (const o of operators) out.line(`${o.operator.padEnd(20)} ${o.revoked ? 'revoked' : 'active '} ${o.publicKey}`);
-        return 0;
-      });
-    default:
-      throw new ValidationError(`mesh operator needs one of: key, add, revoke, list (got ${sub ?? 'nothing'})`, { field: 'verb' });
+  const file = values.out ?? join(devStackDir(), 'operators', `${name}.key`);
+  const key = createOperatorKey(file, name);
+  if (out.json) out.data({ ok: true, operator: name, publicKey: key.publicKey, file });
+  else {
+    out.line(key.publicKey);
+    process.stderr.write(`signing key for ${name} written to ${file} (readable by you alone). An operator adds you with:\n  npx mesh operator add ${name} --key ${key.publicKey}\nthen sign with it: MESH_OPERATOR_KEY=${file}\n`);
   }
+  return 0;
+};
+
+const operatorAdd = (name: string, values: { json?: true; key: string; commandId?: string }): Promise<number> =>
+  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'add-operator', operator: name, publicKey: values.key }, metadata(values.commandId))));
+
+const operatorRevoke = (name: string, values: { json?: true; commandId?: string }): Promise<number> =>
+  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'revoke-operator', operator: name }, metadata(values.commandId))));
+
+const operatorList = (values: { json?: true; atLeast?: string }): Promise<number> => {
+  const out = output(values.json ?? false);
+  return withReads(['operators'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
+    const operators = (await readOperators(session)).sort((a, b) => (a.operator < b.operator ? -1 : 1));
+    if (out.json) out.data(operators);
+    else table(out, ['OPERATOR', 'STATE', 'PUBLIC KEY'], operators.map((o) => [o.operator, o.revoked ? 'revoked' : 'active', o.publicKey]));
+    return 0;
+  });
 };

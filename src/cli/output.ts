@@ -39,3 +39,40 @@ export const reportError = (error: unknown, json: boolean): number => {
   }
   return code;
 };
+
+/** Every human-readable table fits this many columns. */
+export const TABLE_WIDTH = 100;
+const CELL_MAX = 40;
+
+const clip = (cell: string, width: number): string => (cell.length <= width ? cell : `${cell.slice(0, width - 1)}…`);
+
+/** The last cell's words in lines of at most `width` (a word longer than that stands alone). */
+const wrap = (text: string, width: number): string[] => {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line === '' ? word : `${line} ${word}`;
+  }
+  return [...lines, line];
+};
+
+/**
+ * A table with a header row, in at most TABLE_WIDTH columns: each column but the last as wide as
+ * its widest cell (at most CELL_MAX, longer cells clipped with …), the last wrapped beneath itself.
+ */
+export const table = (out: Output, header: readonly string[], rows: readonly (readonly string[])[], options: { indent?: number } = {}): void => {
+  const indent = ' '.repeat(options.indent ?? 0);
+  const last = header.length - 1;
+  const widths = header.slice(0, last).map((h, i) => Math.min(CELL_MAX, Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length))));
+  const lastStart = indent.length + widths.reduce((sum, w) => sum + w + 2, 0);
+  const lastWidth = Math.max(20, TABLE_WIDTH - lastStart);
+  for (const row of [header, ...rows]) {
+    const lead = widths.map((w, i) => clip(row[i] ?? '', w).padEnd(w)).join('  ');
+    const [first = '', ...more] = wrap(row[last] ?? '', lastWidth);
+    out.line(`${indent}${lead}${widths.length > 0 ? '  ' : ''}${first}`.trimEnd());
+    for (const line of more) out.line(`${' '.repeat(lastStart)}${line}`);
+  }
+};

@@ -16,20 +16,34 @@ import { terminalProgress } from '../projections/progress.js';
 import { connectClient } from '../projections/projector.js';
 import { BuildRunner, runnerSettingsFromEnv } from '../projections/runner.js';
 import { allHealthy, projectionsStatus, type BuildState } from '../projections/status.js';
-import { parseFlags } from './flags.js';
+import type { CommandUnknownOpts } from '@commander-js/extra-typings';
+import { group, run, verb } from './verbs.js';
 import { isConnectionFailure } from '../projections/sql.js';
 import { storeUnreachable } from './store-unreachable.js';
-import { output, say, type Output } from './output.js';
+import { output, say, table, type Output } from './output.js';
 
 // `mesh projections status|rebuild`: how far each projection is behind the log, and a forced
 // blue/green rebuild of one.
 
-export const projectionsCommand = async (args: string[]): Promise<number> => {
-  const { values, positionals } = parseFlags(args, { json: { type: 'boolean', default: false } }, 2);
+export const defineProjections = (mesh: CommandUnknownOpts): void => {
+  const projections = group(mesh, 'projections', 'the tables the log is folded into, for reads');
+  verb(projections, 'status', { summary: 'each projection\'s version, checkpoint, lag and stall; exits 1 unless all serve, caught up', example: 'mesh projections status', exits: [1, 6] }).action(
+    run((values: { json?: true }) => projectionsCommand('status', undefined, values)),
+  );
+  verb(projections, 'rebuild', {
+    summary: 'force a blue/green rebuild of one projection from seq 1; the current build serves until it has caught up',
+    example: 'mesh projections rebuild audit',
+    exits: [5, 6, 7],
+  })
+    .argument('<name>', `the projection: ${meshProjections().map((p) => p.name).join(', ')}`)
+    .action(run((name: string, values: { json?: true }) => projectionsCommand('rebuild', name, values)));
+};
+
+const projectionsCommand = async (sub: 'status' | 'rebuild', name: string | undefined, values: { json?: true }): Promise<number> => {
   const out = output(values.json ?? false);
   const config = loadConfig();
   // `status` only reads; `rebuild` builds projections, so it logs in as the role that owns them.
-  const databaseUrl = databaseUrlFor(positionals[0] === 'rebuild' ? 'projector' : 'reader', config);
+  const databaseUrl = databaseUrlFor(sub === 'rebuild' ? 'projector' : 'reader', config);
   const nc = await connectAsOperator(config, 'mesh-projections');
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   pool.on('error', () => undefined);
@@ -42,9 +56,8 @@ export const projectionsCommand = async (args: string[]): Promise<number> => {
       const url = withoutPassword(databaseUrl);
       throw new UnavailableError(`cannot reach PostgreSQL at ${url}: ${(cause as Error).message}. Is the stack up? Run \`npx mesh dev up\`, or set MESH_DATABASE_URL.`, { url }, { cause });
     });
-    switch (positionals[0]) {
+    switch (sub) {
       case 'status': {
-        if (positionals[1] !== undefined) throw new ValidationError(`unexpected argument "${positionals[1]}"`, { field: 'arguments' });
         const states = await projectionsStatus(pool, schemasFromEnv(), reader, meshProjections());
         if (out.json) for (const state of states) out.data(state);
         else printStatus(out, states);
@@ -52,9 +65,7 @@ export const projectionsCommand = async (args: string[]): Promise<number> => {
         return allHealthy(states) ? 0 : 1;
       }
       case 'rebuild':
-        return await rebuild(positionals[1], { out, pool, reader, databaseUrl, schemas: schemasFromEnv() });
-      default:
-        throw new ValidationError(`mesh projections needs one of: status, rebuild NAME (got ${positionals[0] ?? 'nothing'})`, { field: 'verb' });
+        return await rebuild(name, { out, pool, reader, databaseUrl, schemas: schemasFromEnv() });
     }
   } finally {
     await pool.end();
@@ -135,9 +146,8 @@ const printStatus = (out: Output, states: readonly BuildState[]): void => {
       ? `at seq ${s.stall.seq} ${s.stall.type}${s.stall.sqlstate ? ` SQLSTATE ${s.stall.sqlstate}` : ''} since ${s.stall.since.toISOString()} (${s.stall.attempts} ${s.stall.attempts === 1 ? 'try' : 'tries'}${s.stall.nextAttemptAt ? `, next at ${s.stall.nextAttemptAt.toISOString()}` : ''}): ${s.stall.error}`
       : '-',
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  for (const row of [header, ...rows]) out.line(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  '));
-  out.line('LAG counts log entries (commits) not applied yet.');
+  table(out, header, rows);
+  out.line("LAG counts log entries (commits) not applied yet; STALL '-': not stalled.");
   const problems = states.flatMap((s) => (s.problem ? [s.problem] : []));
   if (problems.length > 0) out.line('problems:');
   for (const problem of problems) out.line(`  ${problem}`);

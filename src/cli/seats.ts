@@ -1,8 +1,9 @@
 import { ValidationError } from '../errors.js';
 import type { AssignmentRef } from '../domain/seats/events.js';
-import { parseFlags } from './flags.js';
+import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { printResult, withMesh } from './mesh-session.js';
-import { output } from './output.js';
+import { output, table } from './output.js';
+import { group, run, verb } from './verbs.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { findSeat, holderAt, readHoldings, readSeatSet } from '../projections/mesh/seats.js';
 import { nodeNames } from '../projections/mesh/nodes.js';
@@ -26,10 +27,31 @@ const currentHolder = (seat: string, node: string): Promise<AssignmentRef | null
     return found ? ((await holderAt(session, found.id, found.scope === 'mesh' ? 'mesh' : node)) ?? null) : null;
   });
 
-export const seatsCommand = async (args: string[]): Promise<number> => {
-  const { values } = parseFlags(args, { json: { type: 'boolean', default: false }, 'at-least': { type: 'string' } });
+export const defineSeats = (mesh: CommandUnknownOpts): void => {
+  verb(mesh, 'seats', { summary: 'every seat: its scope, what it delivers, who declared it, its holder', example: ['mesh seats', 'mesh seats --json'], exits: [6, 7] })
+    .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .action(run(seatsCommand));
+  const seat = group(mesh, 'seat', 'one seat: hand it over, rename it');
+  verb(seat, 'handover', {
+    summary: 'move a seat to another holder in one event; refused if it moved since you looked',
+    example: ['mesh seat handover mesh-git --to lab1/forge', 'mesh seat handover mesh-git --to lab1/forge --from novox/gitea'],
+    exits: [3, 4, 5, 6],
+  })
+    .argument('<seat>', 'the seat, by any of its names')
+    .requiredOption('--to <node/module>', 'the assignment that takes it')
+    .option('--from <node/module|none>', 'the holder you hand it over from (default: its holder now)')
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .action(run(seatHandover));
+  verb(seat, 'rename', { summary: 'rename a seat; the old name keeps resolving', example: 'mesh seat rename mesh-git mesh-forge', exits: [3, 4, 5, 6] })
+    .argument('<seat>', 'the seat, by any of its names')
+    .argument('<new-name>', 'the name it goes by from now on')
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .action(run(seatRename));
+};
+
+const seatsCommand = (values: { json?: true; atLeast?: string }): Promise<number> => {
   const out = output(values.json ?? false);
-  return withReads(['seats', 'nodes'], { atLeast: atLeastFlag(values['at-least']) }, async (session) => {
+  return withReads(['seats', 'nodes'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const seats = (await readSeatSet(session)).sort((a, b) => (a.scope === b.scope ? a.name.localeCompare(b.name) : a.scope === 'mesh' ? -1 : 1));
     const holdings = await readHoldings(session);
     const nodes = (await nodeNames(session)).sort((a, b) => a.localeCompare(b));
@@ -55,40 +77,22 @@ export const seatsCommand = async (args: string[]): Promise<number> => {
       out.data({ seats: rows, outsideTheSet: outside });
       return 0;
     }
-    out.line(`${'SEAT'.padEnd(28)} ${'SCOPE'.padEnd(6)} ${'DELIVERS'.padEnd(22)} ${'DECLARED BY'.padEnd(16)} HOLDER`);
-    for (const row of rows) {
-      const holder = row.holder ? `${row.holder.node}/${row.holder.module}` : row.scope === 'node' ? 'unheld on every node' : 'unheld';
-      const name = row.aliases.length > 0 ? `${row.seat} (was ${row.aliases.join(', ')})` : row.seat;
-      out.line(`${name.padEnd(28)} ${row.scope.padEnd(6)} ${(row.delivers ?? '-').padEnd(22)} ${row.definer.padEnd(16)} ${holder}`);
-    }
-    for (const row of outside) {
-      out.line(`${row.seat.padEnd(28)} ${row.scope.padEnd(6)} ${'-'.padEnd(22)} ${'outside the set'.padEnd(16)} ${row.holder.node}/${row.holder.module}`);
-    }
+    const holderOf = (row: (typeof rows)[number]): string => (row.holder ? `${row.holder.node}/${row.holder.module}` : row.scope === 'node' ? 'unheld on every node' : 'unheld');
+    table(out, ['SEAT', 'SCOPE', 'DELIVERS', 'DECLARED BY', 'HOLDER'], [
+      ...rows.map((row) => [row.aliases.length > 0 ? `${row.seat} (was ${row.aliases.join(', ')})` : row.seat, row.scope, row.delivers ?? 'nothing', row.definer, holderOf(row)]),
+      ...outside.map((row) => [row.seat, row.scope, 'not known', 'outside the set', `${row.holder.node}/${row.holder.module}`]),
+    ]);
     return 0;
   });
 };
 
-export const seatCommand = async (args: string[]): Promise<number> => {
-  const { values, positionals } = parseFlags(
-    args,
-    { json: { type: 'boolean', default: false }, to: { type: 'string' }, from: { type: 'string' }, 'command-id': { type: 'string' } },
-    3,
-  );
+const seatHandover = async (seat: string, values: { json?: true; to: string; from?: string; commandId?: string }): Promise<number> => {
   const out = output(values.json ?? false);
-  const [sub, seat, newName] = positionals;
-  switch (sub) {
-    case 'handover': {
-      if (!seat || !values.to) throw new ValidationError('usage: mesh seat handover SEAT --to NODE/MODULE [--from NODE/MODULE|none]', { field: seat ? '--to' : 'seat' });
-      const to = assignmentRefFlag('--to', values.to);
-      // The holder this operator is handing over from: given, or as the mesh is now.
-      const expectedHolder = values.from !== undefined ? (values.from === 'none' ? null : assignmentRefFlag('--from', values.from)) : await currentHolder(seat, to.node);
-      return withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute({ type: 'hand-over-seat', seat, to, expectedHolder }, metadata(values['command-id']))));
-    }
-    case 'rename': {
-      if (!seat || !newName) throw new ValidationError('usage: mesh seat rename SEAT NEW-NAME', { field: seat ? 'new-name' : 'seat' });
-      return withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute({ type: 'rename-seat', seat, to: newName }, metadata(values['command-id']))));
-    }
-    default:
-      throw new ValidationError(`mesh seat needs one of: handover, rename (got ${sub ?? 'nothing'})`, { field: 'verb' });
-  }
+  const to = assignmentRefFlag('--to', values.to);
+  // The holder this operator is handing over from: given, or as the mesh is now.
+  const expectedHolder = values.from !== undefined ? (values.from === 'none' ? null : assignmentRefFlag('--from', values.from)) : await currentHolder(seat, to.node);
+  return withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute({ type: 'hand-over-seat', seat, to, expectedHolder }, metadata(values.commandId))));
 };
+
+const seatRename = (seat: string, newName: string, values: { json?: true; commandId?: string }): Promise<number> =>
+  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'rename-seat', seat, to: newName }, metadata(values.commandId))));

@@ -9,7 +9,8 @@ import { readNodesWithModules } from '../projections/mesh/nodes.js';
 import { OVERVIEW_PROJECTIONS } from '../projections/mesh/overview.js';
 import { unheldMeshSeats } from '../projections/mesh/seats.js';
 import { allHealthy, projectionsStatus, type BuildState } from '../projections/status.js';
-import { parseFlags } from './flags.js';
+import type { CommandUnknownOpts } from '@commander-js/extra-typings';
+import { run, verb } from './verbs.js';
 import { output } from './output.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { machineOverview } from './machine-overview.js';
@@ -38,13 +39,22 @@ const describeProjection = (s: BuildState): string => {
   return `${s.projection.padEnd(12)} ${(s.notMoving ? 'NOT MOVING' : s.status).padEnd(9)} ${version.padEnd(6)} at seq ${s.checkpoint} of ${s.headSeq}, ${lag}${stall}${moving}`;
 };
 
-export const statusCommand = async (args: string[]): Promise<number> => {
-  const { values } = parseFlags(args, { json: { type: 'boolean', default: false }, 'at-least': { type: 'string' } });
+export const defineStatus = (mesh: CommandUnknownOpts): void => {
+  verb(mesh, 'status', {
+    summary: 'the overview: projections, nodes and what they run, machines, unheld seats, refusals, what is not known',
+    example: ['mesh status', 'mesh status --json'],
+    exits: [1, 6],
+  })
+    .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .action(run(statusCommand));
+};
+
+const statusCommand = (values: { json?: true; atLeast?: string }): Promise<number> => {
   const out = output(values.json ?? false);
   const projections = meshProjections();
   return withReads(
     projections.map((p) => p.name),
-    { atLeast: atLeastFlag(values['at-least']), readBehind: true },
+    { atLeast: atLeastFlag(values.atLeast), readBehind: true },
     async (session) => {
       const { config, nc, db, schemas, behind } = session;
       const reader = new CommitReader(nc, { stream: config.logStream, subjectPrefix: config.logSubjectPrefix, registry: meshEventRegistry() });

@@ -1,6 +1,6 @@
 import { errors as natsErrors, type NatsConnection, type Subscription } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
-import { Refusal } from '../domain/refusal.js';
+import { Refusal, type Problem } from '../domain/refusal.js';
 import { MeshError } from '../errors.js';
 import { OPERATOR_COMMANDS, type CommandDispatcher } from './command-dispatcher.js';
 import { serveTool, WRITER_QUEUE } from './serve-tool.js';
@@ -19,7 +19,7 @@ const PASSED_ON_TIMEOUT_MS = 30_000;
 
 export type ToolAnswer =
   | { ok: true; summary: string; seq: number; duplicate: boolean; events: unknown[] }
-  | { ok: false; refused: { what: string; why: string; remedy: string }[]; error: { code: string } & Record<string, unknown> };
+  | { ok: false; refused: Problem[]; error: { code: string } & Record<string, unknown> };
 
 export const refusalAnswer = (error: unknown): ToolAnswer => {
   if (error instanceof Refusal) return { ok: false, refused: [...error.problems], error: { code: error.code, subject: error.subject } };

@@ -8,6 +8,11 @@ export interface Problem {
   what: string;
   why: string;
   remedy: string;
+  /**
+   * Set when what was refused names something that does not exist (a node, a module, a seat, an
+   * operator, an assignment): the refusal is then a not-found (exit 5, HTTP 404), naming it.
+   */
+  missing?: 'node' | 'module' | 'seat' | 'operator' | 'assignment';
 }
 
 export class Refusal extends RefusedError {
@@ -17,7 +22,7 @@ export class Refusal extends RefusedError {
 
   constructor(subject: string, problems: readonly Problem[]) {
     const lines = problems.map((p) => `  - ${p.what}: ${p.why}; ${p.remedy}`);
-    super(`${subject} refused:\n${lines.join('\n')}`, { refused: problems });
+    super(`${subject} refused:\n${lines.join('\n')}`, { refused: problems }, problems.some((p) => p.missing !== undefined) ? { code: 'not_found' } : {});
     this.name = 'Refusal';
     this.problems = problems;
     this.subject = subject;

@@ -65,4 +65,21 @@ describe('history and the log’s filters', () => {
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('--after "yesterday" is not a time');
   });
+
+  it('takes a bare name when it names one thing, lists the candidates when it names more, and says when it names nothing', async () => {
+    const bare = await runMesh(['history', 'lab1', '--json'], env);
+    expect(bare.code).toBe(0);
+    expect(json(bare.stdout).map((e) => e.type)).toEqual(['node.added', 'assignment.created', 'seat.held']);
+    expect(json((await runMesh(['history', 'mesh-artifact-store', '--json'], env)).stdout).map((e) => e.type)).toEqual(['seat.defined', 'seat.held', 'seat.renamed']);
+    expect(json((await runMesh(['history', 'lab1/distribution', '--json'], env)).stdout).map((e) => e.type)).toEqual(['assignment.created', 'seat.held']);
+
+    await t.run({ type: 'add-node', node: 'distribution' });
+    const ambiguous = await runMesh(['history', 'distribution'], env);
+    expect(ambiguous.code).toBe(2);
+    expect(ambiguous.stderr).toContain('distribution names more than one thing: node.distribution, module.distribution');
+
+    const nothing = await runMesh(['history', 'nosuch'], env);
+    expect(nothing.code).toBe(5);
+    expect(nothing.stderr).toContain('nothing is known of nosuch');
+  });
 });

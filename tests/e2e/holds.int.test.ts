@@ -109,7 +109,7 @@ describe('a hold is stated once as a fact, kept in node_holds, shown, and cleare
 
     const show = await runMesh(['node', 'show', 'alpha'], env);
     expect(show.code).toBe(0);
-    expect(show.stdout).toContain('held (2):');
+    expect(show.stdout).toContain('held back (2):');
     expect(show.stdout).toContain('  proxy: 2 held');
     expect(show.stdout).toContain(`    proxy/secret-token (secret): ${data.resources[0]?.reason} — since ${held?.time} (log seq ${held?.seq})`);
     const shown = JSON.parse((await runMesh(['node', 'show', 'alpha', '--json'], env)).stdout) as { held: unknown[] };
@@ -140,7 +140,7 @@ describe('a hold is stated once as a fact, kept in node_holds, shown, and cleare
 
     await waitFor('no rows left', async () => (await rows()).length === 0);
     const show = await runMesh(['node', 'show', 'alpha'], env);
-    expect(show.stdout).toContain('held: nothing');
+    expect(show.stdout).toContain('held back: nothing');
     expect(show.stdout).toMatch(/last facts:[\s\S]*fact\.held proxy/);
     await waitFor('mesh status exiting zero', async () => (await runMesh(['status'], env)).code === 0, 60_000);
   }, 120_000);

@@ -100,7 +100,7 @@ describe('builds that cannot start or did not succeed', () => {
     // The operator keeps what runs: the move is no longer a problem, and keeping again is refused.
     const refusedWithoutReason = await runMesh(['module', 'keep', name], env);
     expect(refusedWithoutReason.code).toBe(2);
-    expect(refusedWithoutReason.stderr).toContain('mesh module keep MODULE --reason TEXT');
+    expect(refusedWithoutReason.stderr).toContain("required option '--reason <text>' not specified (see mesh module keep --help)");
     const kept = await runMesh(['module', 'keep', name, '--reason', 'the new version waits for its base'], env);
     expect({ code: kept.code, stderr: kept.stderr }).toEqual({ code: 0, stderr: '' });
     expect(kept.stdout).toContain(`${name} keeps the version it runs`);

@@ -218,7 +218,7 @@ describe('the catalogue, seats and assignments through the CLI', () => {
     const seats = JSON.parse((await mesh('seats', '--json')).stdout) as { seats: { seat: string }[]; outsideTheSet: { seat: string; holder: unknown }[] };
     expect(seats.seats.map((s) => s.seat)).not.toContain('pager');
     expect(seats.outsideTheSet).toEqual([expect.objectContaining({ seat: 'pager', holder: { node: 'lab2', module: 'pager' } })]);
-    expect((await mesh('seats')).stdout).toMatch(/^pager\s+mesh\s+-\s+outside the set\s+lab2\/pager$/m);
+    expect((await mesh('seats')).stdout).toMatch(/^pager\s+mesh\s+not known\s+outside the set\s+lab2\/pager$/m);
   });
 
   it('reads nodes, modules and the overview from the projections, waiting for the sequence a command carried', async () => {

@@ -36,8 +36,8 @@ export const decideAssign = (command: Assign, state: MeshState): Decision => {
   const problems: Problem[] = [];
   const module = moduleNamed(state.catalogue, command.module);
   const registered = [...registeredModuleNames(state.catalogue)].sort();
-  if (!module) problems.push({ what: command.module, why: 'no such module is registered', remedy: `register it: mesh module register <manifest.json>${registered.length > 0 ? ` (registered: ${registered.join(', ')})` : ''}` });
-  if (!nodeNamed(state.nodes, command.node)) problems.push({ what: command.node, why: 'no such node', remedy: `add it: mesh node add ${command.node}` });
+  if (!module) problems.push({ what: command.module, why: 'no such module is registered', remedy: `register it: mesh module register <manifest.json>${registered.length > 0 ? ` (registered: ${registered.join(', ')})` : ''}`, missing: 'module' });
+  if (!nodeNamed(state.nodes, command.node)) problems.push({ what: command.node, why: 'no such node', remedy: `add it: mesh node add ${command.node}`, missing: 'node' });
   const existing = assignmentOf(state.assignments, command);
   if (existing) {
     problems.push({ what: `${command.node}/${command.module}`, why: `${command.node} already runs ${command.module}, and one node runs one of each (ADR 0115)`, remedy: 'assign it to another node, or unassign it first' });
@@ -81,7 +81,7 @@ export const decideAssign = (command: Assign, state: MeshState): Decision => {
   for (const name of command.hold) {
     const seat = seatNamed(state.seats, name);
     if (!seat) {
-      problems.push({ what: `--hold ${name}`, why: 'no such seat', remedy: `name one of: ${[...allSeats(state.seats)].map((s) => s.name).sort().join(', ')}` });
+      problems.push({ what: `--hold ${name}`, why: 'no such seat', remedy: `name one of: ${[...allSeats(state.seats)].map((s) => s.name).sort().join(', ')}`, missing: 'seat' });
       continue;
     }
     problems.push(...canHoldProblems(state, command.module, seat, `--hold ${name}`));
@@ -120,7 +120,7 @@ export const decideUnassign = (command: Unassign, state: MeshState): Decision =>
   const assignment = assignmentOf(state.assignments, command);
   if (!assignment) {
     const where = assignmentsOf(state.assignments, command.module).map((a) => a.node);
-    refuseIfAny(subject, [{ what: `${command.node}/${command.module}`, why: `${command.module} is not assigned to ${command.node}`, remedy: where.length > 0 ? `it runs on: ${where.join(', ')}` : 'nothing to do' }]);
+    refuseIfAny(subject, [{ what: `${command.node}/${command.module}`, why: `${command.module} is not assigned to ${command.node}`, remedy: where.length > 0 ? `it runs on: ${where.join(', ')}` : 'nothing to do', missing: 'assignment' }]);
   }
   const dependents = [...allAssignments(state.assignments)].filter((a) =>
     a.resolutions.some((r) => r.answer.kind === 'assignment' && r.answer.node === command.node && r.answer.module === command.module && r.answer.via !== 'seat'),

@@ -62,6 +62,9 @@ export const graphInputOf = (state: MeshState): GraphInput => ({
 
 const moduleRefusal = (what: string, module: string, why: string, remedy: string): Refusal => new Refusal(what, [{ what: module, why, remedy }]);
 
+/** A command about a module the catalogue does not hold. */
+const noSuchModule = (what: string, module: string, remedy: string): Refusal => new Refusal(what, [{ what: module, why: 'no such module is registered', remedy, missing: 'module' }]);
+
 const decideMoveSource = (command: MoveSource, state: MeshState): Decision => {
   const key = sourceKey(command.source, command.ref);
   const aggregate = sourceAggregate(command.source, command.ref);
@@ -76,7 +79,7 @@ const decideMoveSource = (command: MoveSource, state: MeshState): Decision => {
 
 const decideMoveModule = (command: MoveModule, state: MeshState): Decision => {
   const module = moduleNamed(state.catalogue, command.module);
-  if (!module) throw moduleRefusal(`moving module ${command.module}`, command.module, 'no such module is registered', 'register it first: mesh module register <manifest.json>');
+  if (!module) throw noSuchModule(`moving module ${command.module}`, command.module, 'register it first: mesh module register <manifest.json>');
   const source = module.manifest.source;
   if (!source) throw moduleRefusal(`moving module ${command.module}`, command.module, 'its manifest names no source', 'register it with a source: mesh module register <manifest.json> --source …');
   const ref: SourceRef = 'seat' in source ? { seat: source.seat, repository: source.repository } : { url: source.url };
@@ -99,7 +102,7 @@ const refusalFor = (assessment: Assessment): string | undefined => {
 const decideSubmitBuild = (command: SubmitBuild, state: MeshState): Decision => {
   const what = `building module ${command.module}`;
   const module = moduleNamed(state.catalogue, command.module);
-  if (!module) throw moduleRefusal(what, command.module, 'no such module is registered', 'register it first: mesh module register <manifest.json>');
+  if (!module) throw noSuchModule(what, command.module, 'register it first: mesh module register <manifest.json>');
   const assessments = assessGraph(graphInputOf(state));
   const assessment = assessments.get(command.module) as Assessment;
   const aggregate = buildAggregate(command.module);
@@ -172,7 +175,7 @@ const decideRecordBuild = (command: RecordBuild, state: MeshState): Decision => 
 };
 
 const decideSetRolloutPolicy = (command: SetRolloutPolicy, state: MeshState): Decision => {
-  if (!moduleNamed(state.catalogue, command.module)) throw moduleRefusal(`setting the rollout of ${command.module}`, command.module, 'no such module is registered', 'register it first');
+  if (!moduleNamed(state.catalogue, command.module)) throw noSuchModule(`setting the rollout of ${command.module}`, command.module, 'register it first');
   const aggregate = moduleAggregate(command.module);
   if (policyOf(state.builds, command.module) === command.policy && state.builds.policies.has(command.module)) return { aggregate, events: [], summary: `${command.module} already rolls out by ${command.policy}` };
   return { aggregate, events: [{ type: RolloutPolicySet.type, data: { module: command.module, policy: command.policy } }], summary: `${command.module}'s new versions now ${command.policy === 'roll-out' ? 'roll out to its nodes' : 'are recorded only'}` };
@@ -181,7 +184,7 @@ const decideSetRolloutPolicy = (command: SetRolloutPolicy, state: MeshState): De
 const decideKeepVersion = (command: KeepVersion, state: MeshState): Decision => {
   const subject = `keeping the version ${command.module} runs`;
   const module = moduleNamed(state.catalogue, command.module);
-  if (!module) throw moduleRefusal(subject, command.module, 'no such module is registered', 'name a registered module: mesh module list');
+  if (!module) throw noSuchModule(subject, command.module, 'name a registered module: mesh module list');
   const reason = command.reason.trim();
   if (reason === '') throw new Refusal(subject, [{ what: '--reason', why: 'a kept version says why: the next operator reads it in mesh status and mesh history', remedy: `mesh module keep ${command.module} --reason "…"` }]);
   const [standing] = buildStandingsOf([module], state.builds);

@@ -48,7 +48,7 @@ export const decideAddOperator = (command: AddOperator, state: MeshState): Decis
 export const decideRevokeOperator = (command: RevokeOperator, state: MeshState): Decision => {
   const existing = operatorNamed(state.operators, command.operator);
   const problems: Problem[] = [];
-  if (!existing) problems.push({ what: command.operator, why: 'no such operator', remedy: `operators: ${[...allOperators(state.operators)].map((o) => o.operator).join(', ') || 'none'}` });
+  if (!existing) problems.push({ what: command.operator, why: 'no such operator', remedy: `operators: ${[...allOperators(state.operators)].map((o) => o.operator).join(', ') || 'none'}`, missing: 'operator' });
   else if (existing.revoked) problems.push({ what: command.operator, why: `operator ${command.operator} is already revoked`, remedy: 'nothing to do' });
   const active = [...allOperators(state.operators)].filter((o) => !o.revoked && o.operator !== command.operator);
   if (existing && !existing.revoked && active.length === 0) problems.push({ what: command.operator, why: 'it is the last operator who is not revoked: nobody could command the mesh after it', remedy: 'add another operator first' });

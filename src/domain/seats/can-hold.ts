@@ -9,7 +9,7 @@ import type { Problem } from '../refusal.js';
 
 export const canHoldProblems = (state: MeshState, module: string, seat: SeatState, what: string): Problem[] => {
   const definition = manifestOf(state.catalogue, module);
-  if (!definition) return [{ what, why: `module ${module} is not registered`, remedy: `register it first: mesh module register <manifest.json>` }];
+  if (!definition) return [{ what, why: `module ${module} is not registered`, remedy: `register it first: mesh module register <manifest.json>`, missing: 'module' }];
   const problems: Problem[] = [];
   const names = new Set([seat.name, ...seat.aliases]);
   const claims = definition.canHold.some((claim) => names.has(typeof claim === 'string' ? claim : claim.seat));

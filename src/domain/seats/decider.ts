@@ -55,7 +55,7 @@ export const decideDefineSystemSeat = (command: DefineSystemSeat, state: MeshSta
 export const decideRenameSeat = (command: RenameSeat, state: MeshState): Decision => {
   const seat = seatNamed(state.seats, command.seat);
   if (!seat) {
-    throw new Refusal(`renaming seat ${command.seat}`, [{ what: command.seat, why: 'no such seat', remedy: `name one of: ${[...allSeats(state.seats)].map((s) => s.name).sort().join(', ')}` }]);
+    throw new Refusal(`renaming seat ${command.seat}`, [{ what: command.seat, why: 'no such seat', remedy: `name one of: ${[...allSeats(state.seats)].map((s) => s.name).sort().join(', ')}`, missing: 'seat' }]);
   }
   const problems = [];
   const taken = seatNamed(state.seats, command.to);
@@ -81,9 +81,9 @@ export const decideRenameSeat = (command: RenameSeat, state: MeshState): Decisio
 export const decideHandOverSeat = (command: HandOverSeat, state: MeshState): Decision => {
   const subject = `handing over seat ${command.seat} to ${show(command.to)}`;
   const seat = seatNamed(state.seats, command.seat);
-  if (!seat) throw new Refusal(subject, [{ what: command.seat, why: 'no such seat', remedy: `name one of: ${[...allSeats(state.seats)].map((s) => s.name).sort().join(', ')}` }]);
+  if (!seat) throw new Refusal(subject, [{ what: command.seat, why: 'no such seat', remedy: `name one of: ${[...allSeats(state.seats)].map((s) => s.name).sort().join(', ')}`, missing: 'seat' }]);
   if (!isAssigned(state.assignments, command.to)) {
-    throw new Refusal(subject, [{ what: show(command.to), why: `module ${command.to.module} is not assigned to node ${command.to.node}`, remedy: `assign it first: mesh assign ${command.to.module} ${command.to.node}` }]);
+    throw new Refusal(subject, [{ what: show(command.to), why: `module ${command.to.module} is not assigned to node ${command.to.node}`, remedy: `assign it first: mesh assign ${command.to.module} ${command.to.node}`, missing: 'assignment' }]);
   }
   const scopeKey = seat.scope === 'mesh' ? 'mesh' : command.to.node;
   const current = holderOf(state.seats, seat.id, scopeKey);
