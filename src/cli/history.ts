@@ -65,8 +65,21 @@ export const readHistory = async (
     }
   } else {
     for (const filter of related(aggregate)) for await (const event of log.read({ aggregate: filter, onPassed: pass })) events.push(event);
+    // A handover is filed under the seat, but it changed what the node (or module) it took the seat
+    // from, and the one it gave it to, holds.
+    const [kind, ...id] = aggregate.split('.');
+    const name = id.join('.');
+    if (kind === 'node' || kind === 'module') {
+      for await (const event of log.read({ aggregate: 'seat', onPassed: pass })) if (handedOverAt(event, kind, name)) events.push(event);
+    }
   }
   return events.sort((a, b) => a.seq - b.seq || a.index - b.index);
+};
+
+/** Whether `event` is a handover from or to an assignment on node `name` (or of module `name`). */
+const handedOverAt = (event: StoredMeshEvent, kind: 'node' | 'module', name: string): boolean => {
+  if (event.type !== 'seat.handed-over') return false;
+  return [event.data.from, event.data.to].some((holder) => holder !== null && holder[kind] === name);
 };
 
 /** The seat a seat.held or seat.released event is about; undefined for any other event. */

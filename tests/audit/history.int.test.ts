@@ -82,4 +82,18 @@ describe('history and the log’s filters', () => {
     expect(nothing.code).toBe(5);
     expect(nothing.stderr).toContain('nothing is known of nosuch');
   });
+
+  it('tells a node’s history with the handover that took a seat from it, and the other node’s with the one that gave it', async () => {
+    const mesh = (...args: string[]) => runMesh(args, env);
+    expect((await mesh('node', 'add', 'lab2')).code).toBe(0);
+    expect((await mesh('assign', 'distribution', 'lab2')).code).toBe(0);
+    expect((await mesh('seat', 'handover', 'mesh-registry', '--to', 'lab2/distribution')).code).toBe(0);
+    for (const node of ['lab1', 'lab2']) {
+      const result = await runMesh(['history', node, '--json'], env);
+      expect(result.code).toBe(0);
+      expect(json(result.stdout).map((e) => e.type)).toContain('seat.handed-over');
+    }
+    const module = json((await runMesh(['history', 'module.distribution', '--json'], env)).stdout);
+    expect(module.filter((e) => e.type === 'seat.handed-over')).toHaveLength(1);
+  });
 });
