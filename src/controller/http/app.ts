@@ -28,8 +28,6 @@ export interface HttpDeps {
   metrics?: { contentType: string; text: () => Promise<string> };
   /** whether the controller is ready for traffic (absent: ready whenever it answers) */
   readiness?: () => Promise<Readiness>;
-  /** the version the OpenAPI document names */
-  version?: string;
 }
 
 /** A refusal's HTTP status, from the same code the CLI maps to its exit code. */
@@ -37,7 +35,7 @@ const statusFor = (error: unknown): number => ({ 2: 400, 3: 409, 4: 409, 5: 404,
 
 export const buildApp = (deps: HttpDeps): FastifyInstance => {
   const app = Fastify({ logger: false });
-  const document = openApiDocument({ version: deps.version ?? '0' });
+  const document = openApiDocument();
 
   // What fastify itself turns away (a body that is not JSON, too large) answers as the tools
   // answer a bad body; anything else is a failure, logged here and named to the caller only as one.

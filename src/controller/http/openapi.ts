@@ -16,7 +16,10 @@ const jsonSchema = (schema: z.ZodType): JsonSchema => {
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: object, description: string) => ({ description, content: { 'application/json': { schema } } });
 
-export const openApiDocument = (info: { title?: string; version: string }) => {
+/** The API's version: moved when a route or a body changes so that an old client breaks. */
+export const API_VERSION = '1';
+
+export const openApiDocument = () => {
   const schemas: Record<string, JsonSchema> = {
     ToolAnswer: jsonSchema(toolAnswerSchema),
     Readiness: jsonSchema(readinessSchema),
@@ -63,5 +66,5 @@ export const openApiDocument = (info: { title?: string; version: string }) => {
       },
     };
   }
-  return { openapi: '3.1.0', info: { title: info.title ?? "the mesh controller's API", version: info.version }, paths, components: { schemas } };
+  return { openapi: '3.1.0', info: { title: "the mesh controller's API", version: API_VERSION }, paths, components: { schemas } };
 };
