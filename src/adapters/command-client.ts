@@ -38,9 +38,14 @@ export const sendSignedCommand = async (nc: NatsConnection, config: { operatorKe
       { cause: error },
     );
   }
+  return outcomeOf(answer, command.type);
+};
+
+/** A tool's answer as its caller takes it: the outcome, or the refusal or error it names, thrown. */
+export const outcomeOf = (answer: ToolAnswer, verb: string): CommandAnswer => {
   if (answer.ok) return { summary: answer.summary, seq: answer.seq, duplicate: answer.duplicate, events: answer.events };
   const { code, ...details } = answer.error;
-  if ((code === 'refused' || code === 'not_found') && answer.refused.length > 0) throw new Refusal(typeof details.subject === 'string' ? details.subject : command.type, answer.refused);
+  if ((code === 'refused' || code === 'not_found') && answer.refused.length > 0) throw new Refusal(typeof details.subject === 'string' ? details.subject : verb, answer.refused);
   throw new MeshError(code as MeshErrorCode, answer.refused.map((r) => r.why).join('; '), details);
 };
 

@@ -32,6 +32,8 @@ import { statusSchemaFromEnv } from '../controller/node-status.js';
 import { heartbeatThresholdMs } from '../controller/overview.js';
 import { ReportIngester } from '../controller/report-ingester.js';
 import { CommandDispatcher } from '../controller/command-dispatcher.js';
+import { outcomeOf } from '../adapters/command-client.js';
+import type { CommandResult } from '../controller/mesh-service.js';
 import { sourceProbe } from '../controller/source-probe.js';
 import { DEFAULT_MAX_PAYLOAD } from '../domain/operators/command-size.js';
 import { DeclarationPublisher } from '../controller/declaration-publisher.js';
@@ -47,6 +49,10 @@ import { CatchUpTool } from '../controller/catch-up-tool.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { Option, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { run, verb } from './verbs.js';
+import { PrometheusMetrics } from '../adapters/prometheus-metrics.js';
+import { nodeStateOf } from '../controller/overview.js';
+import { readiness } from '../controller/readiness.js';
+import { readyMaxLagFromEnv } from './readiness-settings.js';
 
 // `mesh controller`: the control plane's long-running process, in the foreground. Structured logs
 // (pino, JSON lines) go to stdout; `mesh dev up` runs it in the background with its log in a file.
@@ -68,6 +74,9 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
   const config = loadConfig();
   const snapshotSchedule = snapshotScheduleFromEnv();
   const logger = pino({ base: { component: 'controller', mesh: config.meshName } });
+  const readyMaxLag = readyMaxLagFromEnv();
+  // This process's metrics, in a registry of its own (docs/decisions.md, "Metrics and probes").
+  const metrics = new PrometheusMetrics({ processMetrics: true });
   const controllerKey = loadIdentityFile(config.controllerKeyFile, 'the controller signs the log and speaks on the bus with it; `npx mesh dev up` makes it, or set MESH_CONTROLLER_KEY');
   const nc = await connectNats(config.natsUrl, { name: 'mesh-controller', persistent: true, identity: { key: controllerKey, inbox: CONTROLLER_INBOX } });
   const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
@@ -91,7 +100,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
     : undefined;
   // One writer for every log of this process: each commit signed with the controller's key and
   // chained to the one before (docs/decisions.md, "The log proves itself").
-  const writer = new LogWriter(nc, { stream: config.logStream, key: controllerKey, keySource: config.controllerKeyFile });
+  const writer = new LogWriter(nc, { stream: config.logStream, key: controllerKey, keySource: config.controllerKeyFile, onStored: () => metrics.commitAppended() });
   const newLog = () => new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry(), writer });
   const log = newLog();
   const begun = await beginLog(nc, log, { ...settings, meshName: config.meshName, actor: 'controller', controllerKey: controllerKey.publicKey });
@@ -146,7 +155,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
     logger: logger.child({ component: 'writer-lease' }),
   });
   // An operator's build is looked at by a holder of mesh-build-machine before it is submitted.
-  const dispatcher = new CommandDispatcher(mesh, { maxPayload: nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD, probe: sourceProbe(nc, { prefix: config.subjectPrefix }) });
+  const dispatcher = new CommandDispatcher(mesh, { maxPayload: nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD, probe: sourceProbe(nc, { prefix: config.subjectPrefix }), metrics });
   const tools = new ToolServer(nc, dispatcher, {
     prefix: config.subjectPrefix,
     logger: logger.child({ component: 'tools' }),
@@ -165,6 +174,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
       actor: 'controller',
       logger,
       mesh,
+      onPass: (pass) => metrics.declarationPass(pass),
       ...(busAuthority ? { busAuthority } : {}),
     });
     await controller.start();
@@ -190,6 +200,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
       held: () => view.held(),
       reached: (seq) => view.reached(seq),
       mesh,
+      metrics,
     });
     await reports.start();
     writing.push(reports);
@@ -220,34 +231,47 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
   catchUp.start();
   const facts = new FactFeed(newLog(), 50, logger.child({ component: 'facts' }));
   await facts.start();
+  // Every projection build and the log's head, as `mesh projections status` reads them.
+  const commits = new CommitReader(nc, { ...settings, registry: meshEventRegistry() });
+  const projectionBuilds = () => projectionsStatus(pool, schemasFromEnv(), commits, meshProjections());
+  const overviewOfMesh = overviewSource({
+    mesh,
+    publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix }),
+    pool,
+    statusSchema: statusSchemaFromEnv(),
+    heartbeatThresholdMs: heartbeatThresholdMs(),
+    prefix: config.subjectPrefix,
+    // Which of this process's readers the log holds at a commit, and why.
+    holds: () => heldReaders({ 'the fact feed': facts.held() }),
+    // An outage of PostgreSQL is named with its start, not read as nodes never heard from.
+    store: () => store.state(),
+    // The projections' health, as `mesh status` judges it: a stall or a lagging build is on the page too.
+    projections: async () => {
+      const states = await projectionBuilds();
+      return states.map((state) => ({
+        projection: state.projection,
+        lagEvents: state.lagCommits,
+        stalledAt: state.stall ? { seq: state.stall.seq, eventType: state.stall.type, sqlstate: state.stall.sqlstate ?? null, error: state.stall.error } : undefined,
+        notServing: state.status !== 'serving',
+        notMovingSince: state.notMoving?.since.toISOString(),
+        stallRetry: state.stall ? { attempts: state.stall.attempts, nextAttemptAt: state.stall.nextAttemptAt?.toISOString() ?? null } : undefined,
+      }));
+    },
+  });
   const http = buildApp({
-    overview: overviewSource({
-      mesh,
-      publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix }),
-      pool,
-      statusSchema: statusSchemaFromEnv(),
-      heartbeatThresholdMs: heartbeatThresholdMs(),
-      prefix: config.subjectPrefix,
-      // Which of this process's readers the log holds at a commit, and why.
-      holds: () => heldReaders({ 'the fact feed': facts.held() }),
-      // An outage of PostgreSQL is named with its start, not read as nodes never heard from.
-      store: () => store.state(),
-      // The projections' health, as `mesh status` judges it: a stall or a lagging build is on the page too.
-      projections: async () => {
-        const states = await projectionsStatus(pool, schemasFromEnv(), new CommitReader(nc, { ...settings, registry: meshEventRegistry() }), meshProjections());
-        return states.map((state) => ({
-          projection: state.projection,
-          lagEvents: state.lagCommits,
-          stalledAt: state.stall ? { seq: state.stall.seq, eventType: state.stall.type, sqlstate: state.stall.sqlstate ?? null, error: state.stall.error } : undefined,
-          notServing: state.status !== 'serving',
-          notMovingSince: state.notMoving?.since.toISOString(),
-          stallRetry: state.stall ? { attempts: state.stall.attempts, nextAttemptAt: state.stall.nextAttemptAt?.toISOString() ?? null } : undefined,
-        }));
-      },
-    }),
+    overview: overviewOfMesh,
     onFact: (listener) => facts.subscribe(listener),
     recentFacts: () => facts.latest(),
-    dispatcher,
+    // Commands over HTTP go where tool calls go: decided by the writer, passed on to it from a standby.
+    dispatcher: { dispatch: async (input, verb) => outcomeOf(await tools.call(verb ?? '', input), verb ?? 'command') as CommandResult },
+    logger: logger.child({ component: 'http' }),
+    metrics: metrics.endpoint({
+      logHead: async () => (await commits.head()).seq,
+      viewSeq: () => view.mesh().seq,
+      projections: projectionBuilds,
+      nodeStates: async () => (await overviewOfMesh()).nodes.map(nodeStateOf),
+    }),
+    readiness: () => readiness({ view, projections: projectionBuilds, maxLagCommits: readyMaxLag }),
   });
   // Loopback unless configured otherwise: the page is read-only, but it is the mesh's whole picture.
   const httpAddress = await http.listen({ host: config.httpHost, port: config.httpPort });

@@ -11,6 +11,7 @@ import type { CommandResult, MeshService } from './mesh-service.js';
 import { operatorNamed } from '../domain/operators/state.js';
 import { commandCarriedOut } from '../domain/mesh/command-index.js';
 import type { SourceProbe } from './source-probe.js';
+import { commandOutcomeOf, type CommandMetrics } from './metrics.js';
 
 // The one place an operator's command enters the control plane, whatever carried it (a tool call
 // on the bus, the HTTP API): its signature is checked against the key the log holds for the
@@ -42,12 +43,29 @@ export class CommandDispatcher {
     /**
      * `maxPayload`: the bus's message limit, which bounds a command (command-size.ts); `now`: the
      * controller's clock; `probe`: asks a holder of mesh-build-machine whether a build's folder is at
-     * its commit (source-probe.ts), before an operator's build is submitted
+     * its commit (source-probe.ts), before an operator's build is submitted; `metrics`: told how
+     * each command ended and how long it took
      */
-    private readonly options: { maxPayload?: number; now?: () => Date; probe?: SourceProbe } = {},
+    private readonly options: { maxPayload?: number; now?: () => Date; probe?: SourceProbe; metrics?: CommandMetrics } = {},
   ) {}
 
   async dispatch(input: unknown, verb?: string): Promise<CommandResult> {
+    const metrics = this.options.metrics;
+    if (!metrics) return this.decide(input, verb);
+    const started = performance.now();
+    // Counted by the verbs there are, so a caller cannot mint a series per made-up verb.
+    const label = verb !== undefined && OPERATOR_COMMANDS.has(verb) ? verb : 'other';
+    try {
+      const result = await this.decide(input, verb);
+      metrics.commandDecided(label, 'ok', (performance.now() - started) / 1000);
+      return result;
+    } catch (error) {
+      metrics.commandDecided(label, commandOutcomeOf(error), (performance.now() - started) / 1000);
+      throw error;
+    }
+  }
+
+  private async decide(input: unknown, verb?: string): Promise<CommandResult> {
     const parsed = signedCommandSchema.safeParse(input);
     if (!parsed.success) {
       const unsigned = typeof input === 'object' && input !== null && !('signature' in input);

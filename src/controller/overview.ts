@@ -147,6 +147,15 @@ export interface Overview {
   dangling?: DanglingConsume[];
 }
 
+/** A node's state in one word, as the overview judges it: what `mesh_nodes{state}` counts. */
+export type NodeState = 'healthy' | 'unhealthy' | 'never-heard-from' | 'unknown';
+
+export const nodeStateOf = (node: NodeOverview): NodeState => {
+  if (node.statusUnknown !== null) return 'unknown';
+  if (node.lastHeard === null) return 'never-heard-from';
+  return node.problems.length === 0 ? 'healthy' : 'unhealthy';
+};
+
 const when = (date: Date | null): string | null => (date ? date.toISOString() : null);
 
 /** The one line the overview says when what nodes last said cannot be read. */

@@ -13,6 +13,7 @@ import type { MeshState } from '../domain/mesh/state.js';
 import { reportSchema, type Report } from '../domain/reports/report.js';
 import { ConcurrencyError } from '../errors.js';
 import { ensureNodeStatus, recordHeartbeats, recordReport } from './node-status.js';
+import type { ReportMetrics } from './metrics.js';
 
 // Reads what nodes say (CONTROL, a work queue only the controller reads) and turns it into facts.
 // A report is acknowledged only once everything it caused is done: its node's status recorded in
@@ -39,6 +40,8 @@ export interface ReportIngesterOptions {
    * commands (mesh-writer.ts), decided against its view; without it they are appended on their own
    */
   mesh?: Pick<MeshService, 'appendDecided'>;
+  /** told what became of each report, and which facts it caused */
+  metrics?: ReportMetrics;
 }
 
 const RETRY_MS = 1_000;
@@ -121,6 +124,7 @@ export class ReportIngester {
     } catch (error) {
       // Nothing can ever make it valid: say so and let it go, rather than redeliver it for ever.
       this.options.logger.error({ err: error, subject: message.subject }, 'unreadable report');
+      this.options.metrics?.reportRead('unreadable');
       message.term();
       return;
     }
@@ -128,14 +132,17 @@ export class ReportIngester {
       const declaration = await this.outstanding(report.node);
       if (!declaration || declaration.digest !== report.digest) {
         this.options.logger.info({ node: report.node, digest: report.digest, outstanding: declaration?.digest }, 'report about a declaration that is not outstanding: not acted on');
+        this.options.metrics?.reportRead('not-outstanding');
         message.ack();
         return;
       }
       await recordReport(this.options.pool, this.options.statusSchema, report, new Date(report.at));
       await this.stateFacts(declaration, report);
+      this.options.metrics?.reportRead('acted');
       message.ack();
     } catch (error) {
       this.options.logger.warn({ err: error, node: report.node, sequence: report.sequence }, 'report held for a retry');
+      this.options.metrics?.reportRead('retried');
       message.nak(RETRY_MS);
     }
   }
@@ -171,6 +178,7 @@ export class ReportIngester {
     for (const event of result.events) {
       await this.js.publish(factSubject(event.type, this.options.names.prefix), JSON.stringify(event), { msgID: event.id });
     }
+    this.options.metrics?.factsStated(result.events.map((e) => e.type));
     this.options.logger.info({ node: report.node, facts: result.events.map((e) => e.type), seq: result.seq }, 'facts stated');
   }
 

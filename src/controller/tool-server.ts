@@ -55,6 +55,15 @@ export class ToolServer {
     }
   }
 
+  /**
+   * A call that came another way (the HTTP API), answered as a tool call is: decided here by the
+   * writer, passed on to it by a controller standing by.
+   */
+  async call(verb: string, input: unknown): Promise<ToolAnswer> {
+    const answer = await this.answer(verb, new TextEncoder().encode(JSON.stringify(input)));
+    return answer instanceof Uint8Array ? (JSON.parse(new TextDecoder().decode(answer)) as ToolAnswer) : answer;
+  }
+
   /** This process became the writer: it takes the calls the others pass on. */
   serveAsWriter(): void {
     if (this.writerSubscriptions.length > 0) return;

@@ -31,6 +31,7 @@ import pg from 'pg';
 import { MeshService } from '../../src/controller/mesh-service.js';
 import { MeshView } from '../../src/controller/mesh-view.js';
 import { MeshWriter } from '../../src/controller/mesh-writer.js';
+import type { ReportMetrics } from '../../src/controller/metrics.js';
 import type { MeshCommand } from '../../src/domain/mesh/commands.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../../src/domain/declarations/declaration.js';
 import { meshEventRegistry } from '../../src/domain/registry.js';
@@ -68,7 +69,7 @@ class ControllerProcess extends Controller {
   }
 }
 
-export const openTestMesh = async (options: { url?: string; identity?: BusIdentity; name?: string } = {}) => {
+export const openTestMesh = async (options: { url?: string; identity?: BusIdentity; name?: string; onStored?: (seq: number) => void } = {}) => {
   const name = options.name ?? uniqueName('t');
   const names = testMeshNames(name);
   /** the same names as the build coordinator and the stream assertions take them */
@@ -77,7 +78,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
   const jsm: JetStreamManager = await jetstreamManager(nc);
   // The mesh's controller key, and the one writer every log of this test process appends through.
   const controllerKey = newIdentity();
-  const writer = new LogWriter(nc, { stream: names.logStream, key: controllerKey, keySource: 'the test mesh' });
+  const writer = new LogWriter(nc, { stream: names.logStream, key: controllerKey, keySource: 'the test mesh', ...(options.onStored ? { onStored: options.onStored } : {}) });
   const newLog = () => new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry(), writer });
   const log = newLog();
   await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: name, actor: 'test', controllerKey: controllerKey.publicKey });
@@ -106,7 +107,12 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
    * with `busAuthority`, it composes the bus's user list before each pass.
    */
   const startController = async (
-    options: { projector?: { databaseUrl: string; schemas: ProjectorSchemas; settings?: Partial<RunnerSettings> }; busAuthority?: BusAuthority; storeWatchMs?: number } = {},
+    options: {
+      projector?: { databaseUrl: string; schemas: ProjectorSchemas; settings?: Partial<RunnerSettings> };
+      busAuthority?: BusAuthority;
+      storeWatchMs?: number;
+      onPass?: (pass: DeclarationPass) => void;
+    } = {},
   ): Promise<Controller> => {
     const store = options.projector ? watchStore(nc, names.prefix, options.projector.databaseUrl, { logger: pino({ level: 'silent' }), ...(options.storeWatchMs ? { intervalMs: options.storeWatchMs } : {}) }) : undefined;
     const projector = options.projector
@@ -135,7 +141,10 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
         names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
         actor: 'controller',
         logger: pino({ level: 'silent' }),
-        onPass: (pass) => passes.push(pass),
+        onPass: (pass) => {
+          passes.push(pass);
+          options.onPass?.(pass);
+        },
         ...(options.busAuthority ? { busAuthority: options.busAuthority } : {}),
       },
       [...(projector ? [projector] : []), ...(store ? [store] : [])],
@@ -178,7 +187,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
   };
 
   /** Reads this mesh's reports into facts, with node status in a PostgreSQL schema of the test's own. */
-  const startIngester = async (controller: Controller, options: { databaseUrl?: string; schema?: string } = {}): Promise<ReportIngester> => {
+  const startIngester = async (controller: Controller, options: { databaseUrl?: string; schema?: string; metrics?: ReportMetrics } = {}): Promise<ReportIngester> => {
     const pool = new pg.Pool({ connectionString: options.databaseUrl ?? testDatabaseUrl('controller'), max: 2 });
     pool.on('error', () => undefined);
     pools.push(pool);
@@ -191,6 +200,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
       state: () => controller.mesh(),
       held: () => controller.held(),
       reached: (seq) => controller.reached(seq),
+      ...(options.metrics ? { metrics: options.metrics } : {}),
       ...(controllerMeshes.has(controller) ? { mesh: controllerMeshes.get(controller)! } : {}),
     });
     await ingester.start();

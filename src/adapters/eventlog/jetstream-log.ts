@@ -237,6 +237,8 @@ export class JetStreamEventLog<E extends AnyEvent = AnyEvent> implements EventLo
       const messages = await consumer.consume({ max_messages: 512 });
       const stop = (): void => void messages.stop();
       signal?.addEventListener('abort', stop, { once: true });
+      // Aborted while the consumer was being made: the event has fired already, and would be missed.
+      if (signal?.aborted) stop();
       let check: ReturnType<JetStreamEventLog<E>['checker']> | undefined;
       let held: { seq: number; aggregate: string; problem: string; hash: Uint8Array } | undefined;
       let taken = fromSeq - 1;

@@ -60,6 +60,8 @@ export interface LogWriterOptions {
   timeoutMs?: number;
   /** the transport behind publish; a seam for tests that must lose an acknowledgement */
   publish?: PublishFn;
+  /** told of each commit this writer stored (not a duplicate): what counts the appends */
+  onStored?: (seq: number) => void;
 }
 
 export interface WriteRequest {
@@ -194,7 +196,7 @@ export class LogWriter {
               this.forgetHead();
               return ack.duplicate ? { kind: 'duplicate', seq: ack.seq } : { kind: 'conflict', logMoved: true };
             }
-            return { kind: 'stored', seq };
+            return this.stored(seq);
           },
           (error: unknown): WriteOutcome => {
             this.forgetHead();
@@ -209,6 +211,11 @@ export class LogWriter {
     this.tail = issued.catch(() => undefined);
     issued.catch((error: unknown) => settle(Promise.reject(error)));
     return { issued, outcome };
+  }
+
+  private stored(seq: number): WriteOutcome {
+    this.options.onStored?.(seq);
+    return { kind: 'stored', seq };
   }
 
   /** The head is not known any more: the next write reads it from the server. */
@@ -237,7 +244,7 @@ export class LogWriter {
         });
         if (ack.duplicate) return { kind: 'duplicate', seq: ack.seq };
         this.head = { seq: ack.seq, hash };
-        return { kind: 'stored', seq: ack.seq };
+        return this.stored(ack.seq);
       } catch (error) {
         if (!(error instanceof JetStreamApiError && WRONG_LAST_SEQUENCE.has(error.code))) {
           // Stored or not, this writer cannot tell: the next write reads the head again.

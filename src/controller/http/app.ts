@@ -1,13 +1,18 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
 import type { StoredEvent } from '../../domain/events/envelope.js';
-import { exitCodeFor } from '../../errors.js';
+import { exitCodeFor, MeshError } from '../../errors.js';
 import type { CommandDispatcher } from '../command-dispatcher.js';
 import type { Overview } from '../overview.js';
+import type { Readiness } from '../readiness.js';
 import { refusalAnswer } from '../tool-server.js';
+import { badBody, toolRequestSchema, toolVerbs } from './api-schemas.js';
+import { openApiDocument } from './openapi.js';
 import { PAGE } from './page.js';
 
 // The controller's HTTP face: the overview page, the read models it shows, a live stream of facts,
-// and the same command verbs as the mesh-controller seat's tools, over the same dispatcher.
+// and the same command verbs as the mesh-controller seat's tools, over the same dispatcher; and
+// what the tools that watch a service ask of it: metrics, liveness, readiness, the API's schema.
 // Read-only except for signed commands; it never carries a secret value.
 
 export interface HttpDeps {
@@ -16,7 +21,13 @@ export interface HttpDeps {
   onFact: (listener: (fact: StoredEvent) => void) => () => void;
   /** the most recent facts, newest last */
   recentFacts: () => StoredEvent[];
-  dispatcher: CommandDispatcher;
+  dispatcher: Pick<CommandDispatcher, 'dispatch'>;
+  /** where a failure nobody meant is said: a 500 names no cause to the caller, the log does */
+  logger: Logger;
+  /** the metrics in Prometheus's text format (absent: no /metrics) */
+  metrics?: { contentType: string; text: () => Promise<string> };
+  /** whether the controller is ready for traffic (absent: ready whenever it answers) */
+  readiness?: () => Promise<Readiness>;
 }
 
 /** A refusal's HTTP status, from the same code the CLI maps to its exit code. */
@@ -24,6 +35,18 @@ const statusFor = (error: unknown): number => ({ 2: 400, 3: 409, 4: 409, 5: 404,
 
 export const buildApp = (deps: HttpDeps): FastifyInstance => {
   const app = Fastify({ logger: false });
+  const document = openApiDocument();
+
+  // What fastify itself turns away (a body that is not JSON, too large) answers as the tools
+  // answer a bad body; anything else is a failure, logged here and named to the caller only as one.
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      return reply.code(status).send({ ok: false, refused: [{ what: 'body', why: error.message, remedy: 'send a JSON body as /api/openapi.json gives it' }], error: { code: 'validation', field: 'body' } });
+    }
+    deps.logger.error({ err: error, method: request.method, url: request.url }, 'HTTP request failed');
+    return reply.code(500).send(refusalAnswer(error));
+  });
 
   app.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(PAGE));
 
@@ -41,13 +64,41 @@ export const buildApp = (deps: HttpDeps): FastifyInstance => {
   });
 
   app.post<{ Params: { verb: string } }>('/api/tools/:verb', async (request, reply) => {
+    const { verb } = request.params;
+    const schema = toolRequestSchema(verb);
+    if (!schema) {
+      return reply.code(404).send({
+        ok: false,
+        refused: [{ what: verb, why: 'there is no such tool', remedy: `send one of: ${toolVerbs().join(', ')}` }],
+        error: { code: 'not_found', field: 'verb' },
+      });
+    }
+    // The same schemas the dispatcher reads, checked first so a bad body is a 400 naming every
+    // field; the body is then decided as it came, since the signature is over what was sent.
+    const parsed = schema.safeParse(request.body);
+    if (!parsed.success) return reply.code(400).send(badBody(verb, parsed.error.issues));
     try {
-      const result = await deps.dispatcher.dispatch(request.body, request.params.verb);
+      const result = await deps.dispatcher.dispatch(request.body, verb);
       return { ok: true, summary: result.summary, seq: result.seq, duplicate: result.duplicate, events: result.events };
     } catch (error) {
+      if (!(error instanceof MeshError)) deps.logger.error({ err: error, verb }, 'HTTP command failed');
       return reply.code(statusFor(error)).send(refusalAnswer(error));
     }
   });
+
+  app.get('/healthz', async () => ({ ok: true }));
+
+  app.get('/readyz', async (_request, reply) => {
+    const ready = deps.readiness ? await deps.readiness() : { ready: true, notReady: [] };
+    return reply.code(ready.ready ? 200 : 503).header('cache-control', 'no-store').send(ready);
+  });
+
+  if (deps.metrics) {
+    const metrics = deps.metrics;
+    app.get('/metrics', async (_request, reply) => reply.type(metrics.contentType).send(await metrics.text()));
+  }
+
+  app.get('/api/openapi.json', async () => document);
 
   return app;
 };
