@@ -91,7 +91,9 @@ export class Agent {
     this.node = options.node;
     this.wire = { ...agentWire(), ...options.wire };
     this.timings = { ...DEFAULT_TIMINGS, ...options.timings };
-    this.logger = (options.logger ?? pino({ level: 'silent' })).child({ component: 'agent', node: options.node });
+    // The process's logger names the component already (`mesh-agent`): a child naming it again
+    // would write the key twice in every JSON line.
+    this.logger = (options.logger ?? pino({ level: 'silent', base: { component: 'agent' } })).child({ node: options.node });
     this.folder = new StateFolder(options.stateDir);
     this.loop = new ReconcileLoop(() => this.reconcile(), this.logger);
     this.outbox = new ReportOutbox((report) => this.publishReport(report), this.timings, this.logger);
