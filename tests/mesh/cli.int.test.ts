@@ -203,7 +203,10 @@ describe('the catalogue, seats and assignments through the CLI', () => {
   it('releases the seat when its holder is unassigned', async () => {
     const result = await mesh('unassign', 'vault', 'novox', '--json');
     expect(result.code).toBe(0);
-    expect((JSON.parse(result.stdout) as { events: { type: string }[] }).events.map((e) => e.type)).toEqual(['assignment.removed', 'seat.released']);
+    const answer = JSON.parse(result.stdout) as { summary: string; events: { type: string }[] };
+    expect(answer.events.map((e) => e.type)).toEqual(['assignment.removed', 'seat.released']);
+    // What the operator is told will stop, and what it lets go of.
+    expect(answer.summary).toBe('vault unassigned from novox; stops on novox: process vault; released mesh-vault');
     expect((await mesh('seats')).stdout).toMatch(/^mesh-vault\s+mesh\s+secret\s+mesh\s+unheld$/m);
   });
 

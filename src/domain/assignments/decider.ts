@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Decision } from '../decision.js';
 import type { EventOf } from '../events/registry.js';
-import { moduleNamed, registeredModuleNames } from '../catalogue/state.js';
+import { manifestOf, moduleNamed, registeredModuleNames } from '../catalogue/state.js';
 import type { MeshState } from '../mesh/state.js';
 import { nodeNamed } from '../nodes/state.js';
 import { allSeats, heldBy, holderOf, seatNamed } from '../seats/state.js';
@@ -140,6 +140,13 @@ export const decideUnassign = (command: Unassign, state: MeshState): Decision =>
   return {
     aggregate: assignmentAggregate(command.node, command.module),
     events: [{ type: AssignmentRemoved.type, data: { module: command.module, node: command.node } }, ...releases],
-    summary: `${command.module} unassigned from ${command.node}${releases.length > 0 ? `; released ${releases.map((r) => r.data.seat).join(', ')}` : ''}`,
+    summary: `${command.module} unassigned from ${command.node}${stopsOn(state, command)}${releases.length > 0 ? `; released ${releases.map((r) => r.data.seat).join(', ')}` : ''}`,
   };
+};
+
+/** What stops on the node when the assignment goes: the module's processes and containers, named. */
+const stopsOn = (state: MeshState, command: Unassign): string => {
+  const resources = manifestOf(state.catalogue, command.module)?.resources;
+  const stopping = [...(resources?.processes ?? []).map((p) => `process ${p.name}`), ...(resources?.containers ?? []).map((c) => `container ${c.name}`)];
+  return `; stops on ${command.node}: ${stopping.length > 0 ? stopping.join(', ') : 'nothing runs (it has no process or container)'}`;
 };

@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { MeshFixture, eventOf, minimalModule } from '../../../tests/helpers/given.js';
 import { holderOf } from '../seats/state.js';
 import { assignmentOf } from './state.js';
+import { decideMeshCommand } from '../mesh/commands.js';
 
 const bus = { name: 'bus', contract: 'mesh-bus', provider: 'module', seat: 'mesh-broker' };
 const consumer = (name: string, requires: Record<string, unknown>[]) => minimalModule(name, { requires: [bus, ...requires] });
@@ -157,6 +158,16 @@ describe('unassigning', () => {
     const events = mesh.run({ type: 'unassign', module: 'vault', node: 'lab1' });
     expect(events.map((e) => e.type)).toEqual(['assignment.removed', 'seat.released']);
     expect(holderOf(mesh.state.seats, 'mesh-vault', 'mesh')).toBeUndefined();
+  });
+
+  it('names what stops on the node, and the seats released', () => {
+    const mesh = baseMesh();
+    mesh.assign('vault', 'lab1', { hold: ['mesh-vault'] });
+    const { summary } = decideMeshCommand({ type: 'unassign', module: 'vault', node: 'lab1' }, mesh.state);
+    expect(summary).toBe('vault unassigned from lab1; stops on lab1: process vault; released mesh-vault');
+    mesh.register(provider('cache', 'cache'));
+    mesh.assign('cache', 'lab2');
+    expect(decideMeshCommand({ type: 'unassign', module: 'cache', node: 'lab2' }, mesh.state).summary).toMatch(/^cache unassigned from lab2; stops on lab2: /);
   });
 
   it('refuses while another assignment is answered by it, naming them', () => {
