@@ -10,7 +10,7 @@ import { emptyMeshState, evolveMesh, type MeshState } from '../domain/mesh/state
 import { Refusal } from '../domain/refusal.js';
 import { ConcurrencyError } from '../errors.js';
 import { commandIdReuse } from './command-reuse.js';
-import { commandCarriedOut, type CommandAt } from '../domain/mesh/command-index.js';
+import { commandCarriedOut, recentCommand, type CommandAt } from '../domain/mesh/command-index.js';
 import type { Decision } from '../domain/decision.js';
 import type { MeshWriter } from './mesh-writer.js';
 import type { FoldSnapshots, FoldStart } from './fold-snapshots.js';
@@ -226,10 +226,22 @@ export class MeshService {
       if (signed) this.refuseReuse(signed, (await this.log.readAggregate(earlier.aggregate)).events);
       return { summary: `command ${metadata.commandId} was already carried out at seq ${earlier.seq}`, seq: earlier.seq, events: [], duplicate: true };
     };
+    const aggregateOf = (state: MeshState) => (): string | undefined => {
+      try {
+        return request.decide(state).aggregate;
+      } catch {
+        return undefined;
+      }
+    };
     if (this.writer) {
+      // A "perhaps" is settled against the log before the writer takes the command: what the log
+      // holds before the recent commands never changes, and reading it must not hold up the
+      // commands behind this one. Inside, only the recent set is looked at again.
+      const { state } = await this.known();
+      const before = await this.carriedOut(state, metadata.commandId, aggregateOf(state));
       return this.writer.append({
         ...request,
-        earlier: (state, decided) => this.carriedOut(state, metadata.commandId, () => decided()?.aggregate),
+        earlier: (now) => recentCommand(now.commands, metadata.commandId) ?? before,
         duplicate,
         heldRefusal: (hold) => new LogHeldRefusal(hold, request.subject),
       });
@@ -237,13 +249,7 @@ export class MeshService {
     for (let attempt = 1; ; attempt++) {
       const { state, held } = await this.view();
       if (held) throw new LogHeldRefusal(held, request.subject);
-      const earlier = await this.carriedOut(state, metadata.commandId, () => {
-        try {
-          return request.decide(state).aggregate;
-        } catch {
-          return undefined;
-        }
-      });
+      const earlier = await this.carriedOut(state, metadata.commandId, aggregateOf(state));
       if (earlier) return duplicate(earlier);
       const decision = request.decide(state);
       if (decision.events.length === 0) return { summary: decision.summary, seq: state.seq, events: [], duplicate: false };

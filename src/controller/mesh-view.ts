@@ -74,7 +74,11 @@ export class MeshView implements MeshReader {
 
   /** Starts following the log (from the newest snapshot that holds, when it keeps them); the view is current once it has caught up (`atHead`). */
   start(): void {
-    this.running ??= this.startFromSnapshot().then(() => this.follow());
+    this.running ??= this.startFromSnapshot(this.state).then(() => {
+      this.followedTo = this.state.seq;
+      this.wake();
+      return this.follow();
+    });
     this.snapshotWriter?.start();
   }
 
@@ -201,8 +205,8 @@ export class MeshView implements MeshReader {
     this.following.abort();
     await this.running?.catch(() => undefined);
     // From the newest snapshot that holds (it is of a settled fold: only commits the log stored), else from seq 1.
-    const loaded = await this.options.snapshots?.keeper.load().catch(() => undefined);
-    const fresh = loaded && 'state' in loaded ? loaded.state : emptyMeshState();
+    const fresh = emptyMeshState();
+    await this.startFromSnapshot(fresh).catch(() => undefined);
     try {
       for await (const event of this.log.read({ fromSeq: fresh.seq + 1, onPassed: (passed) => (fresh.seq = Math.max(fresh.seq, passed.seq)) })) evolveMesh(fresh, event);
     } catch (error) {
@@ -258,10 +262,10 @@ export class MeshView implements MeshReader {
 
   /**
    * Before following: the newest snapshot of the fold, taken when it passes every check
-   * (fold-snapshots.ts), into this view's state (the same object every reader holds); the follower
-   * then starts after its sequence. Otherwise the fold starts at seq 1, saying why.
+   * (fold-snapshots.ts), into `into` (at start, this view's state: the same object every reader
+   * holds); the fold then goes on after its sequence. Otherwise it starts at seq 1, saying why.
    */
-  private async startFromSnapshot(): Promise<void> {
+  private async startFromSnapshot(into: MeshState): Promise<void> {
     const keeper = this.options.snapshots?.keeper;
     if (!keeper) {
       this.startPoint = { seq: 0, snapshot: false, reason: 'this process keeps no snapshots of its fold' };
@@ -271,13 +275,11 @@ export class MeshView implements MeshReader {
     const loaded = await keeper.load();
     this.startPoint = loaded.start;
     if ('state' in loaded) {
-      Object.assign(this.state, loaded.state);
-      this.followedTo = loaded.state.seq;
+      Object.assign(into, loaded.state);
       this.options.logger.info(
         { seq: loaded.start.seq, snapshot: keeper.where, loadMs: Math.round(performance.now() - loading) },
         `starting from the snapshot of the fold at seq ${loaded.start.seq}; following the log from seq ${loaded.start.seq + 1}`,
       );
-      this.wake();
     } else {
       const line = `${loaded.start.reason ?? 'no snapshot'}; folding the log from seq 1`;
       if (loaded.ignored) this.options.logger.warn({ snapshot: keeper.where, reason: loaded.start.reason }, line);

@@ -30,8 +30,8 @@ export interface DecidedAppend {
   decide: (state: MeshState) => Decision;
   metadata: CommandMetadata;
   signed?: SignedCommand;
-  /** where the log holds this command already, if it does (the recent set, else the log itself) */
-  earlier: (state: MeshState, decided: () => Decision | undefined) => Promise<{ seq: number; aggregate: string } | undefined>;
+  /** where the log holds this command already, if it does, judged against the view it is decided on */
+  earlier: (state: MeshState) => { seq: number; aggregate: string } | undefined;
   /** a command the log holds already, answered as a duplicate (or refused, when its id names another command) */
   duplicate: (earlier: { seq: number; aggregate: string }) => Promise<CommandResult>;
   /** refused while the view is held at a commit */
@@ -43,10 +43,8 @@ const MAX_DECISIONS = 20;
 export class MeshWriter {
   /** the deciding and issuing of one command at a time, in order */
   private section: Promise<void> = Promise.resolve();
-  /** whether every commit issued so far was stored */
+  /** whether every commit issued so far was stored: settles once none is in flight */
   private storedSoFar: Promise<boolean> = Promise.resolve(true);
-  /** the commits still in flight, to wait for before folding again */
-  private inFlight = new Set<Promise<unknown>>();
   private rebuilding: Promise<void> | undefined;
 
   constructor(
@@ -79,20 +77,12 @@ export class MeshWriter {
       const hold = this.view.held();
       if (hold) throw request.heldRefusal(hold);
       const state = this.view.mesh();
-      let decision: Decision | undefined;
-      const decided = (): Decision | undefined => {
-        try {
-          return (decision ??= request.decide(state));
-        } catch {
-          return undefined;
-        }
-      };
-      const earlier = await request.earlier(state, decided);
+      const earlier = request.earlier(state);
       const judgedAfter = this.storedSoFar;
       if (earlier) {
         waitFor = judgedAfter.then(async (stored) => (stored ? { kind: 'answered', result: await request.duplicate(earlier) } : { kind: 'again' }));
       } else {
-        decision = request.decide(state);
+        const decision = request.decide(state);
         if (decision.events.length === 0) {
           const summary = decision.summary;
           waitFor = judgedAfter.then((stored) => (stored ? { kind: 'answered', result: { summary, seq: state.seq, events: [], duplicate: false } } : { kind: 'again' }));
@@ -115,7 +105,6 @@ export class MeshWriter {
               throw error;
             },
           );
-          this.track(stored);
           this.storedSoFar = Promise.all([judgedAfter, stored.then((r) => r.kind === 'stored', () => false)]).then(([before, mine]) => before && mine);
           waitFor = stored.then((result) =>
             result.kind === 'stored' ? { kind: 'answered', result: { summary, seq: result.append.seq, events: result.append.events as StoredMeshEvent[], duplicate: false } } : { kind: 'again' },
@@ -139,21 +128,13 @@ export class MeshWriter {
     return release;
   }
 
-  private track(write: Promise<unknown>): void {
-    const settled = write.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.inFlight.add(settled);
-    void settled.then(() => this.inFlight.delete(settled));
-  }
-
   /** The view holds a commit the log does not: once nothing is in flight, it folds the log again. */
   private foldAgain(why: string): void {
     if (this.rebuilding) return;
     this.options.logger.warn(why + '; folding the log again before deciding more');
     this.rebuilding = (async () => {
-      while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
+      // Until nothing is in flight: a command issued while this began is waited for too.
+      for (let last; last !== this.storedSoFar; ) await (last = this.storedSoFar);
       await this.view.rebuild();
       this.storedSoFar = Promise.resolve(true);
     })().finally(() => (this.rebuilding = undefined));

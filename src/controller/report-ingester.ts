@@ -173,8 +173,9 @@ export class ReportIngester {
         throw error;
       }
     }
-    // The next report is judged on a view that holds these facts, so none is stated twice.
-    await this.options.reached(result.seq);
+    // The next report is judged on a view that holds these facts, so none is stated twice (the
+    // writer's view holds them as it issues them; an append on its own waits for the follower).
+    if (!this.options.mesh) await this.options.reached(result.seq);
     for (const event of result.events) {
       await this.js.publish(factSubject(event.type, this.options.names.prefix), JSON.stringify(event), { msgID: event.id });
     }

@@ -7,6 +7,7 @@ import { MeshView } from '../../src/controller/mesh-view.js';
 import { MeshWriter } from '../../src/controller/mesh-writer.js';
 import { nodeNamed } from '../../src/domain/nodes/state.js';
 import { decideMeshCommand } from '../../src/domain/mesh/commands.js';
+import type { Decision } from '../../src/domain/decision.js';
 import { meshEventRegistry, type MeshEvent, type StoredMeshEvent } from '../../src/domain/registry.js';
 import { Refusal } from '../../src/domain/refusal.js';
 import { emptyMeshState, evolveMesh } from '../../src/domain/mesh/state.js';
@@ -74,6 +75,37 @@ describe('the mesh writer', () => {
     const refusedOrNothing = outcomes.filter((o) => (o.status === 'rejected' && o.reason instanceof Refusal) || (o.status === 'fulfilled' && o.value.events.length === 0));
     expect(carried).toHaveLength(1);
     expect(refusedOrNothing).toHaveLength(19);
+  });
+
+  it('states facts beside commands in one order: each decided once, none making another decide again', async () => {
+    const from = (await t.log.headSeq()) + 1;
+    let decisions = 0;
+    const counted = (decide: (state: ReturnType<typeof emptyMeshState>) => Decision) => (state: ReturnType<typeof emptyMeshState>): Decision => {
+      decisions++;
+      return decide(state);
+    };
+    const commands = Array.from({ length: 100 }, () => uniqueName('n')).map((node) =>
+      service.appendDecided({ subject: `add ${node}`, decide: counted((state) => decideMeshCommand({ type: 'add-node', node }, state)), metadata: { commandId: uniqueName('c'), actor: 'operator:test' } }),
+    );
+    // What the controller states on its own (here, a refusal per node), as reports' facts are: through the same writer.
+    const facts = Array.from({ length: 100 }, () => uniqueName('r')).map((node) =>
+      service.appendDecided({
+        subject: `refusal of ${node}`,
+        decide: counted(() => ({
+          aggregate: `node.${node}`,
+          events: [{ type: 'declaration.refused', data: { node, derivedFromSeq: 1, reason: `sha256:${'0'.repeat(64)}`, unresolved: [{ what: 'bus', why: 'none', remedy: 'assign one' }] } }],
+          summary: `refusal of ${node}`,
+        })),
+        metadata: { commandId: uniqueName('f'), actor: 'controller' },
+      }),
+    );
+    const results = await Promise.all([...commands, ...facts]);
+    expect(results.every((r) => r.events.length === 1 && !r.duplicate)).toBe(true);
+    expect(decisions).toBe(200);
+    const appended = await commitsOf(from);
+    expect(appended).toHaveLength(200);
+    expect(appended.at(-1)!.seq - appended[0]!.seq).toBe(199);
+    expect(warnings.filter((w) => w.includes('folding the log again'))).toEqual([]);
   });
 
   it('answers ten sends of one command id with one commit and nine duplicates', async () => {

@@ -34,9 +34,10 @@ describe('one writer among controller processes', () => {
   let ada: OperatorKey;
   let dir: string;
   const schemas = freshSchemas();
-  const processes: { child: ChildProcess; lines: LogLine[] }[] = [];
+  const processes: { child: ChildProcess; lines: LogLine[]; httpPort: number }[] = [];
 
-  const startController = async (): Promise<{ child: ChildProcess; lines: LogLine[] }> => {
+  const startController = async (): Promise<{ child: ChildProcess; lines: LogLine[]; httpPort: number }> => {
+    const httpPort = await freePort();
     const env = {
       MESH_NATS_URL: testNatsUrl(),
       MESH_DATABASE_URL: process.env.MESH_DATABASE_URL ?? '',
@@ -50,7 +51,7 @@ describe('one writer among controller processes', () => {
       MESH_READ_SCHEMA: schemas.read,
       MESH_CONTROLLER_SCHEMA: `status_${t.names.prefix}`,
       MESH_CONTROLLER_KEY: join(dir, 'controller.key'),
-      MESH_HTTP_PORT: String(await freePort()),
+      MESH_HTTP_PORT: String(httpPort),
       MESH_WRITER_LEASE_MS: String(LEASE_MS),
     };
     const child = spawn(process.execPath, [...FOLDING_NODE_FLAGS, join(projectRoot, 'bin', 'mesh.js'), 'controller'], { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -62,7 +63,7 @@ describe('one writer among controller processes', () => {
         lines.push({ level: 30, msg: line });
       }
     });
-    const started = { child, lines };
+    const started = { child, lines, httpPort };
     processes.push(started);
     await waitFor('the controller started', async () => (lines.some((l) => l.msg === 'controller started') ? true : undefined), 60_000);
     return started;
@@ -109,6 +110,25 @@ describe('one writer among controller processes', () => {
     expect(answers.filter((a) => !a.ok)).toEqual([]);
     let events = await logEvents();
     for (const { commandId } of commands) expect(events.filter((e) => e.commandId === commandId)).toHaveLength(1);
+
+    // A command over the standby's HTTP API is decided by the writer too: the writer counts it, the standby does not.
+    const decidedBy = async (p: { httpPort: number }): Promise<number> => {
+      const text = await (await fetch(`http://127.0.0.1:${p.httpPort}/metrics`)).text();
+      return Number(/^mesh_commands_total\{verb="add-node",outcome="ok"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+    };
+    const [writerBefore, standbyBefore] = [await decidedBy(writer), await decidedBy(standby)];
+    const viaHttp = { commandId: uniqueName('h'), node: uniqueName('http') };
+    const response = await fetch(`http://127.0.0.1:${standby.httpPort}/api/tools/add-node`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(signCommand(ada, viaHttp.commandId, { type: 'add-node', node: viaHttp.node }, new Date())),
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ ok: true, duplicate: false });
+    events = await logEvents();
+    expect(events.filter((e) => e.commandId === viaHttp.commandId)).toHaveLength(1);
+    expect(await decidedBy(writer)).toBe(writerBefore + 1);
+    expect(await decidedBy(standby)).toBe(standbyBefore);
 
     // The writer dies; the other takes the lease once the last renewal expires.
     const killedAt = Date.now();

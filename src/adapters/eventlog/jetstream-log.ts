@@ -121,16 +121,7 @@ export class JetStreamEventLog<E extends AnyEvent = AnyEvent> implements EventLo
         { aggregate, stream: this.options.stream },
       );
     }
-    const subject = subjectOf(this.options.subjectPrefix, aggregate);
-    const stamped = this.stamp(aggregate, events, expectedVersion, metadata);
-    const payload = encodeCommit({ firstVersion: expectedVersion + 1, events: stamped, ...(options.signed ? { command: options.signed } : {}) });
-    const maxPayload = this.nc.info?.max_payload ?? 1024 * 1024;
-    if (payload.length > maxPayload) {
-      throw new ValidationError(`${events.length} events for ${aggregate} encode to ${payload.length} bytes, more than the server's ${maxPayload}-byte message limit; split the command`, {
-        field: 'events',
-        bytes: payload.length,
-      });
-    }
+    const { subject, stamped, payload } = this.commitOf(aggregate, events, expectedVersion, metadata, options.signed);
 
     let lastSubjectSequence: number;
     if (expectedVersion === 0) {
@@ -177,13 +168,7 @@ export class JetStreamEventLog<E extends AnyEvent = AnyEvent> implements EventLo
   issueAppend(aggregate: string, events: readonly ProposedEvent[], expectedVersion: number, metadata: CommandMetadata, options: AppendOptions & { expectedLogSeq: number }): IssuedAppend<E> {
     const writer = this.options.writer;
     if (!writer) throw new RefusedError(`appending to ${aggregate} refused: this process holds no writer key for the mesh log (stream ${this.options.stream})`, { aggregate, stream: this.options.stream });
-    const subject = subjectOf(this.options.subjectPrefix, aggregate);
-    const stamped = this.stamp(aggregate, events, expectedVersion, metadata);
-    const payload = encodeCommit({ firstVersion: expectedVersion + 1, events: stamped, ...(options.signed ? { command: options.signed } : {}) });
-    const maxPayload = this.nc.info?.max_payload ?? 1024 * 1024;
-    if (payload.length > maxPayload) {
-      throw new ValidationError(`${events.length} events for ${aggregate} encode to ${payload.length} bytes, more than the server's ${maxPayload}-byte message limit; split the command`, { field: 'events', bytes: payload.length });
-    }
+    const { subject, payload } = this.commitOf(aggregate, events, expectedVersion, metadata, options.signed);
     const write = writer.issue({ subject, payload, msgID: `${aggregate}:${metadata.commandId}`, expectedLogSeq: options.expectedLogSeq });
     const issued = write.issued.then((at) => (at ? decodeCommit(this.options.registry, at.seq, aggregate, payload) : undefined));
     const result = Promise.all([issued, write.outcome]).then(([stored, outcome]): IssuedOutcome<E> => {
@@ -339,6 +324,20 @@ export class JetStreamEventLog<E extends AnyEvent = AnyEvent> implements EventLo
 
   private filterOf(options: ReadOptions): string {
     return options.aggregate ? filterSubjectOf(this.options.subjectPrefix, options.aggregate) : `${this.options.subjectPrefix}.>`;
+  }
+
+  /** The commit one command's events make: stamped, encoded, and refused when larger than the server takes. */
+  private commitOf(aggregate: string, events: readonly ProposedEvent[], expectedVersion: number, metadata: CommandMetadata, signed: AppendOptions['signed']): { subject: string; stamped: EventEnvelope<E>[]; payload: Uint8Array } {
+    const stamped = this.stamp(aggregate, events, expectedVersion, metadata);
+    const payload = encodeCommit({ firstVersion: expectedVersion + 1, events: stamped, ...(signed ? { command: signed } : {}) });
+    const maxPayload = this.nc.info?.max_payload ?? 1024 * 1024;
+    if (payload.length > maxPayload) {
+      throw new ValidationError(`${events.length} events for ${aggregate} encode to ${payload.length} bytes, more than the server's ${maxPayload}-byte message limit; split the command`, {
+        field: 'events',
+        bytes: payload.length,
+      });
+    }
+    return { subject: subjectOf(this.options.subjectPrefix, aggregate), stamped, payload };
   }
 
   /** The events as the commit carries them: stamped, and each checked by its type's schema (the error names the field). */

@@ -1,4 +1,4 @@
-import { JetStreamApiError, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from '@nats-io/jetstream';
+import { JetStreamApiError, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import { ValidationError } from '../../errors.js';
@@ -48,6 +48,7 @@ export const writerLeaseSubject = (prefix: string): string => `${prefix}.control
 
 export class WriterLease {
   private readonly js: JetStreamClient;
+  private readonly jsm: Promise<JetStreamManager>;
   private timer: NodeJS.Timeout | undefined;
   /** the stream sequence of this process's last renewal, while it holds the lease */
   private renewedAt: { seq: number; time: number } | undefined;
@@ -62,6 +63,7 @@ export class WriterLease {
     private readonly options: WriterLeaseOptions,
   ) {
     this.js = jetstream(nc);
+    this.jsm = jetstreamManager(nc, { checkAPI: false });
   }
 
   /** Whether this process holds the lease now. */
@@ -71,7 +73,7 @@ export class WriterLease {
 
   /** Tries to take the lease until it does (then `onTaken`), and keeps it until it cannot (then `onLost`). */
   async start(callbacks: { onTaken: () => void | Promise<void>; onLost: (why: string) => void }): Promise<void> {
-    await assertStream(await jetstreamManager(this.nc), {
+    await assertStream(await this.jsm, {
       name: this.options.stream,
       description: "Which controller is the mesh's one writer: the newest renewal of its lease.",
       subjects: [this.options.subject],
@@ -136,8 +138,7 @@ export class WriterLease {
    * (-1 never matches, so the take is refused).
    */
   private async releasedOrExpired(): Promise<number> {
-    const jsm = await jetstreamManager(this.nc);
-    const last = await jsm.streams.getMessage(this.options.stream, { last_by_subj: this.options.subject }).catch(() => null);
+    const last = await (await this.jsm).streams.getMessage(this.options.stream, { last_by_subj: this.options.subject }).catch(() => null);
     if (!last) return 0;
     return last.json<{ released?: boolean }>().released === true ? last.seq : -1;
   }

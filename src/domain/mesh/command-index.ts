@@ -119,4 +119,7 @@ export const recordCommand = (index: CommandIndex, id: string, at: CommandAt): v
  * Where the log holds command `id`: found among the recent ones; `perhaps` when it may be among
  * the older ones (the log settles it); undefined when the log certainly does not hold it.
  */
-export const commandCarriedOut = (index: CommandIndex, id: string): CommandAt | 'perhaps' | undefined => index.recent.get(id) ?? (perhapsOlder(index, id) ? 'perhaps' : undefined);
+export const commandCarriedOut = (index: CommandIndex, id: string): CommandAt | 'perhaps' | undefined => recentCommand(index, id) ?? (perhapsOlder(index, id) ? 'perhaps' : undefined);
+
+/** Where the log holds command `id` if it is among the recent ones. */
+export const recentCommand = (index: CommandIndex, id: string): CommandAt | undefined => index.recent.get(id);
