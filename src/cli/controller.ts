@@ -73,7 +73,9 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
   const pidFile = values.pidFile;
   const config = loadConfig();
   const snapshotSchedule = snapshotScheduleFromEnv();
-  const logger = pino({ base: { component: 'controller', mesh: config.meshName } });
+  // Written behind the process rather than one write per line while a busy writer waits on each:
+  // lines that pile up during a write go out in the next one, and pino flushes them on exit.
+  const logger = pino({ base: { component: 'controller', mesh: config.meshName } }, pino.destination({ dest: 1, sync: false }));
   const readyMaxLag = readyMaxLagFromEnv();
   // This process's metrics, in a registry of its own (docs/decisions.md, "Metrics and probes").
   const metrics = new PrometheusMetrics({ processMetrics: true });
