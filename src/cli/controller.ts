@@ -232,7 +232,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
   const catchUp = new CatchUpTool(nc, newLog(), { prefix: config.subjectPrefix, logger: logger.child({ component: 'catch-up' }) });
   catchUp.start();
   const facts = new FactFeed(newLog(), 50, logger.child({ component: 'facts' }));
-  await facts.start();
+  await facts.start(view.whenCaughtUp());
   // Every projection build and the log's head, as `mesh projections status` reads them.
   const commits = new CommitReader(nc, { ...settings, registry: meshEventRegistry() });
   const projectionBuilds = () => projectionsStatus(pool, schemasFromEnv(), commits, meshProjections());
