@@ -4,7 +4,8 @@ import { NotFoundError, RefusedError } from '../errors.js';
 import { tokenVerifier } from '../domain/nodes/enrolment.js';
 import { TOKEN_TTL_MAX } from '../domain/nodes/token-limits.js';
 import { durationFlag } from './flags.js';
-import { printResult, withMesh } from './mesh-session.js';
+import { printResult, runCommand, withMesh } from './mesh-session.js';
+import { drainAndRemove } from './node-remove.js';
 import { output, table } from './output.js';
 import { group, run, verb } from './verbs.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
@@ -17,6 +18,7 @@ import { OVERVIEW_PROJECTIONS } from '../projections/mesh/overview.js';
 import { holdingsOf } from '../projections/mesh/seats.js';
 
 // mesh node add NAME [--root PATH] [--address HOST] | list | show NAME | token [--node NAME] [--ttl 1h]
+// mesh node cordon NAME | uncordon NAME | remove NAME [--drain]
 
 interface CommandFlags {
   json?: true;
@@ -38,6 +40,23 @@ export const defineNode = (mesh: CommandUnknownOpts): void => {
     .argument('<name>', 'the node')
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
     .action(run(nodeShow));
+  verb(node, 'cordon', { summary: 'the node takes no new assignment; what it runs keeps running', example: 'mesh node cordon lab1', exits: [3, 4, 5, 6] })
+    .argument('<name>', 'the node')
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .action(run((name: string, values: CommandFlags) => runCommand(output(values.json ?? false), { type: 'cordon-node', node: name }, values.commandId)));
+  verb(node, 'uncordon', { summary: 'the node takes new assignments again', example: 'mesh node uncordon lab1', exits: [3, 4, 5, 6] })
+    .argument('<name>', 'the node')
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .action(run((name: string, values: CommandFlags) => runCommand(output(values.json ?? false), { type: 'uncordon-node', node: name }, values.commandId)));
+  verb(node, 'remove', {
+    summary: 'take a node out of the mesh: refused while modules are assigned to it, unless --drain unassigns each first; its bus identity and tokens are retired',
+    example: ['mesh node remove lab1', 'mesh node remove lab1 --drain'],
+    exits: [3, 4, 5, 6],
+  })
+    .argument('<name>', 'the node')
+    .option('--drain', 'unassign every module on it first (each its own command and event), then remove it')
+    .option('--command-id <id>', 'a retry with the same id acts once (with --drain, each step is <id>.<step>)')
+    .action(run(nodeRemove));
   verb(node, 'token', { summary: 'an enrolment token for a node\'s agent, shown once', example: ['mesh node token --node lab1 --ttl 2h', 'MESH_ENROL_TOKEN=$(mesh node token --node lab1) mesh agent --node lab1'], exits: [3, 6] })
     .option('--node <name>', 'the only node the token may join as (default: any)')
     .option('--ttl <duration>', 'how long the token stays good, from 1s to 30d', '1h')
@@ -52,12 +71,18 @@ const nodeAdd = (name: string, values: CommandFlags & { root?: string; address?:
   );
 };
 
+const nodeRemove = (name: string, values: CommandFlags & { drain?: true }): Promise<number> => {
+  const out = output(values.json ?? false);
+  if (!values.drain) return runCommand(out, { type: 'remove-node', node: name }, values.commandId);
+  return drainAndRemove(out, name, values.commandId);
+};
+
 const nodeList = (values: { json?: true; atLeast?: string }): Promise<number> => {
   const out = output(values.json ?? false);
   return withReads(['nodes', 'assignments'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const rows = await readNodesWithModules(session, { assignments: true });
-    if (out.json) out.data(rows.map((n) => ({ node: n.name, root: n.root, modules: n.modules })));
-    else table(out, ['NODE', 'ROOT', 'MODULES'], rows.map((n) => [n.name, n.root, n.modules.join(', ') || '(nothing assigned)']));
+    if (out.json) out.data(rows.map((n) => ({ node: n.name, root: n.root, cordoned: n.cordoned, modules: n.modules })));
+    else table(out, ['NODE', 'STATE', 'ROOT', 'MODULES'], rows.map((n) => [n.name, n.cordoned ? 'cordoned' : 'ready', n.root, n.modules.join(', ') || '(nothing assigned)']));
     return 0;
   });
 };
@@ -70,6 +95,12 @@ const nodeShow = (name: string, values: { json?: true; atLeast?: string }): Prom
       const known = await nodeNames(session);
       throw new NotFoundError(`no node ${name} in the mesh (nodes: ${known.join(', ') || 'none'})`, { node: name });
     }
+    if (node.removed_seq !== null) {
+      const removedAt = node.removed_at ? new Date(node.removed_at).toISOString() : null;
+      if (out.json) out.data({ node: node.name, removed: { seq: Number(node.removed_seq), time: removedAt } });
+      else out.line(`node ${node.name}: removed at log seq ${node.removed_seq}${removedAt ? ` (${removedAt})` : ''}; its bus identity and enrolment tokens were retired with it (mesh history node.${node.name} says more)`);
+      return 0;
+    }
     const assignments = await assignmentsOf(session, name);
     const seats = await holdingsOf(session, name);
     const facts = await lastFactsOf(session, name, 10);
@@ -80,6 +111,7 @@ const nodeShow = (name: string, values: { json?: true; atLeast?: string }): Prom
       root: node.root,
       address: node.address,
       enrolled: node.public_key !== null,
+      cordoned: node.cordoned,
       ...(node.enrolled_at ? { enrolledAt: new Date(node.enrolled_at).toISOString() } : {}),
       assignments: assignments.map((a) => ({ module: a.module, definitionVersion: a.definition_version })),
       seats: seats.map((h) => ({ seat: h.seat, module: h.module })),
@@ -93,6 +125,7 @@ const nodeShow = (name: string, values: { json?: true; atLeast?: string }): Prom
       return 0;
     }
     out.line(`node ${shown.node}: root ${shown.root}${shown.address ? `, reached at ${shown.address}` : ''}, ${shown.enrolled ? `enrolled${shown.enrolledAt ? ` at ${shown.enrolledAt}` : ''}` : 'not enrolled (no agent has joined as it)'}`);
+    if (shown.cordoned) out.line(`cordoned: it takes no new assignment; what it runs keeps running (mesh node uncordon ${shown.node})`);
     out.line(`runs: ${shown.assignments.map((a) => `${a.module} (definition v${a.definitionVersion})`).join(', ') || 'nothing'}`);
     out.line(`seats it holds: ${shown.seats.map((h) => `${h.seat} (by ${h.module})`).join(', ') || 'none'}`);
     const machine = shown.machine;

@@ -95,7 +95,7 @@ const statusCommand = (values: { json?: true; atLeast?: string }): Promise<numbe
         out.data({
           ok: healthy,
           projections: states,
-          nodes: nodes.map((n) => ({ node: n.name, enrolled: n.enrolled, modules: n.modules, ...machines.nodes.find((m) => m.node === n.name) })),
+          nodes: nodes.map((n) => ({ node: n.name, enrolled: n.enrolled, cordoned: n.cordoned, modules: n.modules, ...machines.nodes.find((m) => m.node === n.name) })),
           unheldSeats: unheld,
           refusals,
           machines: machines.problems,
@@ -108,7 +108,7 @@ const statusCommand = (values: { json?: true; atLeast?: string }): Promise<numbe
       out.line('projections:');
       for (const state of states) out.line(`  ${describeProjection(state)}`);
       out.line(nodes.length > 0 ? 'nodes:' : 'nodes: none');
-      for (const node of nodes) out.line(`  ${node.name.padEnd(20)} ${node.enrolled ? 'enrolled    ' : 'not enrolled'}  ${node.modules.join(', ') || '(nothing assigned)'}`);
+      for (const node of nodes) out.line(`  ${node.name.padEnd(20)} ${node.enrolled ? 'enrolled    ' : 'not enrolled'}  ${node.cordoned ? 'cordoned  ' : ''}${node.modules.join(', ') || '(nothing assigned)'}`);
       out.line(`mesh seats unheld: ${unheld.join(', ') || 'none'}`);
       if (machines.nodes.length > 0) out.line('machines:');
       for (const machine of machines.nodes) {
