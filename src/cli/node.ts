@@ -7,7 +7,7 @@ import { durationFlag } from './flags.js';
 import { printResult, runCommand, withMesh } from './mesh-session.js';
 import { drainAndRemove } from './node-remove.js';
 import { output, table } from './output.js';
-import { group, run, verb } from './verbs.js';
+import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { atLeastFlag, withReads } from './reads.js';
 import { assignmentsOf } from '../projections/mesh/assignments.js';
@@ -35,10 +35,12 @@ export const defineNode = (mesh: CommandUnknownOpts): void => {
     .action(run(nodeAdd));
   verb(node, 'list', { summary: 'every node, its root and what it is told to run', example: 'mesh node list', exits: [6, 7] })
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .option(...WIDE_OPTION)
     .action(run(nodeList));
   verb(node, 'show', { summary: 'one node: what it runs, the seats it holds, what it holds back and why, its last facts', example: 'mesh node show alpha --json', exits: [5, 6, 7] })
     .argument('<name>', 'the node')
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .option(...WIDE_OPTION)
     .action(run(nodeShow));
   verb(node, 'cordon', { summary: 'the node takes no new assignment; what it runs keeps running', example: 'mesh node cordon lab1', exits: [3, 4, 5, 6] })
     .argument('<name>', 'the node')
@@ -77,8 +79,8 @@ const nodeRemove = (name: string, values: CommandFlags & { drain?: true }): Prom
   return drainAndRemove(out, name, values.commandId);
 };
 
-const nodeList = (values: { json?: true; atLeast?: string }): Promise<number> => {
-  const out = output(values.json ?? false);
+const nodeList = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
+  const out = output(values.json ?? false, values.output);
   return withReads(['nodes', 'assignments'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const rows = await readNodesWithModules(session, { assignments: true });
     if (out.json) out.data(rows.map((n) => ({ node: n.name, root: n.root, cordoned: n.cordoned, modules: n.modules })));
@@ -87,8 +89,8 @@ const nodeList = (values: { json?: true; atLeast?: string }): Promise<number> =>
   });
 };
 
-const nodeShow = (name: string, values: { json?: true; atLeast?: string }): Promise<number> => {
-  const out = output(values.json ?? false);
+const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
+  const out = output(values.json ?? false, values.output);
   return withReads([...new Set([...OVERVIEW_PROJECTIONS, 'facts'])], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const node = await readNode(session, name);
     if (!node) {

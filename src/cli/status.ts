@@ -10,7 +10,7 @@ import { OVERVIEW_PROJECTIONS } from '../projections/mesh/overview.js';
 import { unheldMeshSeats } from '../projections/mesh/seats.js';
 import { allHealthy, projectionsStatus, type BuildState } from '../projections/status.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { run, verb } from './verbs.js';
+import { run, verb, WIDE_OPTION } from './verbs.js';
 import { output } from './output.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { machineOverview } from './machine-overview.js';
@@ -46,11 +46,12 @@ export const defineStatus = (mesh: CommandUnknownOpts): void => {
     exits: [1, 6],
   })
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .option(...WIDE_OPTION)
     .action(run(statusCommand));
 };
 
-const statusCommand = (values: { json?: true; atLeast?: string }): Promise<number> => {
-  const out = output(values.json ?? false);
+const statusCommand = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
+  const out = output(values.json ?? false, values.output);
   const projections = meshProjections();
   return withReads(
     projections.map((p) => p.name),

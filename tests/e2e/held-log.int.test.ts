@@ -106,7 +106,9 @@ describe('a commit that does not verify holds every reader, visibly, until an op
       throw new Error(`${error.message}; mesh log last said ${JSON.stringify(last)}`);
     });
     const log = await runMesh(['log'], env);
-    expect(log.stdout).toMatch(new RegExp(`^${seq}\\s+VOIDED .* voided at seq \\d+ .*operator:ada .*passed by`, 'm'));
+    expect(log.stdout).toMatch(new RegExp(`^${seq}\\s+VOIDED, passed by .* voided at seq \\d+ .*operator:ada`, 'm'));
+    const wide = await runMesh(['log', '-o', 'wide'], env);
+    expect(wide.stdout).toMatch(new RegExp(`^${seq}\\s+VOIDED .* voided at seq \\d+ .*operator:ada .*passed by`, 'm'));
     expect((await runMesh(['node', 'add', uniqueName('lab')], env)).code).toBe(0);
     expect(controller.exitCode).toBeNull();
   };
