@@ -11,7 +11,7 @@ import { unheldMeshSeats } from '../projections/mesh/seats.js';
 import { allHealthy, projectionsStatus, type BuildState } from '../projections/status.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { run, verb, WIDE_OPTION } from './verbs.js';
-import { output } from './output.js';
+import { output, proseLine, table } from './output.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { machineOverview } from './machine-overview.js';
 
@@ -107,28 +107,41 @@ const statusCommand = (values: { json?: true; atLeast?: string; output?: string 
         return healthy ? 0 : 1;
       }
       out.line('projections:');
-      for (const state of states) out.line(`  ${describeProjection(state)}`);
-      out.line(nodes.length > 0 ? 'nodes:' : 'nodes: none');
-      for (const node of nodes) out.line(`  ${node.name.padEnd(20)} ${node.enrolled ? 'enrolled    ' : 'not enrolled'}  ${node.cordoned ? 'cordoned  ' : ''}${node.modules.join(', ') || '(nothing assigned)'}`);
-      out.line(`mesh seats unheld: ${unheld.join(', ') || 'none'}`);
-      if (machines.nodes.length > 0) out.line('machines:');
-      for (const machine of machines.nodes) {
-        const heldModules = [...new Set(machine.held.map((h) => h.module))].map((module) => `${module} (${machine.held.filter((h) => h.module === module).length})`);
-        out.line(
-          `  ${machine.node.padEnd(20)} heard ${machine.lastHeard ?? (machine.statusUnknown ? 'not known' : 'never')}; declaration ${machine.appliedSequence ?? '–'} applied of ${machine.declaredSequence ?? '–'}; running ${machine.running.map((r) => r.module).join(', ') || 'nothing'}${heldModules.length > 0 ? `; held: ${heldModules.join(', ')}` : ''}`,
+      for (const state of states) proseLine(out, `  ${describeProjection(state)}`);
+      if (nodes.length === 0) out.line('nodes: none');
+      else {
+        out.line('nodes:');
+        table(out, ['NODE', 'AGENT', 'STATE', 'ASSIGNED'], nodes.map((node) => [node.name, node.enrolled ? 'enrolled' : 'not enrolled', node.cordoned ? 'cordoned' : 'ready', node.modules.join(', ') || '(nothing assigned)']), { indent: 2 });
+      }
+      proseLine(out, `mesh seats unheld: ${unheld.join(', ') || 'none'}`);
+      if (machines.nodes.length > 0) {
+        out.line('machines:');
+        table(
+          out,
+          ['NODE', 'HEARD', 'DECLARATION', 'RUNNING'],
+          machines.nodes.map((machine) => {
+            const heldModules = [...new Set(machine.held.map((h) => h.module))].map((module) => `${module} (${machine.held.filter((h) => h.module === module).length})`);
+            return [
+              machine.node,
+              machine.lastHeard ?? (machine.statusUnknown ? 'not known' : 'never'),
+              `${machine.appliedSequence ?? '–'} applied of ${machine.declaredSequence ?? '–'}`,
+              `${machine.running.map((r) => r.module).join(', ') || 'nothing'}${heldModules.length > 0 ? `; held: ${heldModules.join(', ')}` : ''}`,
+            ];
+          }),
+          { indent: 2 },
         );
       }
       if (machines.problems.length > 0) out.line('not as told:');
-      for (const problem of machines.problems) out.line(`  ${problem}`);
+      for (const problem of machines.problems) proseLine(out, `  ${problem}`);
       if (machines.notKnown.length > 0) out.line('sources:');
-      for (const line of machines.notKnown) out.line(`  ${line}`);
+      for (const line of machines.notKnown) proseLine(out, `  ${line}`);
       if (refusals.length > 0) out.line('declarations refused (the node keeps its previous one):');
       for (const r of refusals) {
         const state = r.resolved === true ? 'since replaced' : r.resolved === false ? 'STILL REFUSED' : 'unknown whether replaced';
-        out.line(`  ${r.node} at seq ${r.seq} (${r.time}), ${state}: ${r.unresolved.map((u) => `${u.what}: ${u.why}`).join('; ')}`);
+        proseLine(out, `  ${r.node} at seq ${r.seq} (${r.time}), ${state}: ${r.unresolved.map((u) => `${u.what}: ${u.why}`).join('; ')}`);
       }
       if (unknown.length > 0) out.line('not known:');
-      for (const u of unknown) out.line(`  ${u}`);
+      for (const u of unknown) proseLine(out, `  ${u}`);
       out.line(healthy ? 'the mesh is doing what it was told' : 'the mesh is NOT doing what it was told (see above)');
       return healthy ? 0 : 1;
     },

@@ -76,7 +76,7 @@ describe('a commit that does not verify holds every reader, visibly, until an op
     expect(saidOf(seq, /holds the controller at/).filter((l) => l.level === 50)).toHaveLength(1);
     // The projector: a stall at that sequence, and `mesh status` exits non-zero naming it.
     await waitFor(`the projector stalled at seq ${seq}`, async () => (await pool.query(`SELECT 1 FROM ${schemas.control}.builds WHERE stalled_seq = $1`, [seq])).rowCount ?? 0, 60_000);
-    const status = await runMesh(['status'], env);
+    const status = await runMesh(['status', '-o', 'wide'], env);
     expect(status.code).toBe(1);
     expect(status.stdout).toContain(`at seq ${seq}`);
     // `mesh log` refuses, exit 7, naming the sequence and why.
