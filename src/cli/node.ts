@@ -6,7 +6,7 @@ import { TOKEN_TTL_MAX } from '../domain/nodes/token-limits.js';
 import { durationFlag } from './flags.js';
 import { printResult, runCommand, withMesh } from './mesh-session.js';
 import { drainAndRemove } from './node-remove.js';
-import { output, table } from './output.js';
+import { output, proseLine, table } from './output.js';
 import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { atLeastFlag, withReads } from './reads.js';
@@ -100,7 +100,7 @@ const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?
     if (node.removed_seq !== null) {
       const removedAt = node.removed_at ? new Date(node.removed_at).toISOString() : null;
       if (out.json) out.data({ node: node.name, removed: { seq: Number(node.removed_seq), time: removedAt } });
-      else out.line(`node ${node.name}: removed at log seq ${node.removed_seq}${removedAt ? ` (${removedAt})` : ''}; its bus identity and enrolment tokens were retired with it (mesh history node.${node.name} says more)`);
+      else proseLine(out, `node ${node.name}: removed at log seq ${node.removed_seq}${removedAt ? ` (${removedAt})` : ''}; its bus identity and enrolment tokens were retired with it (mesh history node.${node.name} says more)`);
       return 0;
     }
     const assignments = await assignmentsOf(session, name);
@@ -126,23 +126,23 @@ const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?
       out.data(shown);
       return 0;
     }
-    out.line(`node ${shown.node}: root ${shown.root}${shown.address ? `, reached at ${shown.address}` : ''}, ${shown.enrolled ? `enrolled${shown.enrolledAt ? ` at ${shown.enrolledAt}` : ''}` : 'not enrolled (no agent has joined as it)'}`);
-    if (shown.cordoned) out.line(`cordoned: it takes no new assignment; what it runs keeps running (mesh node uncordon ${shown.node})`);
-    out.line(`runs: ${shown.assignments.map((a) => `${a.module} (definition v${a.definitionVersion})`).join(', ') || 'nothing'}`);
-    out.line(`seats it holds: ${shown.seats.map((h) => `${h.seat} (by ${h.module})`).join(', ') || 'none'}`);
+    proseLine(out, `node ${shown.node}: root ${shown.root}${shown.address ? `, reached at ${shown.address}` : ''}, ${shown.enrolled ? `enrolled${shown.enrolledAt ? ` at ${shown.enrolledAt}` : ''}` : 'not enrolled (no agent has joined as it)'}`);
+    if (shown.cordoned) proseLine(out, `cordoned: it takes no new assignment; what it runs keeps running (mesh node uncordon ${shown.node})`);
+    proseLine(out, `runs: ${shown.assignments.map((a) => `${a.module} (definition v${a.definitionVersion})`).join(', ') || 'nothing'}`);
+    proseLine(out, `seats it holds: ${shown.seats.map((h) => `${h.seat} (by ${h.module})`).join(', ') || 'none'}`);
     const machine = shown.machine;
     const never = machine?.statusUnknown ? `not known (${machine.statusUnknown})` : 'never';
-    out.line(`last heard: ${machine?.lastHeard ?? never}; last report: ${machine?.lastReport ?? never}; declaration ${machine?.appliedSequence ?? '–'} applied of ${machine?.declaredSequence ?? '–'}`);
-    out.line(`running now: ${machine?.running.map((r) => `${r.module} (definition v${r.definitionVersion})`).join(', ') || 'nothing reported'}`);
+    proseLine(out, `last heard: ${machine?.lastHeard ?? never}; last report: ${machine?.lastReport ?? never}; declaration ${machine?.appliedSequence ?? '–'} applied of ${machine?.declaredSequence ?? '–'}`);
+    proseLine(out, `running now: ${machine?.running.map((r) => `${r.module} (definition v${r.definitionVersion})`).join(', ') || 'nothing reported'}`);
     // Held back: resources the agent did not apply, waiting on something (a secret, a path), as it said why.
-    out.line(shown.held.length > 0 ? `held back (${shown.held.length}):` : 'held back: nothing');
+    proseLine(out, shown.held.length > 0 ? `held back (${shown.held.length}):` : 'held back: nothing');
     for (const module of [...new Set(shown.held.map((h) => h.module))]) {
       const of = shown.held.filter((h) => h.module === module);
-      out.line(`  ${module}: ${of.length} held`);
-      for (const h of of) out.line(`    ${h.resource} (${h.kind}): ${h.reason ?? 'no reason given'} — since ${h.since.time} (log seq ${h.since.seq})`);
+      proseLine(out, `  ${module}: ${of.length} held`);
+      for (const h of of) proseLine(out, `    ${h.resource} (${h.kind}): ${h.reason ?? 'no reason given'} — since ${h.since.time} (log seq ${h.since.seq})`);
     }
-    for (const problem of machine?.problems ?? []) out.line(`not as told: ${problem}`);
-    out.line(shown.lastFacts.length > 0 ? 'last facts:' : 'no facts stated about it yet');
+    for (const problem of machine?.problems ?? []) proseLine(out, `not as told: ${problem}`);
+    proseLine(out, shown.lastFacts.length > 0 ? 'last facts:' : 'no facts stated about it yet');
     if (shown.lastFacts.length > 0) table(out, ['SEQ', 'TIME', 'FACT'], shown.lastFacts.map((f) => [String(f.seq), f.time, `${f.type}${f.module ? ` ${f.module}` : ''}`]), { indent: 2 });
     return 0;
   });
