@@ -20,7 +20,7 @@ import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import { isConnectionFailure } from '../projections/sql.js';
 import { storeUnreachable } from './store-unreachable.js';
-import { output, say, table, type Output } from './output.js';
+import { output, say, table, type Output, proseLine } from './output.js';
 
 // `mesh projections status|rebuild`: how far each projection is behind the log, and a forced
 // blue/green rebuild of one.
@@ -150,5 +150,5 @@ const printStatus = (out: Output, states: readonly BuildState[]): void => {
   out.line("LAG counts log entries (commits) not applied yet; STALL '-': not stalled.");
   const problems = states.flatMap((s) => (s.problem ? [s.problem] : []));
   if (problems.length > 0) out.line('problems:');
-  for (const problem of problems) out.line(`  ${problem}`);
+  for (const problem of problems) proseLine(out, `  ${problem}`);
 };
