@@ -53,6 +53,8 @@ export const reportError = (error: unknown, json: boolean): number => {
 /** Every human-readable table fits this many columns. */
 export const TABLE_WIDTH = 100;
 const CELL_MAX = 40;
+/** the least room a table's last column is given */
+const LAST_MIN = 20;
 
 const clip = (cell: string, width: number): string => (cell.length <= width ? cell : `${cell.slice(0, width - 1)}…`);
 
@@ -102,8 +104,15 @@ export const table = (out: Output, header: readonly string[], rows: readonly (re
     return;
   }
   const widths = header.slice(0, last).map((h, i) => Math.min(CELL_MAX, Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length))));
+  // The last column keeps at least LAST_MIN: the widest of the others gives way, a column at a time, down to its header.
+  const room = TABLE_WIDTH - LAST_MIN - indent.length - 2 * widths.length;
+  for (let over = widths.reduce((sum, w) => sum + w, 0) - room; over > 0; over--) {
+    const widest = widths.reduce((at, w, i) => (w - (header[i] ?? '').length > (widths[at] ?? 0) - (header[at] ?? '').length ? i : at), 0);
+    if ((widths[widest] ?? 0) <= (header[widest] ?? '').length) break;
+    widths[widest] = (widths[widest] ?? 0) - 1;
+  }
   const lastStart = indent.length + widths.reduce((sum, w) => sum + w + 2, 0);
-  const lastWidth = Math.max(20, TABLE_WIDTH - lastStart);
+  const lastWidth = Math.max(LAST_MIN, TABLE_WIDTH - lastStart);
   for (const row of [header, ...rows]) {
     const lead = widths.map((w, i) => clip(row[i] ?? '', w).padEnd(w)).join('  ');
     const [first = '', ...more] = wrap(row[last] ?? '', lastWidth);

@@ -11,7 +11,8 @@ import { unheldMeshSeats } from '../projections/mesh/seats.js';
 import { allHealthy, projectionsStatus, type BuildState } from '../projections/status.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { run, verb, WIDE_OPTION } from './verbs.js';
-import { output, proseLine, table } from './output.js';
+import { output, proseLine, say, table, type Output } from './output.js';
+import { durationFlag } from './flags.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { machineOverview } from './machine-overview.js';
 
@@ -42,16 +43,50 @@ const describeProjection = (s: BuildState): string => {
 export const defineStatus = (mesh: CommandUnknownOpts): void => {
   verb(mesh, 'status', {
     summary: 'the overview: projections, nodes and what they run, machines, unheld seats, refusals, what is not known',
-    example: ['mesh status', 'mesh status --json'],
+    example: ['mesh status', 'mesh status --json', 'mesh status --wait 60s'],
     exits: [1, 6],
   })
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .option('--wait <duration>', 'ask again until the mesh does what it was told, up to this long (e.g. 60s); then print the overview')
     .option(...WIDE_OPTION)
     .action(run(statusCommand));
 };
 
-const statusCommand = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
+/** The longest `--wait`: past that, something is wrong that waiting will not mend. */
+const WAIT_MAX = { ms: 30 * 60_000, written: '30m', why: 'a mesh that is not doing what it was told after that is stuck, and the overview says why' } as const;
+
+interface StatusFlags {
+  json?: true;
+  atLeast?: string;
+  output?: string;
+  wait?: string;
+}
+
+const statusCommand = async (values: StatusFlags): Promise<number> => {
   const out = output(values.json ?? false, values.output);
+  if (values.wait === undefined) return statusOnce(out, values);
+  // --wait: the overview is asked again, quietly, until the mesh does what it was told or the
+  // time is up; only the last answer is printed (an agent still joining is not yet a fault).
+  const until = Date.now() + durationFlag('--wait', values.wait, WAIT_MAX);
+  say(`waiting up to ${values.wait} for the mesh to do what it was told…`);
+  for (;;) {
+    const lines: string[] = [];
+    const quiet: Output = { json: out.json, wide: out.wide, line: (text) => void (out.json ? undefined : lines.push(text)), data: (value) => void lines.push(JSON.stringify(value)) };
+    const last = Date.now() >= until;
+    try {
+      const code = await statusOnce(quiet, values);
+      if (code === 0 || last) {
+        for (const line of lines) process.stdout.write(`${line}\n`);
+        return code;
+      }
+    } catch (error) {
+      if (last) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+};
+
+const statusOnce = (out: Output, values: StatusFlags): Promise<number> => {
   const projections = meshProjections();
   return withReads(
     projections.map((p) => p.name),
