@@ -134,7 +134,11 @@ describe("the README's walk-through, word for word, on npm start's mesh", () => 
     const { ran, output, group: started } = await runInOneShell(commands, env, home);
     group = started;
     writeFileSync(join(home, 'walk-through.out'), output);
-    expect({ ran, output }).toMatchObject({ ran: commands.map((command) => ({ command, code: 0 })) });
+    const agentLog = join(home, 'agent-gamma.log');
+    if (ran.length !== commands.length || ran.some((r) => r.code !== 0)) {
+      const tail = existsSync(agentLog) ? readFileSync(agentLog, 'utf8').split('\n').slice(-15).join('\n') : '(no agent log)';
+      throw new Error(`the walk-through did not run clean: ${JSON.stringify(ran, null, 2)}\n--- what it printed ---\n${output}\n--- gamma's agent, last lines ---\n${tail}`);
+    }
     // The last status's verdict is the last one printed.
     const verdicts = output.split('\n').filter((line) => line.startsWith('the mesh is'));
     expect(verdicts.at(-1)).toBe('the mesh is doing what it was told');
