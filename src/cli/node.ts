@@ -1,7 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { machineOverview } from './machine-overview.js';
 import { NotFoundError, RefusedError } from '../errors.js';
-import { tokenVerifier } from '../domain/nodes/enrolment.js';
+import { newEnrolmentToken } from '../adapters/enrolment-tokens.js';
 import { TOKEN_TTL_MAX } from '../domain/nodes/token-limits.js';
 import { durationFlag } from './flags.js';
 import { printResult, runCommand, withMesh } from './mesh-session.js';
@@ -150,16 +149,15 @@ const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?
 
 const nodeToken = (values: CommandFlags & { node?: string; ttl: string }): Promise<number> => {
   const out = output(values.json ?? false);
-  // The secret is shown here once; the log keeps only its hash.
-  const tokenId = randomBytes(8).toString('hex');
-  const secret = randomBytes(24).toString('base64url');
+  // The secret is shown here once; the log keeps only its hash, and the public half of the bus
+  // identity it derives: the one user the server lets the joining machine in as.
+  const { tokenId, token, verifier, publicKey } = newEnrolmentToken();
   const expiresAt = new Date(Date.now() + durationFlag('--ttl', values.ttl, TOKEN_TTL_MAX)).toISOString();
   return withMesh(async ({ mesh, metadata }) => {
     const meta = metadata(values.commandId);
-    const result = await mesh.execute({ type: 'issue-enrolment-token', tokenId, verifier: tokenVerifier(secret), node: values.node ?? null, expiresAt }, meta);
+    const result = await mesh.execute({ type: 'issue-enrolment-token', tokenId, verifier, publicKey, node: values.node ?? null, expiresAt }, meta);
     // The token printed is the one recorded: a duplicate answer recorded another (command-reuse.ts refuses that case, naming it).
     if (result.duplicate) throw new RefusedError(`command ${meta.commandId} had already made a token at log seq ${result.seq}; its secret was shown once and cannot be shown again: make a new token without --command-id`, { field: '--command-id', seq: result.seq });
-    const token = `${tokenId}.${secret}`;
     if (out.json) out.data({ ok: true, token, tokenId, node: values.node ?? null, expiresAt, seq: result.seq });
     else {
       out.line(token);
