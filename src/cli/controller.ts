@@ -73,7 +73,9 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
   const pidFile = values.pidFile;
   const config = loadConfig();
   const snapshotSchedule = snapshotScheduleFromEnv();
-  const logger = pino({ base: { component: 'controller', mesh: config.meshName } });
+  // Written behind the process rather than one write per line while a busy writer waits on each:
+  // lines that pile up during a write go out in the next one, and pino flushes them on exit.
+  const logger = pino({ base: { component: 'controller', mesh: config.meshName } }, pino.destination({ dest: 1, sync: false }));
   const readyMaxLag = readyMaxLagFromEnv();
   // This process's metrics, in a registry of its own (docs/decisions.md, "Metrics and probes").
   const metrics = new PrometheusMetrics({ processMetrics: true });
@@ -230,7 +232,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
   const catchUp = new CatchUpTool(nc, newLog(), { prefix: config.subjectPrefix, logger: logger.child({ component: 'catch-up' }) });
   catchUp.start();
   const facts = new FactFeed(newLog(), 50, logger.child({ component: 'facts' }));
-  await facts.start();
+  await facts.start(view.whenCaughtUp());
   // Every projection build and the log's head, as `mesh projections status` reads them.
   const commits = new CommitReader(nc, { ...settings, registry: meshEventRegistry() });
   const projectionBuilds = () => projectionsStatus(pool, schemasFromEnv(), commits, meshProjections());

@@ -24,6 +24,8 @@ export class ProgressMeter {
   private readonly startSeq: number;
   private events = 0;
   private lastLog = 0;
+  /** said "caught up" and nothing since: at the head every commit catches up again, and is not news */
+  private saidCaughtUp = false;
 
   constructor(
     private readonly projection: string,
@@ -62,8 +64,9 @@ export class ProgressMeter {
   private report(snapshot: ProgressSnapshot): void {
     this.listener?.(snapshot);
     const now = Date.now();
-    if (snapshot.done || now - this.lastLog >= this.logEveryMs) {
+    if (snapshot.done ? !this.saidCaughtUp : now - this.lastLog >= this.logEveryMs) {
       this.lastLog = now;
+      this.saidCaughtUp = snapshot.done;
       this.logger.info(
         { seq: snapshot.seq, targetSeq: snapshot.targetSeq, events: snapshot.events, rate: Math.round(snapshot.rate), etaSeconds: snapshot.etaSeconds === null ? null : Math.round(snapshot.etaSeconds), done: snapshot.done },
         snapshot.done ? 'projection caught up' : 'projection catching up',

@@ -35,8 +35,18 @@ const without = (key: string): Record<string, unknown> => {
   return copy;
 };
 
+const signedCommand = (overrides: Record<string, unknown> = {}): Record<string, unknown> => ({
+  commandId: 'c1',
+  operator: 'ada',
+  command: { type: 'add-node', node: 'alpha' },
+  time: '2026-12-02T14:36:00.049Z',
+  signature: 'c2lnbmVk',
+  ...overrides,
+});
+
 const valid: unknown[] = [
   commit([envelope()]),
+  commit([envelope()], { command: signedCommand() }),
   commit([envelope(), envelope({ id: 'e2', aggregate: 'assignment.alpha.gitea_2' })]),
   commit([envelope({ time: '2024-02-29T00:00:00Z' })]),
   commit([envelope({ time: '2026-12-31T23:59:59.999999+05:30' })]),
@@ -54,6 +64,12 @@ const invalid: unknown[] = [
   { events: [envelope()] },
   { firstVersion: 1, events: {} },
   commit([envelope()], { extra: true }),
+  commit([envelope()], { command: null }),
+  commit([envelope()], { command: signedCommand({ extra: 1 }) }),
+  commit([envelope()], { command: signedCommand({ command: [] }) }),
+  commit([envelope()], { command: signedCommand({ command: 'add-node' }) }),
+  ...['commandId', 'operator', 'signature'].flatMap((key) => [commit([envelope()], { command: signedCommand({ [key]: '' }) }), commit([envelope()], { command: signedCommand({ [key]: 7 }) })]),
+  commit([envelope()], { command: signedCommand({ time: 7 }) }),
   commit([envelope({ extra: 1 })]),
   commit([without('actor')]),
   commit([without('data')]),
@@ -91,6 +107,11 @@ const edges: unknown[] = [
   ...['seat.a b', 'seat._a'].map((aggregate) => envelope({ aggregate })),
   envelope({ schemaVersion: 2 ** 60 }),
 ].map((event) => commit([event]));
+const signedEdges: unknown[] = Object.keys(signedCommand()).flatMap((key) => {
+  const missing = signedCommand();
+  delete missing[key];
+  return [missing, signedCommand({ [key]: '' }), signedCommand({ [key]: 7 }), signedCommand({ [key]: null }), signedCommand({ [key]: {} }), signedCommand({ [key]: [] })].map((command) => commit([envelope()], { command }));
+});
 
 describe('the envelope check in front of zod', () => {
   it('takes every ordinary commit, as zod does', () => {
@@ -107,7 +128,7 @@ describe('the envelope check in front of zod', () => {
   });
 
   it('takes nothing zod turns down, at the edges of every check', () => {
-    for (const value of edges.map(roundTrip)) {
+    for (const value of [...edges, ...signedEdges].map(roundTrip)) {
       if (isValidCommit(value)) expect({ value, zod: commitSchema.safeParse(value).success }).toEqual({ value, zod: true });
     }
   });

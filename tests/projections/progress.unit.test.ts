@@ -10,12 +10,17 @@ describe('progress of a long fold', () => {
     const meter = new ProgressMeter('audit', 2, 0, 1_000, logger, (s) => seen.push(s), 60_000);
     meter.advance(250, 400);
     meter.advance(1_000, 1_200);
+    // At the head, each commit applied catches up again: told to the listener, not logged again.
+    meter.advance(1_001, 1, 1_001);
+    meter.advance(1_002, 1, 1_002);
     expect(seen.map((s) => [s.seq, s.events, s.done])).toEqual([
       [250, 400, false],
       [1_000, 1_600, true],
+      [1_001, 1_601, true],
+      [1_002, 1_602, true],
     ]);
     expect(seen[0]?.etaSeconds).toBeGreaterThanOrEqual(0);
-    // The first report and the last are logged; those in between are throttled.
+    // The first report and the one that caught up are logged; those in between are throttled.
     expect(logged.map((l) => [l.msg, l.seq, l.events])).toEqual([
       ['projection catching up', 250, 400],
       ['projection caught up', 1_000, 1_600],

@@ -51,14 +51,28 @@ const validEnvelope = (value: unknown): boolean => {
   );
 };
 
+const SIGNED_COMMAND_KEYS = new Set(['commandId', 'operator', 'command', 'time', 'signature']);
+
+// The operator's signed command a commit carries (signedCommandSchema): every text non-empty
+// except the time, the command a record of any values.
+const validSignedCommand = (value: unknown): boolean => {
+  if (!isRecord(value)) return false;
+  const keys = Object.keys(value);
+  if (keys.length !== SIGNED_COMMAND_KEYS.size) return false;
+  for (const key of keys) if (!SIGNED_COMMAND_KEYS.has(key)) return false;
+  const { commandId, operator, command, time, signature } = value;
+  return typeof commandId === 'string' && commandId.length > 0 && typeof operator === 'string' && operator.length > 0 && typeof signature === 'string' && signature.length > 0 && typeof time === 'string' && isRecord(command);
+};
+
 /** True when `raw` is certainly a valid commit, as parsed JSON (no own prototype tricks, no extra keys). */
 export const isValidCommit = (raw: unknown): raw is Commit => {
   if (!isRecord(raw)) return false;
   let keys = 0;
   for (const key in raw) {
-    if (!Object.hasOwn(raw, key) || (key !== 'firstVersion' && key !== 'events')) return false;
+    if (!Object.hasOwn(raw, key) || (key !== 'firstVersion' && key !== 'events' && key !== 'command')) return false;
     keys++;
   }
-  const { firstVersion, events } = raw;
-  return keys === 2 && typeof firstVersion === 'number' && Number.isSafeInteger(firstVersion) && firstVersion > 0 && Array.isArray(events) && events.length > 0 && events.every(validEnvelope);
+  const { firstVersion, events, command } = raw;
+  if (command !== undefined && !validSignedCommand(command)) return false;
+  return keys === (command === undefined ? 2 : 3) && typeof firstVersion === 'number' && Number.isSafeInteger(firstVersion) && firstVersion > 0 && Array.isArray(events) && events.length > 0 && events.every(validEnvelope);
 };

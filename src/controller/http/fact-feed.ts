@@ -21,10 +21,17 @@ export class FactFeed {
     private readonly logger?: Logger,
   ) {}
 
-  async start(): Promise<void> {
-    // Enough of the past to show the latest facts without reading a long log from its start.
-    const fromSeq = Math.max(1, (await this.log.headSeq()) - 5_000);
+  /**
+   * Follows the facts from a little before the head. `after`: not before this settles — a
+   * controller starts its feed once its fold has caught up, so checking the past facts' signatures
+   * one by one never slows the start of what answers commands.
+   */
+  async start(after: Promise<unknown> = Promise.resolve()): Promise<void> {
     this.running = (async () => {
+      await after;
+      if (this.abort.signal.aborted) return;
+      // Enough of the past to show the latest facts without reading a long log from its start.
+      const fromSeq = Math.max(1, (await this.log.headSeq()) - 5_000);
       for await (const item of this.log.follow({ aggregate: 'fact', fromSeq, signal: this.abort.signal })) {
         if (item.kind === 'held') {
           this.hold = { seq: item.seq, aggregate: item.aggregate, problem: item.problem, since: new Date() };

@@ -10,7 +10,7 @@ import { canHoldProblems } from '../seats/can-hold.js';
 import type { AssignmentRef } from '../seats/events.js';
 import { AssignmentCreated, AssignmentRemoved, SeatHeld, SeatReleased, assignmentAggregate } from './events.js';
 import { resolveRequirements } from './resolve.js';
-import { allAssignments, assignmentOf, assignmentsOf } from './state.js';
+import { answeredBy, assignmentOf, assignmentsOf } from './state.js';
 
 // Command schemas check shape only: every rule about what the values mean is the decider's, so
 // its refusals stay the ones an operator knows.
@@ -124,9 +124,7 @@ export const decideUnassign = (command: Unassign, state: MeshState): Decision =>
     const where = assignmentsOf(state.assignments, command.module).map((a) => a.node);
     refuseIfAny(subject, [{ what: `${command.node}/${command.module}`, why: `${command.module} is not assigned to ${command.node}`, remedy: where.length > 0 ? `it runs on: ${where.join(', ')}` : 'nothing to do', missing: 'assignment' }]);
   }
-  const dependents = [...allAssignments(state.assignments)].filter((a) =>
-    a.resolutions.some((r) => r.answer.kind === 'assignment' && r.answer.node === command.node && r.answer.module === command.module && r.answer.via !== 'seat'),
-  );
+  const dependents = answeredBy(state.assignments, command);
   refuseIfAny(
     subject,
     dependents.map((d) => ({

@@ -4,7 +4,8 @@ import type { Resolution } from './events.js';
 
 // Assignments: which module runs on which node, at which definition, and how each of its
 // requirements was answered. Indexed by node and by module so "what runs on alpha" and "where
-// does gitea run" cost what they find.
+// does gitea run" cost what they find, and by provider so "what would lose its answer if this
+// went" does too.
 
 export interface AssignmentState {
   module: string;
@@ -23,6 +24,8 @@ export interface AssignmentsState {
   byNode: Map<string, Set<string>>;
   /** module → its assignments' keys */
   byModule: Map<string, Set<string>>;
+  /** an assignment's key → the keys of the assignments a requirement of which it answers */
+  answering: Map<string, Set<string>>;
 }
 
 export const assignmentKey = (ref: AssignmentRef): string => `${ref.node}/${ref.module}`;
@@ -47,7 +50,7 @@ const collect = (state: AssignmentsState, keys: Set<string> | undefined): Assign
 
 export const assignmentsSlice = defineSlice({
   eventTypes: ['assignment.created', 'assignment.removed'] as const,
-  empty: (): AssignmentsState => ({ byKey: new Map(), byNode: new Map(), byModule: new Map() }),
+  empty: (): AssignmentsState => ({ byKey: new Map(), byNode: new Map(), byModule: new Map(), answering: new Map() }),
   evolve(state, event) {
     const data = event.data;
     const key = assignmentKey(data);
@@ -63,13 +66,23 @@ export const assignmentsSlice = defineSlice({
       });
       index(state.byNode, data.node, key);
       index(state.byModule, data.module, key);
+      for (const provider of providersOf(event.data.resolutions)) index(state.answering, provider, key);
     } else {
+      const removed = state.byKey.get(key);
+      for (const provider of providersOf(removed?.resolutions ?? [])) unindex(state.answering, provider, key);
       state.byKey.delete(key);
       unindex(state.byNode, data.node, key);
       unindex(state.byModule, data.module, key);
     }
   },
 });
+
+/** The assignments whose requirements an assignment answers directly (not through a seat). */
+const providersOf = (resolutions: Resolution[]): string[] =>
+  resolutions.flatMap((r) => (r.answer.kind === 'assignment' && r.answer.via !== 'seat' ? [assignmentKey(r.answer)] : []));
+
+/** What relies on an assignment directly: each assignment a requirement of which it answers, in the order they were made. */
+export const answeredBy = (state: AssignmentsState, provider: AssignmentRef): AssignmentState[] => collect(state, state.answering.get(assignmentKey(provider)));
 
 export const assignmentOf = (state: AssignmentsState, ref: AssignmentRef): AssignmentState | undefined => state.byKey.get(assignmentKey(ref));
 

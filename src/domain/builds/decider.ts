@@ -154,7 +154,13 @@ const decideRecordBuild = (command: RecordBuild, state: MeshState): Decision => 
   const aggregate = buildAggregate(command.module);
   const build = state.builds.builds.get(command.buildId);
   if (!build || build.module !== command.module) {
-    throw moduleRefusal(`recording build ${command.buildId}`, command.module, `no build ${command.buildId} of ${command.module} was submitted`, 'builds are recorded only for jobs the mesh submitted');
+    // The fold keeps the unfinished builds and each module's newest: any other was never submitted, or finished before that one.
+    throw moduleRefusal(
+      `recording build ${command.buildId}`,
+      command.module,
+      `no build ${command.buildId} of ${command.module} is waiting for its outcome: it was never submitted, or it finished before ${command.module}'s newest build`,
+      `builds are recorded only for jobs the mesh submitted and once; mesh graph ${command.module} shows its builds`,
+    );
   }
   if (build.status !== 'submitted') return { aggregate, events: [], summary: `build ${command.buildId} was already recorded as ${build.status}` };
   if (command.outcome.kind === 'failed') {

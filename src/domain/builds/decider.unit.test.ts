@@ -248,3 +248,42 @@ describe('keeping the version a module runs', () => {
     expect(mesh.refusal({ type: 'keep-version', module: 'ghost', reason: 'x' })).toEqual([expect.objectContaining({ why: 'no such module is registered' })]);
   });
 });
+
+describe('the fold keeps the builds and versions the rules read, not every one ever', () => {
+  it('after many builds: the unfinished, each module’s newest, and its latest and deployed versions', () => {
+    const mesh = new MeshFixture();
+    mesh.register(built('app'));
+    mesh.register(built('lib'));
+    const first: string[] = [];
+    for (let n = 1; n <= 30; n++) {
+      moved(mesh, 'app', n);
+      const [submitted] = submit(mesh, 'app');
+      const { data } = eventOf(submitted, 'build.submitted');
+      first.push(data.buildId);
+      mesh.run({ type: 'record-build', buildId: data.buildId, module: 'app', commit: data.commit, outcome: n % 3 === 0 ? { kind: 'failed', reason: 'tests', output: '' } : { kind: 'built', digest: digest(n), bases: data.bases } });
+      if (n === 10) mesh.run({ type: 'set-rollout-policy', module: 'app', policy: 'record' });
+    }
+    moved(mesh, 'lib', 1);
+    const [waiting] = submit(mesh, 'lib');
+    const builds = mesh.state.builds;
+    expect([...builds.builds.keys()]).toEqual([first.at(-1), eventOf(waiting, 'build.submitted').data.buildId]);
+    // Deployed at build 10 (record from then on); the latest is build 29's.
+    expect(builds.deployed.get('app')).toBe(digest(10));
+    expect(builds.latest.get('app')?.digest).toBe(digest(29));
+    expect([...builds.versions.keys()].sort()).toEqual([`app@${digest(10)}`, `app@${digest(29)}`]);
+    // The newest build failed: the standing says so, as it did when every build was kept.
+    expect(buildStandingsOf(registeredModules(mesh.state.catalogue), builds).find((s) => s.module === 'app')?.newest).toMatchObject({ buildId: first.at(-1), status: 'failed' });
+  });
+
+  it('an outcome for a build that finished before its module’s newest is refused, saying so', () => {
+    const mesh = new MeshFixture();
+    mesh.register(built('app'));
+    moved(mesh, 'app', 1);
+    const [old] = build(mesh, 'app', digest(1));
+    moved(mesh, 'app', 2);
+    build(mesh, 'app', digest(2));
+    const { buildId } = eventOf(old, 'build.succeeded').data;
+    const [problem] = mesh.refusal({ type: 'record-build', buildId, module: 'app', commit: commit(1), outcome: { kind: 'built', digest: digest(1), bases: [] } });
+    expect(problem?.why).toBe(`no build ${buildId} of app is waiting for its outcome: it was never submitted, or it finished before app's newest build`);
+  });
+});

@@ -6,6 +6,12 @@ import { ROLLOUT_POLICIES, sourceKey } from './events.js';
 
 // What the log says about sources, builds and module versions: one fold, used by the mesh's rules
 // (evolveMesh), by the build coordinator and by the projections, so all three judge alike.
+//
+// The fold keeps what the mesh's rules read, not the history: the builds not finished yet, each
+// module's newest build, and each module's latest and deployed versions. A build that finished
+// and is no longer its module's newest, and a version neither latest nor deployed, leave the fold
+// — the builds projection and the log keep them — so the fold is as large as the mesh's modules,
+// however many builds the log holds.
 
 export type BuildRecord = z.infer<typeof BuildSubmitted.schema> & { submittedSeq: number } & (
     | { status: 'submitted' }
@@ -26,10 +32,13 @@ export interface ModuleVersion {
 export interface BuildsState {
   /** `sourceKey` → where the branch is now */
   heads: Map<string, { commit: string; seq: number }>;
+  /** the builds not finished yet and each module's newest build (in the controller's fold); every build (read from the projection) */
   builds: Map<string, BuildRecord>;
+  /** module → the id of its newest build submitted */
+  newestBuild: Map<string, string>;
   /** each module's newest registered version */
   latest: Map<string, ModuleVersion>;
-  /** every version ever registered, keyed `<module>@<digest>` */
+  /** the versions a module runs or would run — its latest and its deployed (in the fold); every version ever registered (read from the projection); keyed `<module>@<digest>` */
   versions: Map<string, ModuleVersion>;
   /** the artifact digest the nodes running a module are declared to run */
   deployed: Map<string, string>;
@@ -45,7 +54,7 @@ export interface KeptVersion {
   seq: number;
 }
 
-export const emptyBuildsState = (): BuildsState => ({ heads: new Map(), builds: new Map(), latest: new Map(), versions: new Map(), deployed: new Map(), policies: new Map(), kept: new Map() });
+export const emptyBuildsState = (): BuildsState => ({ heads: new Map(), builds: new Map(), newestBuild: new Map(), latest: new Map(), versions: new Map(), deployed: new Map(), policies: new Map(), kept: new Map() });
 
 export const BUILD_EVENT_TYPES = ['source.moved', 'build.submitted', 'build.succeeded', 'build.failed', 'module.rollout-set', 'module.version-kept'] as const;
 
@@ -70,7 +79,10 @@ export const evolveBuilds = (state: BuildsState, event: StoredMeshEvent): Builds
     }
     case 'build.submitted': {
       const data = event.data;
+      const before = state.newestBuild.get(data.module);
       state.builds.set(data.buildId, { ...data, submittedSeq: event.seq, status: 'submitted' });
+      state.newestBuild.set(data.module, data.buildId);
+      if (before !== undefined && before !== data.buildId) forgetIfHistory(state, before);
       break;
     }
     case 'build.succeeded': {
@@ -79,9 +91,13 @@ export const evolveBuilds = (state: BuildsState, event: StoredMeshEvent): Builds
       if (!build || build.status !== 'submitted') break;
       state.builds.set(data.buildId, { ...build, status: 'succeeded', digest: data.digest, finishedSeq: event.seq });
       const version: ModuleVersion = { module: data.module, digest: data.digest, commit: data.commit, bases: data.bases, buildId: data.buildId, seq: event.seq };
+      const latestBefore = state.latest.get(data.module)?.digest;
+      const deployedBefore = state.deployed.get(data.module);
       state.latest.set(data.module, version);
       state.versions.set(versionKey(data.module, data.digest), version);
       if (data.rollOut) state.deployed.set(data.module, data.digest);
+      for (const digest of new Set([latestBefore, deployedBefore])) if (digest !== undefined) forgetVersionIfHistory(state, data.module, digest);
+      forgetIfHistory(state, data.buildId);
       break;
     }
     case 'build.failed': {
@@ -89,6 +105,7 @@ export const evolveBuilds = (state: BuildsState, event: StoredMeshEvent): Builds
       const build = state.builds.get(data.buildId);
       if (!build || build.status !== 'submitted') break;
       state.builds.set(data.buildId, { ...build, status: 'failed', reason: data.reason, output: data.output, finishedSeq: event.seq });
+      forgetIfHistory(state, data.buildId);
       break;
     }
     case 'module.rollout-set': {
@@ -105,6 +122,17 @@ export const evolveBuilds = (state: BuildsState, event: StoredMeshEvent): Builds
       break;
   }
   return state;
+};
+
+/** A build leaves the fold once it is finished and its module has a newer one. */
+const forgetIfHistory = (state: BuildsState, buildId: string): void => {
+  const build = state.builds.get(buildId);
+  if (build && build.status !== 'submitted' && state.newestBuild.get(build.module) !== buildId) state.builds.delete(buildId);
+};
+
+/** A version leaves the fold once it is neither its module's latest nor its deployed one. */
+const forgetVersionIfHistory = (state: BuildsState, module: string, digest: string): void => {
+  if (state.latest.get(module)?.digest !== digest && state.deployed.get(module) !== digest) state.versions.delete(versionKey(module, digest));
 };
 
 export const buildsSlice = defineSlice({
