@@ -9,7 +9,7 @@ import { readGraph } from '../projections/mesh/graph.js';
 import { printResult, withMesh } from './mesh-session.js';
 import { output } from './output.js';
 import { withReads } from './reads.js';
-import { run, verb } from './verbs.js';
+import { run, verb, WIDE_OPTION } from './verbs.js';
 
 // mesh build MODULE [--register-only] | mesh graph [MODULE] [--reaches MODULE] [--stale]
 // | mesh module moved MODULE COMMIT | mesh module rollout MODULE roll-out|record
@@ -28,6 +28,7 @@ export const defineBuilds = (mesh: CommandUnknownOpts): void => {
     .argument('[module]', 'one module in full: versions, builds, what it is built on and what stands on it')
     .option('--reaches <module>', 'what a change to this module reaches')
     .option('--stale', 'only what must be rebuilt, and why')
+    .option(...WIDE_OPTION)
     .action(run(graphCommand));
 };
 
@@ -70,8 +71,8 @@ export const moduleRollout = (module: string, policy: RolloutPolicy, values: Com
 /** The projections `mesh graph` reads. */
 const GRAPH_PROJECTIONS = ['modules', 'builds', 'seats'];
 
-const graphCommand = async (module: string | undefined, values: { json?: true; reaches?: string; stale?: true }): Promise<number> => {
-  const out = output(values.json ?? false);
+const graphCommand = async (module: string | undefined, values: { json?: true; reaches?: string; stale?: true; output?: string }): Promise<number> => {
+  const out = output(values.json ?? false, values.output);
   // Answered from the projections, once they hold everything the log held when asked.
   return withReads(GRAPH_PROJECTIONS, {}, async ({ db, schemas }) => {
     const graph = await readGraph(db, schemas.read);

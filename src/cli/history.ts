@@ -9,8 +9,8 @@ import type { StoredMeshEvent } from '../domain/registry.js';
 import { meshEventRegistry, type MeshEvent } from '../domain/registry.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { NotFoundError, ValidationError } from '../errors.js';
-import { run, verb } from './verbs.js';
-import { HEADER, print, printPassed } from './log.js';
+import { run, verb, WIDE_OPTION } from './verbs.js';
+import { logHeader, print, printPassed } from './log.js';
 import { output } from './output.js';
 import { withReads } from './reads.js';
 import { findSeat } from '../projections/mesh/seats.js';
@@ -95,6 +95,7 @@ export const defineHistory = (mesh: CommandUnknownOpts): void => {
     exits: [5, 6, 7],
   })
     .argument('<name>', 'a bare name (alpha), NODE/MODULE for an assignment, or an aggregate (node.alpha, seat.mesh-git)')
+    .option(...WIDE_OPTION)
     .action(run(historyCommand));
 };
 
@@ -123,8 +124,8 @@ export const candidatesFor = async (log: EventLog<MeshEvent>, name: string, seat
   return found;
 };
 
-const historyCommand = async (name: string, values: { json?: true }): Promise<number> => {
-  const out = output(values.json ?? false);
+const historyCommand = async (name: string, values: { json?: true; output?: string }): Promise<number> => {
+  const out = output(values.json ?? false, values.output);
   const config = loadConfig();
   const nc = await connectAsOperator(config, 'mesh-history');
   try {
@@ -138,7 +139,7 @@ const historyCommand = async (name: string, values: { json?: true }): Promise<nu
     const passed: PassedCommit[] = [];
     const events = await readHistory(log, aggregate, { onPassed: (commit) => passed.push(commit), seatIdOf: seatIdFromProjection });
     if (events.length === 0 && passed.length === 0) throw new NotFoundError(`nothing is known of ${aggregate}: the log holds no event of it`, { aggregate });
-    if (!out.json) out.line(HEADER);
+    if (!out.json) out.line(logHeader(out));
     // Each voided commit in its place among the events: what was passed by is seen.
     passed.sort((a, b) => a.seq - b.seq);
     for (const event of events) {

@@ -7,11 +7,11 @@ import type { StoredEvent } from '../domain/events/envelope.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { sequenceFlag } from './flags.js';
-import { collect, run, verb } from './verbs.js';
+import { collect, run, verb, WIDE_OPTION } from './verbs.js';
 import { eventsOf, voidsIn } from './log-read.js';
 import { matchingRows, type LogQuery } from '../projections/audit.js';
 import { voidCommand } from './log-void.js';
-import { output } from './output.js';
+import { output, TABLE_WIDTH, type Output } from './output.js';
 import { withReads } from './reads.js';
 import { ValidationError } from '../errors.js';
 
@@ -36,6 +36,7 @@ export const defineLog = (mesh: CommandUnknownOpts): void => {
     .option('--after <time>', 'recorded at or after this time (ISO 8601)')
     .option('--before <time>', 'recorded at or before this time (ISO 8601)')
     .option('--follow', 'then tail the log as it grows, until interrupted')
+    .option(...WIDE_OPTION)
     .action(run(logCommand));
   verb(log, 'void', {
     summary: 'let every reader pass a commit that does not read or verify (an operator\'s signed command)',
@@ -58,10 +59,11 @@ interface LogFlags {
   after?: string;
   before?: string;
   follow?: true;
+  output?: string;
 }
 
 const logCommand = async (values: LogFlags): Promise<number> => {
-  const out = output(values.json ?? false);
+  const out = output(values.json ?? false, values.output);
   const config = loadConfig();
   const fromSeq = sequenceFlag('--since', values.since) ?? 1;
   const want = { types: values.type, actor: values.actor, correlation: values.correlation, after: timeFlag('after', values.after), before: timeFlag('before', values.before) };
@@ -74,7 +76,7 @@ const logCommand = async (values: LogFlags): Promise<number> => {
     // The header goes out once the first page has been answered, so a refusal prints nothing.
     let headed = out.json;
     const head = (): void => {
-      if (!headed) out.line(HEADER);
+      if (!headed) out.line(logHeader(out));
       headed = true;
     };
     // Voided commits have no rows in the index (nothing of them was applied); each is printed
@@ -145,28 +147,55 @@ export const eventFilter = (want: { types: string[]; actor?: string | undefined;
   };
 };
 
-export const HEADER = ['SEQ'.padEnd(8), 'TIME'.padEnd(24), 'AGGREGATE@VERSION'.padEnd(32), 'TYPE'.padEnd(24), 'ACTOR'.padEnd(28), 'COMMAND'].join(' ');
+// A row of the log in 100 columns: sequence, time to the second, aggregate and version, type,
+// actor (each clipped with … when longer), then the event's data wrapped beneath it. `-o wide`
+// gives every field in full on one line, with the command id, and the data unwrapped.
+const NARROW = [
+  { name: 'SEQ', width: 7 },
+  { name: 'TIME (UTC)', width: 20 },
+  { name: 'AGGREGATE@VERSION', width: 26 },
+  { name: 'TYPE', width: 22 },
+  { name: 'ACTOR', width: 19 },
+] as const;
+const WIDE = [8, 24, 32, 24, 28] as const;
+const DATA_INDENT = 9;
+
+const clipTo = (text: string, width: number): string => (text.length <= width ? text : `${text.slice(0, width - 1)}…`);
+
+/** One row, narrow (clipped to 100 columns) or wide (every cell in full, with the command). */
+const row = (out: Output, cells: readonly string[], command: string): string =>
+  out.wide ? [...WIDE.map((w, i) => (cells[i] ?? '').padEnd(w)), command].join(' ').trimEnd() : NARROW.map((c, i) => clipTo(cells[i] ?? '', c.width).padEnd(c.width)).join(' ').trimEnd();
+
+/** The data beneath a row: one line when wide, else wrapped in 100 columns. */
+const dataLines = (out: Output, data: unknown): string[] => {
+  const text = JSON.stringify(data);
+  if (out.wide) return [`${' '.repeat(DATA_INDENT)}${text}`];
+  const width = TABLE_WIDTH - DATA_INDENT;
+  return Array.from({ length: Math.ceil(text.length / width) || 1 }, (_, i) => `${' '.repeat(DATA_INDENT)}${text.slice(i * width, (i + 1) * width)}`);
+};
+
+/** The log's header row, as `out` prints its rows. */
+export const logHeader = (out: Output): string => row(out, out.wide ? ['SEQ', 'TIME', 'AGGREGATE@VERSION', 'TYPE', 'ACTOR'] : NARROW.map((c) => c.name), 'COMMAND');
+
+/** An event's time to the second, as the narrow row prints it: 2026-12-03T21:18:31Z. */
+const toSecond = (time: string): string => time.replace(/\.\d+Z$/, 'Z');
 
 /** A commit an operator voided, in its place in the log: readers passed it by. */
-export const printPassed = (out: ReturnType<typeof output>, passed: PassedCommit): void => {
+export const printPassed = (out: Output, passed: PassedCommit): void => {
   if (out.json) {
     out.data({ passed });
     return;
   }
-  out.line(
-    [String(passed.seq).padEnd(8), 'VOIDED'.padEnd(24), passed.aggregate.padEnd(32), `voided at seq ${passed.voidSeq}`.padEnd(24), passed.actor.padEnd(28), 'passed by'].join(' ') +
-      `\n${' '.repeat(9)}${JSON.stringify({ reason: passed.reason, problem: passed.problem })}`,
-  );
+  out.line(row(out, [String(passed.seq), out.wide ? 'VOIDED' : 'VOIDED, passed by', passed.aggregate, `voided at seq ${passed.voidSeq}`, passed.actor], 'passed by'));
+  for (const line of dataLines(out, { reason: passed.reason, problem: passed.problem })) out.line(line);
 };
 
-export const print = (out: ReturnType<typeof output>, event: StoredEvent): void => {
+export const print = (out: Output, event: StoredEvent): void => {
   if (out.json) {
     out.data(event);
     return;
   }
   const seq = event.index === 0 ? String(event.seq) : `${event.seq}.${event.index}`;
-  out.line(
-    [seq.padEnd(8), event.time.padEnd(24), `${event.aggregate}@${event.version}`.padEnd(32), event.type.padEnd(24), event.actor.padEnd(28), event.commandId].join(' ') +
-      `\n${' '.repeat(9)}${JSON.stringify(event.data)}`,
-  );
+  out.line(row(out, [seq, out.wide ? event.time : toSecond(event.time), `${event.aggregate}@${event.version}`, event.type, event.actor], event.commandId));
+  for (const line of dataLines(out, event.data)) out.line(line);
 };

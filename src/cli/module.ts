@@ -5,7 +5,7 @@ import { ROLLOUT_POLICIES } from '../domain/builds/events.js';
 import { moduleKeep, moduleMoved, moduleRollout } from './build.js';
 import { withMesh, printResult } from './mesh-session.js';
 import { output, reportError, table } from './output.js';
-import { group, run, verb } from './verbs.js';
+import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { moduleNames, readCatalogue, readModule } from '../projections/mesh/modules.js';
 
@@ -46,6 +46,7 @@ export const defineModule = (mesh: CommandUnknownOpts): void => {
     .action(run(moduleRegister));
   verb(module, 'list', { summary: 'every module\'s newest definition', example: 'mesh module list', exits: [6, 7] })
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .option(...WIDE_OPTION)
     .action(run(moduleList));
   verb(module, 'show', { summary: 'one module\'s newest definition, in full', example: 'mesh module show nats --json', exits: [5, 6, 7] })
     .argument('<name>', 'the module')
@@ -94,8 +95,8 @@ const moduleRegister = (files: string[], values: { json?: true; source?: string;
   });
 };
 
-const moduleList = (values: { json?: true; atLeast?: string }): Promise<number> => {
-  const out = output(values.json ?? false);
+const moduleList = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
+  const out = output(values.json ?? false, values.output);
   return withReads(['modules'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const rows = await readCatalogue(session);
     if (out.json) out.data(rows.map((m) => ({ module: m.name, definitionVersion: m.definition_version, digest: m.digest, provides: m.provides })));

@@ -1,12 +1,12 @@
-import { randomBytes } from 'node:crypto';
 import { machineOverview } from './machine-overview.js';
 import { NotFoundError, RefusedError } from '../errors.js';
-import { tokenVerifier } from '../domain/nodes/enrolment.js';
+import { newEnrolmentToken } from '../adapters/enrolment-tokens.js';
 import { TOKEN_TTL_MAX } from '../domain/nodes/token-limits.js';
 import { durationFlag } from './flags.js';
-import { printResult, withMesh } from './mesh-session.js';
-import { output, table } from './output.js';
-import { group, run, verb } from './verbs.js';
+import { printResult, runCommand, withMesh } from './mesh-session.js';
+import { drainAndRemove } from './node-remove.js';
+import { output, proseLine, table } from './output.js';
+import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { atLeastFlag, withReads } from './reads.js';
 import { assignmentsOf } from '../projections/mesh/assignments.js';
@@ -17,6 +17,7 @@ import { OVERVIEW_PROJECTIONS } from '../projections/mesh/overview.js';
 import { holdingsOf } from '../projections/mesh/seats.js';
 
 // mesh node add NAME [--root PATH] [--address HOST] | list | show NAME | token [--node NAME] [--ttl 1h]
+// mesh node cordon NAME | uncordon NAME | remove NAME [--drain]
 
 interface CommandFlags {
   json?: true;
@@ -33,11 +34,30 @@ export const defineNode = (mesh: CommandUnknownOpts): void => {
     .action(run(nodeAdd));
   verb(node, 'list', { summary: 'every node, its root and what it is told to run', example: 'mesh node list', exits: [6, 7] })
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .option(...WIDE_OPTION)
     .action(run(nodeList));
   verb(node, 'show', { summary: 'one node: what it runs, the seats it holds, what it holds back and why, its last facts', example: 'mesh node show alpha --json', exits: [5, 6, 7] })
     .argument('<name>', 'the node')
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .option(...WIDE_OPTION)
     .action(run(nodeShow));
+  verb(node, 'cordon', { summary: 'the node takes no new assignment; what it runs keeps running', example: 'mesh node cordon lab1', exits: [3, 4, 5, 6] })
+    .argument('<name>', 'the node')
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .action(run((name: string, values: CommandFlags) => runCommand(output(values.json ?? false), { type: 'cordon-node', node: name }, values.commandId)));
+  verb(node, 'uncordon', { summary: 'the node takes new assignments again', example: 'mesh node uncordon lab1', exits: [3, 4, 5, 6] })
+    .argument('<name>', 'the node')
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .action(run((name: string, values: CommandFlags) => runCommand(output(values.json ?? false), { type: 'uncordon-node', node: name }, values.commandId)));
+  verb(node, 'remove', {
+    summary: 'take a node out of the mesh: refused while modules are assigned to it, unless --drain unassigns each first; its bus identity and tokens are retired',
+    example: ['mesh node remove lab1', 'mesh node remove lab1 --drain'],
+    exits: [3, 4, 5, 6],
+  })
+    .argument('<name>', 'the node')
+    .option('--drain', 'unassign every module on it first (each its own command and event), then remove it')
+    .option('--command-id <id>', 'a retry with the same id acts once (with --drain, each step is <id>.<step>)')
+    .action(run(nodeRemove));
   verb(node, 'token', { summary: 'an enrolment token for a node\'s agent, shown once', example: ['mesh node token --node lab1 --ttl 2h', 'MESH_ENROL_TOKEN=$(mesh node token --node lab1) mesh agent --node lab1'], exits: [3, 6] })
     .option('--node <name>', 'the only node the token may join as (default: any)')
     .option('--ttl <duration>', 'how long the token stays good, from 1s to 30d', '1h')
@@ -52,23 +72,35 @@ const nodeAdd = (name: string, values: CommandFlags & { root?: string; address?:
   );
 };
 
-const nodeList = (values: { json?: true; atLeast?: string }): Promise<number> => {
+const nodeRemove = (name: string, values: CommandFlags & { drain?: true }): Promise<number> => {
   const out = output(values.json ?? false);
+  if (!values.drain) return runCommand(out, { type: 'remove-node', node: name }, values.commandId);
+  return drainAndRemove(out, name, values.commandId);
+};
+
+const nodeList = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
+  const out = output(values.json ?? false, values.output);
   return withReads(['nodes', 'assignments'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const rows = await readNodesWithModules(session, { assignments: true });
-    if (out.json) out.data(rows.map((n) => ({ node: n.name, root: n.root, modules: n.modules })));
-    else table(out, ['NODE', 'ROOT', 'MODULES'], rows.map((n) => [n.name, n.root, n.modules.join(', ') || '(nothing assigned)']));
+    if (out.json) out.data(rows.map((n) => ({ node: n.name, root: n.root, cordoned: n.cordoned, modules: n.modules })));
+    else table(out, ['NODE', 'STATE', 'ROOT', 'MODULES'], rows.map((n) => [n.name, n.cordoned ? 'cordoned' : 'ready', n.root, n.modules.join(', ') || '(nothing assigned)']));
     return 0;
   });
 };
 
-const nodeShow = (name: string, values: { json?: true; atLeast?: string }): Promise<number> => {
-  const out = output(values.json ?? false);
+const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
+  const out = output(values.json ?? false, values.output);
   return withReads([...new Set([...OVERVIEW_PROJECTIONS, 'facts'])], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const node = await readNode(session, name);
     if (!node) {
       const known = await nodeNames(session);
       throw new NotFoundError(`no node ${name} in the mesh (nodes: ${known.join(', ') || 'none'})`, { node: name });
+    }
+    if (node.removed_seq !== null) {
+      const removedAt = node.removed_at ? new Date(node.removed_at).toISOString() : null;
+      if (out.json) out.data({ node: node.name, removed: { seq: Number(node.removed_seq), time: removedAt } });
+      else proseLine(out, `node ${node.name}: removed at log seq ${node.removed_seq}${removedAt ? ` (${removedAt})` : ''}; its bus identity and enrolment tokens were retired with it (mesh history node.${node.name} says more)`);
+      return 0;
     }
     const assignments = await assignmentsOf(session, name);
     const seats = await holdingsOf(session, name);
@@ -80,6 +112,7 @@ const nodeShow = (name: string, values: { json?: true; atLeast?: string }): Prom
       root: node.root,
       address: node.address,
       enrolled: node.public_key !== null,
+      cordoned: node.cordoned,
       ...(node.enrolled_at ? { enrolledAt: new Date(node.enrolled_at).toISOString() } : {}),
       assignments: assignments.map((a) => ({ module: a.module, definitionVersion: a.definition_version })),
       seats: seats.map((h) => ({ seat: h.seat, module: h.module })),
@@ -92,22 +125,23 @@ const nodeShow = (name: string, values: { json?: true; atLeast?: string }): Prom
       out.data(shown);
       return 0;
     }
-    out.line(`node ${shown.node}: root ${shown.root}${shown.address ? `, reached at ${shown.address}` : ''}, ${shown.enrolled ? `enrolled${shown.enrolledAt ? ` at ${shown.enrolledAt}` : ''}` : 'not enrolled (no agent has joined as it)'}`);
-    out.line(`runs: ${shown.assignments.map((a) => `${a.module} (definition v${a.definitionVersion})`).join(', ') || 'nothing'}`);
-    out.line(`seats it holds: ${shown.seats.map((h) => `${h.seat} (by ${h.module})`).join(', ') || 'none'}`);
+    proseLine(out, `node ${shown.node}: root ${shown.root}${shown.address ? `, reached at ${shown.address}` : ''}, ${shown.enrolled ? `enrolled${shown.enrolledAt ? ` at ${shown.enrolledAt}` : ''}` : 'not enrolled (no agent has joined as it)'}`);
+    if (shown.cordoned) proseLine(out, `cordoned: it takes no new assignment; what it runs keeps running (mesh node uncordon ${shown.node})`);
+    proseLine(out, `runs: ${shown.assignments.map((a) => `${a.module} (definition v${a.definitionVersion})`).join(', ') || 'nothing'}`);
+    proseLine(out, `seats it holds: ${shown.seats.map((h) => `${h.seat} (by ${h.module})`).join(', ') || 'none'}`);
     const machine = shown.machine;
     const never = machine?.statusUnknown ? `not known (${machine.statusUnknown})` : 'never';
-    out.line(`last heard: ${machine?.lastHeard ?? never}; last report: ${machine?.lastReport ?? never}; declaration ${machine?.appliedSequence ?? '–'} applied of ${machine?.declaredSequence ?? '–'}`);
-    out.line(`running now: ${machine?.running.map((r) => `${r.module} (definition v${r.definitionVersion})`).join(', ') || 'nothing reported'}`);
+    proseLine(out, `last heard: ${machine?.lastHeard ?? never}; last report: ${machine?.lastReport ?? never}; declaration ${machine?.appliedSequence ?? '–'} applied of ${machine?.declaredSequence ?? '–'}`);
+    proseLine(out, `running now: ${machine?.running.map((r) => `${r.module} (definition v${r.definitionVersion})`).join(', ') || 'nothing reported'}`);
     // Held back: resources the agent did not apply, waiting on something (a secret, a path), as it said why.
-    out.line(shown.held.length > 0 ? `held back (${shown.held.length}):` : 'held back: nothing');
+    proseLine(out, shown.held.length > 0 ? `held back (${shown.held.length}):` : 'held back: nothing');
     for (const module of [...new Set(shown.held.map((h) => h.module))]) {
       const of = shown.held.filter((h) => h.module === module);
-      out.line(`  ${module}: ${of.length} held`);
-      for (const h of of) out.line(`    ${h.resource} (${h.kind}): ${h.reason ?? 'no reason given'} — since ${h.since.time} (log seq ${h.since.seq})`);
+      proseLine(out, `  ${module}: ${of.length} held`);
+      for (const h of of) proseLine(out, `    ${h.resource} (${h.kind}): ${h.reason ?? 'no reason given'} — since ${h.since.time} (log seq ${h.since.seq})`);
     }
-    for (const problem of machine?.problems ?? []) out.line(`not as told: ${problem}`);
-    out.line(shown.lastFacts.length > 0 ? 'last facts:' : 'no facts stated about it yet');
+    for (const problem of machine?.problems ?? []) proseLine(out, `not as told: ${problem}`);
+    proseLine(out, shown.lastFacts.length > 0 ? 'last facts:' : 'no facts stated about it yet');
     if (shown.lastFacts.length > 0) table(out, ['SEQ', 'TIME', 'FACT'], shown.lastFacts.map((f) => [String(f.seq), f.time, `${f.type}${f.module ? ` ${f.module}` : ''}`]), { indent: 2 });
     return 0;
   });
@@ -115,16 +149,15 @@ const nodeShow = (name: string, values: { json?: true; atLeast?: string }): Prom
 
 const nodeToken = (values: CommandFlags & { node?: string; ttl: string }): Promise<number> => {
   const out = output(values.json ?? false);
-  // The secret is shown here once; the log keeps only its hash.
-  const tokenId = randomBytes(8).toString('hex');
-  const secret = randomBytes(24).toString('base64url');
+  // The secret is shown here once; the log keeps only its hash, and the public half of the bus
+  // identity it derives: the one user the server lets the joining machine in as.
+  const { tokenId, token, verifier, publicKey } = newEnrolmentToken();
   const expiresAt = new Date(Date.now() + durationFlag('--ttl', values.ttl, TOKEN_TTL_MAX)).toISOString();
   return withMesh(async ({ mesh, metadata }) => {
     const meta = metadata(values.commandId);
-    const result = await mesh.execute({ type: 'issue-enrolment-token', tokenId, verifier: tokenVerifier(secret), node: values.node ?? null, expiresAt }, meta);
+    const result = await mesh.execute({ type: 'issue-enrolment-token', tokenId, verifier, publicKey, node: values.node ?? null, expiresAt }, meta);
     // The token printed is the one recorded: a duplicate answer recorded another (command-reuse.ts refuses that case, naming it).
     if (result.duplicate) throw new RefusedError(`command ${meta.commandId} had already made a token at log seq ${result.seq}; its secret was shown once and cannot be shown again: make a new token without --command-id`, { field: '--command-id', seq: result.seq });
-    const token = `${tokenId}.${secret}`;
     if (out.json) out.data({ ok: true, token, tokenId, node: values.node ?? null, expiresAt, seq: result.seq });
     else {
       out.line(token);

@@ -4,7 +4,7 @@ import { devStackDir } from '../config.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { printResult, withMesh } from './mesh-session.js';
 import { output, table } from './output.js';
-import { group, run, verb } from './verbs.js';
+import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { readOperators } from '../projections/mesh/operators.js';
 
@@ -30,6 +30,7 @@ export const defineOperator = (mesh: CommandUnknownOpts): void => {
     .action(run(operatorRevoke));
   verb(operator, 'list', { summary: 'every operator, active or revoked, and its public key', example: 'mesh operator list', exits: [6, 7] })
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .option(...WIDE_OPTION)
     .action(run(operatorList));
 };
 
@@ -51,8 +52,8 @@ const operatorAdd = (name: string, values: { json?: true; key: string; commandId
 const operatorRevoke = (name: string, values: { json?: true; commandId?: string }): Promise<number> =>
   withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'revoke-operator', operator: name }, metadata(values.commandId))));
 
-const operatorList = (values: { json?: true; atLeast?: string }): Promise<number> => {
-  const out = output(values.json ?? false);
+const operatorList = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
+  const out = output(values.json ?? false, values.output);
   return withReads(['operators'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const operators = (await readOperators(session)).sort((a, b) => (a.operator < b.operator ? -1 : 1));
     if (out.json) out.data(operators);

@@ -1,14 +1,24 @@
-import { MeshError, exitCodeFor } from '../errors.js';
+import { MeshError, ValidationError, exitCodeFor } from '../errors.js';
 import { Refusal } from '../domain/refusal.js';
 
 export interface Output {
   json: boolean;
+  /** `-o wide`: every column in full, however wide; otherwise a table fits TABLE_WIDTH */
+  wide: boolean;
   line(text: string): void;
   data(value: unknown): void;
 }
 
-export const output = (json: boolean): Output => ({
+/** `-o FORMAT`: the one format a table takes besides its default is `wide`. */
+export const outputFormat = (value: string | undefined): boolean => {
+  if (value === undefined) return false;
+  if (value === 'wide') return true;
+  throw new ValidationError(`-o "${value}" is not a format: give -o wide for every column in full (or --json)`, { field: '--output', value });
+};
+
+export const output = (json: boolean, format?: string): Output => ({
   json,
+  wide: outputFormat(format),
   line: (text) => {
     if (!json) process.stdout.write(`${text}\n`);
   },
@@ -43,14 +53,22 @@ export const reportError = (error: unknown, json: boolean): number => {
 /** Every human-readable table fits this many columns. */
 export const TABLE_WIDTH = 100;
 const CELL_MAX = 40;
+/** the least room a table's last column is given */
+const LAST_MIN = 20;
 
 const clip = (cell: string, width: number): string => (cell.length <= width ? cell : `${cell.slice(0, width - 1)}…`);
 
-/** The last cell's words in lines of at most `width` (a word longer than that stands alone). */
-const wrap = (text: string, width: number): string[] => {
+/** Words in lines of at most `width`; a word longer than that is cut across lines. */
+export const wrap = (text: string, width: number): string[] => {
   const lines: string[] = [];
   let line = '';
-  for (const word of text.split(' ')) {
+  for (let word of text.split(' ')) {
+    while (word.length > width) {
+      if (line !== '') lines.push(line);
+      lines.push(word.slice(0, width));
+      line = '';
+      word = word.slice(width);
+    }
     if (line !== '' && line.length + 1 + word.length > width) {
       lines.push(line);
       line = word;
@@ -59,16 +77,42 @@ const wrap = (text: string, width: number): string[] => {
   return [...lines, line];
 };
 
+/** A line of prose in at most TABLE_WIDTH columns (unless -o wide): what follows the first line is indented by `hang`. */
+export const proseLine = (out: Output, text: string, hang = 4): void => {
+  if (out.wide) {
+    out.line(text);
+    return;
+  }
+  const lead = /^ */.exec(text)?.[0] ?? '';
+  const [first = '', ...more] = wrap(text.slice(lead.length), TABLE_WIDTH - lead.length);
+  out.line(`${lead}${first}`);
+  if (more.length > 0) for (const line of wrap(more.join(' '), TABLE_WIDTH - lead.length - hang)) out.line(`${lead}${' '.repeat(hang)}${line}`);
+};
+
 /**
  * A table with a header row, in at most TABLE_WIDTH columns: each column but the last as wide as
  * its widest cell (at most CELL_MAX, longer cells clipped with …), the last wrapped beneath itself.
+ * With `-o wide`, every cell in full on one line.
  */
 export const table = (out: Output, header: readonly string[], rows: readonly (readonly string[])[], options: { indent?: number } = {}): void => {
   const indent = ' '.repeat(options.indent ?? 0);
   const last = header.length - 1;
+  if (out.wide) {
+    // Every cell in full: columns as wide as their widest cell, nothing clipped or wrapped.
+    const full = header.slice(0, last).map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+    for (const row of [header, ...rows]) out.line(`${indent}${[...full.map((w, i) => (row[i] ?? '').padEnd(w)), row[last] ?? ''].join('  ')}`.trimEnd());
+    return;
+  }
   const widths = header.slice(0, last).map((h, i) => Math.min(CELL_MAX, Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length))));
+  // The last column keeps at least LAST_MIN: the widest of the others gives way, a column at a time, down to its header.
+  const room = TABLE_WIDTH - LAST_MIN - indent.length - 2 * widths.length;
+  for (let over = widths.reduce((sum, w) => sum + w, 0) - room; over > 0; over--) {
+    const widest = widths.reduce((at, w, i) => (w - (header[i] ?? '').length > (widths[at] ?? 0) - (header[at] ?? '').length ? i : at), 0);
+    if ((widths[widest] ?? 0) <= (header[widest] ?? '').length) break;
+    widths[widest] = (widths[widest] ?? 0) - 1;
+  }
   const lastStart = indent.length + widths.reduce((sum, w) => sum + w + 2, 0);
-  const lastWidth = Math.max(20, TABLE_WIDTH - lastStart);
+  const lastWidth = Math.max(LAST_MIN, TABLE_WIDTH - lastStart);
   for (const row of [header, ...rows]) {
     const lead = widths.map((w, i) => clip(row[i] ?? '', w).padEnd(w)).join('  ');
     const [first = '', ...more] = wrap(row[last] ?? '', lastWidth);

@@ -17,19 +17,19 @@ import { connectClient } from '../projections/projector.js';
 import { BuildRunner, runnerSettingsFromEnv } from '../projections/runner.js';
 import { allHealthy, projectionsStatus, type BuildState } from '../projections/status.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { group, run, verb } from './verbs.js';
+import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import { isConnectionFailure } from '../projections/sql.js';
 import { storeUnreachable } from './store-unreachable.js';
-import { output, say, table, type Output } from './output.js';
+import { output, say, table, type Output, proseLine } from './output.js';
 
 // `mesh projections status|rebuild`: how far each projection is behind the log, and a forced
 // blue/green rebuild of one.
 
 export const defineProjections = (mesh: CommandUnknownOpts): void => {
   const projections = group(mesh, 'projections', 'the tables the log is folded into, for reads');
-  verb(projections, 'status', { summary: 'each projection\'s version, checkpoint, lag and stall; exits 1 unless all serve, caught up', example: 'mesh projections status', exits: [1, 6] }).action(
-    run((values: { json?: true }) => projectionsCommand('status', undefined, values)),
-  );
+  verb(projections, 'status', { summary: 'each projection\'s version, checkpoint, lag and stall; exits 1 unless all serve, caught up', example: 'mesh projections status', exits: [1, 6] })
+    .option(...WIDE_OPTION)
+    .action(run((values: { json?: true; output?: string }) => projectionsCommand('status', undefined, values)));
   verb(projections, 'rebuild', {
     summary: 'force a blue/green rebuild of one projection from seq 1; the current build serves until it has caught up',
     example: 'mesh projections rebuild audit',
@@ -39,8 +39,8 @@ export const defineProjections = (mesh: CommandUnknownOpts): void => {
     .action(run((name: string, values: { json?: true }) => projectionsCommand('rebuild', name, values)));
 };
 
-const projectionsCommand = async (sub: 'status' | 'rebuild', name: string | undefined, values: { json?: true }): Promise<number> => {
-  const out = output(values.json ?? false);
+const projectionsCommand = async (sub: 'status' | 'rebuild', name: string | undefined, values: { json?: true; output?: string }): Promise<number> => {
+  const out = output(values.json ?? false, values.output);
   const config = loadConfig();
   // `status` only reads; `rebuild` builds projections, so it logs in as the role that owns them.
   const databaseUrl = databaseUrlFor(sub === 'rebuild' ? 'projector' : 'reader', config);
@@ -150,5 +150,5 @@ const printStatus = (out: Output, states: readonly BuildState[]): void => {
   out.line("LAG counts log entries (commits) not applied yet; STALL '-': not stalled.");
   const problems = states.flatMap((s) => (s.problem ? [s.problem] : []));
   if (problems.length > 0) out.line('problems:');
-  for (const problem of problems) out.line(`  ${problem}`);
+  for (const problem of problems) proseLine(out, `  ${problem}`);
 };

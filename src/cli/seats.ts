@@ -3,7 +3,7 @@ import type { AssignmentRef } from '../domain/seats/events.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { printResult, withMesh } from './mesh-session.js';
 import { output, table } from './output.js';
-import { group, run, verb } from './verbs.js';
+import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { findSeat, holderAt, readHoldings, readSeatSet } from '../projections/mesh/seats.js';
 import { nodeNames } from '../projections/mesh/nodes.js';
@@ -30,6 +30,7 @@ const currentHolder = (seat: string, node: string): Promise<AssignmentRef | null
 export const defineSeats = (mesh: CommandUnknownOpts): void => {
   verb(mesh, 'seats', { summary: 'every seat: its scope, what it delivers, who declared it, its holder', example: ['mesh seats', 'mesh seats --json'], exits: [6, 7] })
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .option(...WIDE_OPTION)
     .action(run(seatsCommand));
   const seat = group(mesh, 'seat', 'one seat: hand it over, rename it');
   verb(seat, 'handover', {
@@ -49,8 +50,8 @@ export const defineSeats = (mesh: CommandUnknownOpts): void => {
     .action(run(seatRename));
 };
 
-const seatsCommand = (values: { json?: true; atLeast?: string }): Promise<number> => {
-  const out = output(values.json ?? false);
+const seatsCommand = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
+  const out = output(values.json ?? false, values.output);
   return withReads(['seats', 'nodes'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const seats = (await readSeatSet(session)).sort((a, b) => (a.scope === b.scope ? a.name.localeCompare(b.name) : a.scope === 'mesh' ? -1 : 1));
     const holdings = await readHoldings(session);

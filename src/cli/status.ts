@@ -10,8 +10,9 @@ import { OVERVIEW_PROJECTIONS } from '../projections/mesh/overview.js';
 import { unheldMeshSeats } from '../projections/mesh/seats.js';
 import { allHealthy, projectionsStatus, type BuildState } from '../projections/status.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { run, verb } from './verbs.js';
-import { output } from './output.js';
+import { run, verb, WIDE_OPTION } from './verbs.js';
+import { output, proseLine, say, table, type Output } from './output.js';
+import { durationFlag } from './flags.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { machineOverview } from './machine-overview.js';
 
@@ -42,15 +43,50 @@ const describeProjection = (s: BuildState): string => {
 export const defineStatus = (mesh: CommandUnknownOpts): void => {
   verb(mesh, 'status', {
     summary: 'the overview: projections, nodes and what they run, machines, unheld seats, refusals, what is not known',
-    example: ['mesh status', 'mesh status --json'],
+    example: ['mesh status', 'mesh status --json', 'mesh status --wait 60s'],
     exits: [1, 6],
   })
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .option('--wait <duration>', 'ask again until the mesh does what it was told, up to this long (e.g. 60s); then print the overview')
+    .option(...WIDE_OPTION)
     .action(run(statusCommand));
 };
 
-const statusCommand = (values: { json?: true; atLeast?: string }): Promise<number> => {
-  const out = output(values.json ?? false);
+/** The longest `--wait`: past that, something is wrong that waiting will not mend. */
+const WAIT_MAX = { ms: 30 * 60_000, written: '30m', why: 'a mesh that is not doing what it was told after that is stuck, and the overview says why' } as const;
+
+interface StatusFlags {
+  json?: true;
+  atLeast?: string;
+  output?: string;
+  wait?: string;
+}
+
+const statusCommand = async (values: StatusFlags): Promise<number> => {
+  const out = output(values.json ?? false, values.output);
+  if (values.wait === undefined) return statusOnce(out, values);
+  // --wait: the overview is asked again, quietly, until the mesh does what it was told or the
+  // time is up; only the last answer is printed (an agent still joining is not yet a fault).
+  const until = Date.now() + durationFlag('--wait', values.wait, WAIT_MAX);
+  say(`waiting up to ${values.wait} for the mesh to do what it was told…`);
+  for (;;) {
+    const lines: string[] = [];
+    const quiet: Output = { json: out.json, wide: out.wide, line: (text) => void (out.json ? undefined : lines.push(text)), data: (value) => void lines.push(JSON.stringify(value)) };
+    const last = Date.now() >= until;
+    try {
+      const code = await statusOnce(quiet, values);
+      if (code === 0 || last) {
+        for (const line of lines) process.stdout.write(`${line}\n`);
+        return code;
+      }
+    } catch (error) {
+      if (last) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+};
+
+const statusOnce = (out: Output, values: StatusFlags): Promise<number> => {
   const projections = meshProjections();
   return withReads(
     projections.map((p) => p.name),
@@ -95,7 +131,7 @@ const statusCommand = (values: { json?: true; atLeast?: string }): Promise<numbe
         out.data({
           ok: healthy,
           projections: states,
-          nodes: nodes.map((n) => ({ node: n.name, enrolled: n.enrolled, modules: n.modules, ...machines.nodes.find((m) => m.node === n.name) })),
+          nodes: nodes.map((n) => ({ node: n.name, enrolled: n.enrolled, cordoned: n.cordoned, modules: n.modules, ...machines.nodes.find((m) => m.node === n.name) })),
           unheldSeats: unheld,
           refusals,
           machines: machines.problems,
@@ -106,28 +142,41 @@ const statusCommand = (values: { json?: true; atLeast?: string }): Promise<numbe
         return healthy ? 0 : 1;
       }
       out.line('projections:');
-      for (const state of states) out.line(`  ${describeProjection(state)}`);
-      out.line(nodes.length > 0 ? 'nodes:' : 'nodes: none');
-      for (const node of nodes) out.line(`  ${node.name.padEnd(20)} ${node.enrolled ? 'enrolled    ' : 'not enrolled'}  ${node.modules.join(', ') || '(nothing assigned)'}`);
-      out.line(`mesh seats unheld: ${unheld.join(', ') || 'none'}`);
-      if (machines.nodes.length > 0) out.line('machines:');
-      for (const machine of machines.nodes) {
-        const heldModules = [...new Set(machine.held.map((h) => h.module))].map((module) => `${module} (${machine.held.filter((h) => h.module === module).length})`);
-        out.line(
-          `  ${machine.node.padEnd(20)} heard ${machine.lastHeard ?? (machine.statusUnknown ? 'not known' : 'never')}; declaration ${machine.appliedSequence ?? '–'} applied of ${machine.declaredSequence ?? '–'}; running ${machine.running.map((r) => r.module).join(', ') || 'nothing'}${heldModules.length > 0 ? `; held: ${heldModules.join(', ')}` : ''}`,
+      for (const state of states) proseLine(out, `  ${describeProjection(state)}`);
+      if (nodes.length === 0) out.line('nodes: none');
+      else {
+        out.line('nodes:');
+        table(out, ['NODE', 'AGENT', 'STATE', 'ASSIGNED'], nodes.map((node) => [node.name, node.enrolled ? 'enrolled' : 'not enrolled', node.cordoned ? 'cordoned' : 'ready', node.modules.join(', ') || '(nothing assigned)']), { indent: 2 });
+      }
+      proseLine(out, `mesh seats unheld: ${unheld.join(', ') || 'none'}`);
+      if (machines.nodes.length > 0) {
+        out.line('machines:');
+        table(
+          out,
+          ['NODE', 'HEARD', 'DECLARATION', 'RUNNING'],
+          machines.nodes.map((machine) => {
+            const heldModules = [...new Set(machine.held.map((h) => h.module))].map((module) => `${module} (${machine.held.filter((h) => h.module === module).length})`);
+            return [
+              machine.node,
+              machine.lastHeard ?? (machine.statusUnknown ? 'not known' : 'never'),
+              `${machine.appliedSequence ?? '–'} applied of ${machine.declaredSequence ?? '–'}`,
+              `${machine.running.map((r) => r.module).join(', ') || 'nothing'}${heldModules.length > 0 ? `; held: ${heldModules.join(', ')}` : ''}`,
+            ];
+          }),
+          { indent: 2 },
         );
       }
       if (machines.problems.length > 0) out.line('not as told:');
-      for (const problem of machines.problems) out.line(`  ${problem}`);
+      for (const problem of machines.problems) proseLine(out, `  ${problem}`);
       if (machines.notKnown.length > 0) out.line('sources:');
-      for (const line of machines.notKnown) out.line(`  ${line}`);
+      for (const line of machines.notKnown) proseLine(out, `  ${line}`);
       if (refusals.length > 0) out.line('declarations refused (the node keeps its previous one):');
       for (const r of refusals) {
         const state = r.resolved === true ? 'since replaced' : r.resolved === false ? 'STILL REFUSED' : 'unknown whether replaced';
-        out.line(`  ${r.node} at seq ${r.seq} (${r.time}), ${state}: ${r.unresolved.map((u) => `${u.what}: ${u.why}`).join('; ')}`);
+        proseLine(out, `  ${r.node} at seq ${r.seq} (${r.time}), ${state}: ${r.unresolved.map((u) => `${u.what}: ${u.why}`).join('; ')}`);
       }
       if (unknown.length > 0) out.line('not known:');
-      for (const u of unknown) out.line(`  ${u}`);
+      for (const u of unknown) proseLine(out, `  ${u}`);
       out.line(healthy ? 'the mesh is doing what it was told' : 'the mesh is NOT doing what it was told (see above)');
       return healthy ? 0 : 1;
     },

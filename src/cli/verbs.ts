@@ -76,3 +76,6 @@ export const verbsOf = (command: CommandUnknownOpts, path: readonly string[] = [
 
 /** `--pin A --pin B`: every value, in order. */
 export const collect = (value: string, previous: string[]): string[] => [...previous, value];
+
+/** `-o wide` on a verb whose table has more to say than fits 100 columns: `.option(...WIDE_OPTION)`. */
+export const WIDE_OPTION = ['-o, --output <format>', 'wide: every column in full, however wide (by default a table fits 100 columns)'] as const;

@@ -160,11 +160,13 @@ export class Controller {
     const pass: DeclarationPass = { seq, published: [], unchanged: 0, refused: [], composed: 0, millis: 0, deriveMillis: performance.now() - reaching };
     // Composed at a moment the view holds only what the log has stored: never from a command of
     // this process still in flight (mesh-writer.ts), which the log may yet refuse.
+    const retired: string[] = [];
     const compositions = await this.view.whenSettled(() => {
       seq = state.seq;
       return nodes.sort().flatMap((node) => {
         if (!nodeNamed(state.nodes, node)) {
           this.inputs.forget(node);
+          retired.push(node);
           return [];
         }
         const composing = performance.now();
@@ -176,6 +178,13 @@ export class Controller {
       });
     });
     pass.seq = seq;
+    // A node no longer in the mesh (removed) is left an empty declaration, so an agent still
+    // listening stops what it ran; one never declared to is left without a subject.
+    for (const node of retired) {
+      if (!(await this.publisher.lastPublished(node))) continue;
+      const empty = composeDeclaration(state, node);
+      if (empty.ok && (await this.publisher.publish(empty.declaration, seq)).published) pass.published.push(node);
+    }
     for (const { node, composition } of compositions) {
       if (!composition.ok) {
         await this.stateRefusal(node, composition.problems, seq);

@@ -148,8 +148,17 @@ describe('mesh log answers from the audit projection, with the data from the log
     expect(actorsOf('agent:5.*')).toEqual(['agent:5.0']);
   });
 
-  it('prints the same text as before: the header, then each event and its data', async () => {
+  it('prints in 100 columns the header, then each event to the second and its data wrapped beneath it', async () => {
     const result = await runMesh(['log', '--aggregate', 'fact.odd', '--actor', 'agent:5.0'], env);
+    expect(result.code).toBe(0);
+    const [header, event, data] = result.stdout.split('\n');
+    expect(header).toMatch(/^SEQ\s+TIME \(UTC\)\s+AGGREGATE@VERSION\s+TYPE\s+ACTOR$/);
+    expect(event).toMatch(new RegExp(`^${head}\\s+\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ\\s+fact\\.odd@5\\s+fact\\.report-mismatch\\s+agent:5\\.0$`));
+    expect(data).toBe(`${' '.repeat(9)}{"node":"odd","declarationSequence":4,"sent":1,"answered":1,"missing":[],"unexpected":[]}`);
+  });
+
+  it('-o wide: every field in full on one line, with the command, as the log was printed before', async () => {
+    const result = await runMesh(['log', '--aggregate', 'fact.odd', '--actor', 'agent:5.0', '-o', 'wide'], env);
     expect(result.code).toBe(0);
     const [header, event, data] = result.stdout.split('\n');
     expect(header).toMatch(/^SEQ\s+TIME\s+AGGREGATE@VERSION\s+TYPE\s+ACTOR\s+COMMAND$/);

@@ -103,8 +103,8 @@ describe("npm start's mesh, raised from a clean folder", () => {
   it('mesh status exits zero', async () => {
     const status = await timed('mesh status', () => mesh(['status']));
     expect({ code: status.code, stdout: status.stdout, stderr: status.stderr }).toMatchObject({ code: 0 });
-    expect(status.stdout).toMatch(/^ {2}alpha\s+enrolled\s+greeter, local-bus$/m);
-    expect(status.stdout).toMatch(/^ {2}beta\s+enrolled\s+caller$/m);
+    expect(status.stdout).toMatch(/^ {2}alpha\s+enrolled\s+ready\s+greeter, local-bus$/m);
+    expect(status.stdout).toMatch(/^ {2}beta\s+enrolled\s+ready\s+caller$/m);
     expect(status.stdout).toContain('the mesh is doing what it was told');
   });
 

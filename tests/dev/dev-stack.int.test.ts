@@ -66,7 +66,7 @@ describe('the local stack from the command line', () => {
     // `mesh log` answers from the audit projection: `mesh dev up` started the controller, which folds the log into it.
     const human = await mesh('log');
     expect(human.code).toBe(0);
-    expect(human.stdout).toMatch(/^1\s+\S+\s+mesh\.local@1\s+mesh\.initialised\s+operator:grace\s+genesis:local$/m);
+    expect(human.stdout).toMatch(/^1\s+\S+\s+mesh\.local@1\s+mesh\.initialised\s+operator:grace$/m);
 
     const json = await mesh('log', '--json');
     const events = json.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);

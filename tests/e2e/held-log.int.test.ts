@@ -76,7 +76,7 @@ describe('a commit that does not verify holds every reader, visibly, until an op
     expect(saidOf(seq, /holds the controller at/).filter((l) => l.level === 50)).toHaveLength(1);
     // The projector: a stall at that sequence, and `mesh status` exits non-zero naming it.
     await waitFor(`the projector stalled at seq ${seq}`, async () => (await pool.query(`SELECT 1 FROM ${schemas.control}.builds WHERE stalled_seq = $1`, [seq])).rowCount ?? 0, 60_000);
-    const status = await runMesh(['status'], env);
+    const status = await runMesh(['status', '-o', 'wide'], env);
     expect(status.code).toBe(1);
     expect(status.stdout).toContain(`at seq ${seq}`);
     // `mesh log` refuses, exit 7, naming the sequence and why.
@@ -106,7 +106,9 @@ describe('a commit that does not verify holds every reader, visibly, until an op
       throw new Error(`${error.message}; mesh log last said ${JSON.stringify(last)}`);
     });
     const log = await runMesh(['log'], env);
-    expect(log.stdout).toMatch(new RegExp(`^${seq}\\s+VOIDED .* voided at seq \\d+ .*operator:ada .*passed by`, 'm'));
+    expect(log.stdout).toMatch(new RegExp(`^${seq}\\s+VOIDED, passed by .* voided at seq \\d+ .*operator:ada`, 'm'));
+    const wide = await runMesh(['log', '-o', 'wide'], env);
+    expect(wide.stdout).toMatch(new RegExp(`^${seq}\\s+VOIDED .* voided at seq \\d+ .*operator:ada .*passed by`, 'm'));
     expect((await runMesh(['node', 'add', uniqueName('lab')], env)).code).toBe(0);
     expect(controller.exitCode).toBeNull();
   };

@@ -107,7 +107,8 @@ describe('a hold is stated once as a fact, kept in node_holds, shown, and cleare
     });
     expect(before).toEqual(data.resources.map((r) => ({ node: 'alpha', module: 'proxy', resource: r.resource, kind: r.kind, reason: r.reason, since_seq: String(held?.seq) })));
 
-    const show = await runMesh(['node', 'show', 'alpha'], env);
+    // -o wide: each held resource on one line (by default a long reason wraps at 100 columns).
+    const show = await runMesh(['node', 'show', 'alpha', '-o', 'wide'], env);
     expect(show.code).toBe(0);
     expect(show.stdout).toContain('held back (2):');
     expect(show.stdout).toContain('  proxy: 2 held');

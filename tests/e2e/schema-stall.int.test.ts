@@ -100,7 +100,8 @@ describe('a projection stalled by a schema change resumes by itself once the sch
     const next = Date.parse(late.nodes.stall?.nextAttemptAt ?? '');
     expect(next).toBeGreaterThan(checkedAt - 10_000);
     expect(next).toBeLessThan(checkedAt + RETRY_MAX_MS + 1_000);
-    const overview = await runMesh(['status'], env);
+    // -o wide: the stall on one line, as a log scraper reads it (by default it wraps at 100 columns).
+    const overview = await runMesh(['status', '-o', 'wide'], env);
     expect(overview.code).toBe(1);
     expect(overview.stdout).toMatch(new RegExp(`nodes\\s+serving .*STALLED at seq ${broken.seq} \\(node.added, SQLSTATE 23502\\) since \\S+, \\d+ tries, next at \\S+`));
 

@@ -99,7 +99,7 @@ describe('nothing reaches a machine unchecked, and nothing goes quiet', () => {
       dangling: [{ consumer, declared: `${emitter}.order.placed`, subjects: [`${t.names.prefix}.mod.${emitter}.event.order.placed`], why: `no module named ${emitter} is registered` }],
       unconsumed: expect.arrayContaining([{ emitter: 'gitea', event: 'pull.merged', subject: `${t.names.prefix}.mod.gitea.event.pull.merged` }]),
     });
-    const status = await mesh('status', '--at-least', seq);
+    const status = await mesh('status', '--at-least', seq, '-o', 'wide');
     expect(status.code).toBe(1);
     expect(status.stdout).toContain(`${consumer} consumes ${emitter}.order.placed (${t.names.prefix}.mod.${emitter}.event.order.placed), which matches nothing: no module named ${emitter} is registered`);
 

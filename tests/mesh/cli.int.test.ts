@@ -228,7 +228,7 @@ describe('the catalogue, seats and assignments through the CLI', () => {
     const added = JSON.parse((await mesh('node', 'add', 'lab4', '--root', '/srv/mesh', '--json')).stdout) as { seq: number };
     const list = await mesh('node', 'list', '--json', '--at-least', String(added.seq));
     expect(list.code).toBe(0);
-    expect(JSON.parse(list.stdout)).toEqual(expect.arrayContaining([{ node: 'lab4', root: '/srv/mesh', modules: [] }, { node: 'novox', root: '/var/lib/mesh', modules: ['gitea', 'nats', 'postgres'] }]));
+    expect(JSON.parse(list.stdout)).toEqual(expect.arrayContaining([{ node: 'lab4', root: '/srv/mesh', cordoned: false, modules: [] }, { node: 'novox', root: '/var/lib/mesh', cordoned: false, modules: ['gitea', 'nats', 'postgres'] }]));
     const shown = JSON.parse((await mesh('node', 'show', 'novox', '--json')).stdout) as { assignments: { module: string }[]; seats: { seat: string }[]; enrolled: boolean };
     expect(shown.assignments.map((a) => a.module)).toEqual(['gitea', 'nats', 'postgres']);
     expect(shown.seats.map((h) => h.seat)).toEqual(expect.arrayContaining(['mesh-broker', 'mesh-store']));

@@ -30,6 +30,9 @@ const NOT_FOUND: Record<string, { args: string[]; names: RegExp }> = {
   'seat handover': { args: ['seat', 'handover', 'nosuch', '--to', 'lab1/distribution', '--from', 'none'], names: /nosuch: no such seat/ },
   'seat rename': { args: ['seat', 'rename', 'nosuch', 'nosuch-2'], names: /nosuch: no such seat/ },
   'operator revoke': { args: ['operator', 'revoke', 'nosuch'], names: /nosuch: no such operator/ },
+  'node cordon': { args: ['node', 'cordon', 'nosuch'], names: /nosuch: no such node/ },
+  'node uncordon': { args: ['node', 'uncordon', 'nosuch'], names: /nosuch: no such node/ },
+  'node remove': { args: ['node', 'remove', 'nosuch'], names: /nosuch: no such node/ },
   assign: { args: ['assign', 'nosuch', 'lab1'], names: /nosuch: no such module is registered/ },
   unassign: { args: ['unassign', 'distribution', 'nosuch'], names: /nosuch\/distribution: distribution is not assigned to nosuch/ },
   build: { args: ['build', 'nosuch'], names: /nosuch/ },
@@ -76,6 +79,11 @@ describe('exit 5 for whatever a verb names that does not exist', () => {
     const result = await runMesh(['history', 'node.nosuch'], env);
     expect(result.code).toBe(5);
     expect(result.stderr).toContain('nothing is known of node.nosuch');
+  });
+
+  it('mesh node remove --drain: a missing node is not found either', async () => {
+    const result = await runMesh(['node', 'remove', 'nosuch', '--drain'], env);
+    expect({ code: result.code, stderr: result.stderr }).toMatchObject({ code: 5, stderr: expect.stringContaining('nosuch: no such node') });
   });
 
   it('mesh assign: a missing node and a missing seat are named too', async () => {

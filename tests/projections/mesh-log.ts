@@ -111,6 +111,17 @@ export const writeMeshLog = async (
     if (i % 4 !== 3) run({ type: 'enrol-node', node, tokenId, secret: `secret-${i}`, publicKey: publicKeyOf(i), now });
   }
 
+  // Nodes cordoned and uncordoned, and taken out: ghost (joined with a token for any node), and
+  // leaving, added, removed and added again as a new machine.
+  run({ type: 'cordon-node', node: 'ghost' });
+  run({ type: 'uncordon-node', node: 'ghost' });
+  run({ type: 'cordon-node', node: 'ghost' });
+  run({ type: 'remove-node', node: 'ghost' });
+  run({ type: 'add-node', node: 'leaving', root: '/srv/leaving' });
+  run({ type: 'cordon-node', node: 'leaving' });
+  run({ type: 'remove-node', node: 'leaving' });
+  run({ type: 'add-node', node: 'leaving' });
+
   for (const [i, name] of ['ada', 'grace'].entries()) run({ type: 'add-operator', operator: name, publicKey: publicKeyOf(100 + i) });
   run({ type: 'revoke-operator', operator: 'grace' });
 
@@ -184,6 +195,8 @@ export const writeMeshLog = async (
       record(`projection.seats`, [{ type: 'projection.stalled', data: { projection: 'seats', version: 1, seq, eventType: 'seat.held', sqlstate: round % 2 ? '42703' : null, error: 'column "x" does not exist' } }], `stalled-${round}`, 'controller');
     }
   }
+  // Cordoned at the end, so every round could assign to it.
+  run({ type: 'cordon-node', node: 'n5' });
   await flush(true);
   const stored = (await jsm.streams.info(log.stream)).state;
   if (stored.last_seq !== seq || stored.messages !== seq) throw new Error(`the stream holds ${stored.messages} commits up to seq ${stored.last_seq}; ${seq} were generated`);

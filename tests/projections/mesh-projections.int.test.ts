@@ -91,11 +91,16 @@ describe('the mesh projections', () => {
     const byKey = <T>(list: [string, T][]) => new Map(list.sort(([a], [b]) => a.localeCompare(b)));
     const sorted = <T>(map: Map<string, T>) => byKey([...map.entries()]);
 
-    const nodes = (await rows(schemas, 'nodes')).map((r) => [r.name as string, { name: r.name, root: r.root, address: r.address, ...(r.public_key ? { publicKey: r.public_key } : {}) }] as [string, unknown]);
+    // A removed node's row stays, marked; the fold keeps only the nodes in the mesh.
+    const nodeRows = await rows(schemas, 'nodes');
+    const nodes = nodeRows
+      .filter((r) => r.removed_seq === null)
+      .map((r) => [r.name as string, { name: r.name, root: r.root, address: r.address, ...(r.public_key ? { publicKey: r.public_key } : {}), ...(r.cordoned ? { cordoned: true } : {}) }] as [string, unknown]);
     expect(byKey(nodes)).toEqual(sorted(state.nodes.byName));
+    expect(nodeRows.filter((r) => r.removed_seq !== null).map((r) => r.name)).toEqual(['ghost']);
 
     const tokens = (await rows(schemas, 'enrolment_tokens')).map(
-      (r) => [r.token_id as string, { tokenId: r.token_id, node: r.node, expiresAt: r.expires_at, ...(r.spent_by ? { spentBy: r.spent_by } : {}) }] as [string, unknown],
+      (r) => [r.token_id as string, { tokenId: r.token_id, node: r.node, expiresAt: r.expires_at, ...(r.spent_by ? { spentBy: r.spent_by } : {}), ...(r.retired_with ? { retiredWith: r.retired_with } : {}) }] as [string, unknown],
     );
     expect(byKey(tokens)).toEqual(byKey([...state.nodes.tokens.entries()].map(([k, { verifier: _verifier, ...t }]) => [k, t])));
 

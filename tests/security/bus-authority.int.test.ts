@@ -209,4 +209,40 @@ describe('the bus, enforced by the server from the composed user list', () => {
     expect(readFileSync(usersFile, 'utf8')).toBe(composed);
     await expect(connectNats(url, { name: 'mallory' })).rejects.toThrow(/refused|Authorization/i);
   });
+
+  it('takes a removed node off the bus: its host is disconnected and refused, its unspent token too, and it is left an empty declaration', async () => {
+    const joined = newEnrolmentToken();
+    await run({ type: 'issue-enrolment-token', tokenId: joined.tokenId, verifier: joined.verifier, publicKey: joined.publicKey, node: 'gamma', expiresAt: new Date(Date.now() + 600_000).toISOString() });
+    const spare = newEnrolmentToken();
+    await run({ type: 'issue-enrolment-token', tokenId: spare.tokenId, verifier: spare.verifier, publicKey: spare.publicKey, node: 'gamma', expiresAt: new Date(Date.now() + 600_000).toISOString() });
+    await waitFor('the tokens’ users', async () => (await knows(joined.publicKey)()) && (await knows(spare.publicKey)()));
+    const stateDir = join(dir, 'agent-gamma');
+    const asToken = await connectWhenKnown('joining gamma', tokenBusIdentity(joined.token));
+    try {
+      await enrol(asToken, { node: 'gamma', token: joined.token, stateDir, prefix: WIRE.prefix });
+    } finally {
+      await asToken.close();
+    }
+    const host = hostKey(stateDir);
+    const gamma = await connectWhenKnown('host-gamma', { key: host, inbox: hostInbox('gamma') });
+    await run({ type: 'assign', module: 'caller', node: 'gamma', hold: [], pins: {}, values: {}, placements: {} });
+    const declared = async () => (await (await jetstreamManager(controllerNc)).streams.getMessage(WIRE.nodesStream, { last_by_subj: 'mesh.node.gamma.declare' }).catch(() => null))?.json<{ sequence: number; assignments: unknown[] }>();
+    await waitFor('gamma’s declaration', async () => ((await declared())?.assignments.length ?? 0) > 0);
+    const closed = gamma.closed();
+
+    await run({ type: 'unassign', module: 'caller', node: 'gamma' });
+    await run({ type: 'remove-node', node: 'gamma' });
+    await waitFor('gamma’s host and tokens off the list', async () => !(await knows(host.publicKey)()) && !(await knows(spare.publicKey)()) && !(await knows(joined.publicKey)()));
+    const error = await Promise.race([closed, new Promise((r) => setTimeout(() => r('still open'), 15_000))]);
+    expect(String(error)).not.toBe('still open');
+    await expect(connectNats(url, { name: 'host-gamma-again', identity: { key: host, inbox: hostInbox('gamma') } })).rejects.toThrow(/refused|Authorization/i);
+    await expect(connectNats(url, { name: 'spare-token', identity: tokenBusIdentity(spare.token) })).rejects.toThrow(/refused|Authorization/i);
+    // What it ran is declared away: the last declaration on its subject is empty.
+    expect((await declared())?.assignments).toEqual([]);
+    // Everyone else stays connected.
+    expect(connectionsOpen.map((c) => ({ name: c.name, dropped: c.dropped }))).toEqual([
+      { name: 'host beta', dropped: [] },
+      { name: 'operator ada', dropped: [] },
+    ]);
+  });
 });

@@ -37,7 +37,9 @@ export const decideAssign = (command: Assign, state: MeshState): Decision => {
   const module = moduleNamed(state.catalogue, command.module);
   const registered = [...registeredModuleNames(state.catalogue)].sort();
   if (!module) problems.push({ what: command.module, why: 'no such module is registered', remedy: `register it: mesh module register <manifest.json>${registered.length > 0 ? ` (registered: ${registered.join(', ')})` : ''}`, missing: 'module' });
-  if (!nodeNamed(state.nodes, command.node)) problems.push({ what: command.node, why: 'no such node', remedy: `add it: mesh node add ${command.node}`, missing: 'node' });
+  const node = nodeNamed(state.nodes, command.node);
+  if (!node) problems.push({ what: command.node, why: 'no such node', remedy: `add it: mesh node add ${command.node}`, missing: 'node' });
+  else if (node.cordoned) problems.push({ what: command.node, why: `node ${command.node} is cordoned: it takes no new assignment (what it runs keeps running)`, remedy: `assign it to another node, or: mesh node uncordon ${command.node}` });
   const existing = assignmentOf(state.assignments, command);
   if (existing) {
     problems.push({ what: `${command.node}/${command.module}`, why: `${command.node} already runs ${command.module}, and one node runs one of each (ADR 0115)`, remedy: 'assign it to another node, or unassign it first' });

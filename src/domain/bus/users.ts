@@ -275,7 +275,7 @@ export const composeBusUsers = (state: MeshState, composition: BusComposition): 
     // not have heard the answer (a reload closes nothing of its, but a network may), and asks
     // again; the enrol tool answers that machine alone and refuses everyone else.
     const live = Date.parse(token.expiresAt) > composition.now.getTime();
-    if (live && token.publicKey) users.push(enrolmentUser(wire, token.tokenId, token.publicKey));
+    if (live && token.publicKey && token.retiredWith === undefined) users.push(enrolmentUser(wire, token.tokenId, token.publicKey));
   }
   const byKey = (a: { node: string; module: string }, b: { node: string; module: string }): number => {
     const left = `${a.node}/${a.module}`;
@@ -311,6 +311,7 @@ export const BUS_USER_EVENT_TYPES: ReadonlySet<string> = new Set([
   'operator.revoked',
   'node.added',
   'node.enrolled',
+  'node.removed',
   'enrolment.token-issued',
   'assignment.created',
   'assignment.removed',

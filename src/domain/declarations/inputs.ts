@@ -127,6 +127,7 @@ export class DeclarationInputs {
         return { nodes: [node], inputs: [], all: moved };
       }
       case 'node.enrolled':
+      case 'node.removed':
         return { nodes: [event.data.node], inputs: [], all: false };
       case 'build.succeeded':
       case 'module.rollout-set': {

@@ -39,7 +39,10 @@ const seeded = (seed: number) => {
 const randomCommand = (mesh: MeshFixture, random: ReturnType<typeof seeded>, nodes: string[]): MeshCommand => {
   const assignments = [...allAssignments(mesh.state.assignments)];
   const seats = [...allSeats(mesh.state.seats)];
-  const roll = random.pick(['assign', 'assign', 'assign', 'unassign', 'handover', 'node', 'rename'] as const);
+  const roll = random.pick(['assign', 'assign', 'assign', 'unassign', 'handover', 'node', 'rename', 'cordon', 'remove'] as const);
+  // Cordoned or not changes no declaration; a node is removed only once nothing is assigned to it (else refused).
+  if (roll === 'cordon') return { type: random.pick(['cordon-node', 'uncordon-node'] as const), node: random.pick(nodes) };
+  if (roll === 'remove') return { type: 'remove-node', node: random.pick(nodes) };
   if (roll === 'unassign' && assignments.length > 0) {
     const a = random.pick(assignments);
     return { type: 'unassign', module: a.module, node: a.node };

@@ -6,7 +6,20 @@ import { decideRegisterModule, registerModuleSchema, type RegisterModule } from 
 import type { Decision } from '../decision.js';
 import { fieldOf } from '../events/envelope.js';
 import { decideVoidCommit, voidCommitSchema, type VoidCommit } from '../log/void.js';
-import { addNodeSchema, decideAddNode, type AddNode } from '../nodes/decider.js';
+import {
+  addNodeSchema,
+  cordonNodeSchema,
+  decideAddNode,
+  decideCordonNode,
+  decideRemoveNode,
+  decideUncordonNode,
+  removeNodeSchema,
+  uncordonNodeSchema,
+  type AddNode,
+  type CordonNode,
+  type RemoveNode,
+  type UncordonNode,
+} from '../nodes/decider.js';
 import { decideEnrolNode, decideIssueEnrolmentToken, enrolNodeSchema, issueEnrolmentTokenSchema, type EnrolNode, type IssueEnrolmentToken } from '../nodes/enrolment.js';
 import { addOperatorSchema, decideAddOperator, decideRevokeOperator, revokeOperatorSchema, type AddOperator, type RevokeOperator } from '../operators/operators.js';
 import { decideDefineSystemSeat, decideHandOverSeat, decideRenameSeat, defineSystemSeatSchema, handOverSeatSchema, renameSeatSchema, type DefineSystemSeat, type HandOverSeat, type RenameSeat } from '../seats/decider.js';
@@ -14,7 +27,7 @@ import type { MeshState } from './state.js';
 
 // Every command the mesh takes, and the one place that routes it to its rule.
 
-export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit;
+export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | CordonNode | UncordonNode | RemoveNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit;
 
 /** Every command's schema, told apart by `type`: a command body as it arrives is read against the one its type names. */
 export const meshCommandSchema = z.discriminatedUnion('type', [
@@ -23,6 +36,9 @@ export const meshCommandSchema = z.discriminatedUnion('type', [
   renameSeatSchema,
   handOverSeatSchema,
   addNodeSchema,
+  cordonNodeSchema,
+  uncordonNodeSchema,
+  removeNodeSchema,
   assignSchema,
   unassignSchema,
   issueEnrolmentTokenSchema,
@@ -66,6 +82,12 @@ export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decis
       return decideHandOverSeat(command, state);
     case 'add-node':
       return decideAddNode(command, state);
+    case 'cordon-node':
+      return decideCordonNode(command, state);
+    case 'uncordon-node':
+      return decideUncordonNode(command, state);
+    case 'remove-node':
+      return decideRemoveNode(command, state);
     case 'assign':
       return decideAssign(command, state);
     case 'unassign':

@@ -104,6 +104,7 @@ export const decideEnrolNode = (command: EnrolNode, state: MeshState): Decision 
   const problems: Problem[] = [];
   if (token.spentBy) problems.push({ what: 'token', why: `the token was already spent, by node ${token.spentBy}`, remedy: 'a token is spent once: ask for a new one' });
   if (Date.parse(command.now) > Date.parse(token.expiresAt)) problems.push({ what: 'token', why: `the token expired at ${token.expiresAt}`, remedy: 'ask for a new one' });
+  if (token.retiredWith !== undefined) problems.push({ what: 'token', why: `the token was retired when node ${token.retiredWith} was removed`, remedy: 'ask for a new one' });
   if (token.node !== null && token.node !== command.node) problems.push({ what: 'token', why: `the token was made for node ${token.node}`, remedy: `enrol as ${token.node}, or ask for a token for ${command.node}` });
   const badNode = nameProblem('node', command.node, 'node');
   if (badNode) problems.push(badNode);

@@ -19,4 +19,27 @@ export const NodeAdded = defineEvent({
   upcasters: { 1: (data) => (isRecord(data) ? { ...data, address: null } : data) },
 });
 
-export const nodeEvents = [NodeAdded] as const;
+// A cordoned node takes no new assignment; what it runs keeps running (kubectl cordon). Uncordoned,
+// it takes them again.
+export const NodeCordoned = defineEvent({
+  type: 'node.cordoned',
+  version: 1,
+  schema: z.strictObject({ node: z.string().min(1) }),
+});
+
+export const NodeUncordoned = defineEvent({
+  type: 'node.uncordoned',
+  version: 1,
+  schema: z.strictObject({ node: z.string().min(1) }),
+});
+
+// A node taken out of the mesh, with nothing assigned to it any more: its host's bus identity and
+// every enrolment token made for it or spent by it are retired with it (docs/decisions.md, "Removing
+// a node"). Added again, it is a new machine that must enrol.
+export const NodeRemoved = defineEvent({
+  type: 'node.removed',
+  version: 1,
+  schema: z.strictObject({ node: z.string().min(1) }),
+});
+
+export const nodeEvents = [NodeAdded, NodeCordoned, NodeUncordoned, NodeRemoved] as const;

@@ -13,6 +13,8 @@ export interface NodeState {
   publicKey?: string;
   /** the host's identity on the bus (ed25519), once enrolled; absent for nodes enrolled before identities */
   busKey?: string;
+  /** takes no new assignment while set (node.cordoned); what it runs keeps running */
+  cordoned?: true;
 }
 
 export interface EnrolmentTokenState {
@@ -23,6 +25,8 @@ export interface EnrolmentTokenState {
   spentBy?: string;
   /** the identity a joining agent reaches the bus as, derived from the token's secret */
   publicKey?: string;
+  /** the node it was made for, or spent by, was removed: it enrols nobody and is no bus user */
+  retiredWith?: string;
 }
 
 export interface NodesState {
@@ -31,7 +35,7 @@ export interface NodesState {
 }
 
 export const nodesSlice = defineSlice({
-  eventTypes: ['node.added', 'enrolment.token-issued', 'node.enrolled'] as const,
+  eventTypes: ['node.added', 'enrolment.token-issued', 'node.enrolled', 'node.cordoned', 'node.uncordoned', 'node.removed'] as const,
   empty: (): NodesState => ({ byName: new Map(), tokens: new Map() }),
   evolve(state, event) {
     switch (event.type) {
@@ -51,6 +55,22 @@ export const nodesSlice = defineSlice({
         if (token) token.spentBy = data.node;
         const node = state.byName.get(data.node) ?? { name: data.node, root: DEFAULT_NODE_ROOT, address: null };
         state.byName.set(data.node, { ...node, publicKey: data.publicKey, ...(data.busKey ? { busKey: data.busKey } : {}) });
+        break;
+      }
+      case 'node.cordoned': {
+        const node = state.byName.get(event.data.node);
+        if (node) node.cordoned = true;
+        break;
+      }
+      case 'node.uncordoned': {
+        const node = state.byName.get(event.data.node);
+        if (node) delete node.cordoned;
+        break;
+      }
+      case 'node.removed': {
+        const removed = event.data.node;
+        state.byName.delete(removed);
+        for (const token of state.tokens.values()) if (token.node === removed || token.spentBy === removed) token.retiredWith = removed;
         break;
       }
       default:

@@ -54,6 +54,11 @@ export class RowImage<R extends Row> {
     for (const row of await selectRows<R>(tx, this.table, this.keyColumns, [...wanted.values()])) this.rows.set(keyOf(this.keyColumns, row), row);
   }
 
+  /** The rows read or set so far that `test` accepts. */
+  where(test: (row: R) => boolean): R[] {
+    return [...this.rows.values()].filter(test);
+  }
+
   get(key: Row): R | undefined {
     return this.rows.get(keyOf(this.keyColumns, key));
   }
