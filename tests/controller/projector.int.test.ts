@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { ident } from '../../src/projections/sql.js';
 import { dropSchemas, eventually, freshSchemas, openPool, servingBuild, testDatabaseUrl, waitServingAt } from '../projections/harness.js';
 import { openTestMesh, type TestMesh } from '../helpers/test-mesh.js';
+import { nodesProjection } from '../../src/projections/mesh/nodes.js';
 
 // The controller runs the projector over every mesh projection, and states a stall in the log as
 // a fact, once, however often it is retried and across a restart.
@@ -43,7 +44,7 @@ describe('the controller’s projector', () => {
     await pool.query(`ALTER TABLE ${ident(build?.schemaName ?? '')}.nodes ADD CONSTRAINT not_lab2 CHECK (name <> 'lab2')`);
     const stuck = await t.run({ type: 'add-node', node: 'lab2' });
     const [fact] = await eventually('the stall stated in the log', stalledFacts, (facts) => facts.length > 0);
-    expect(fact).toEqual({ projection: 'nodes', version: 1, seq: stuck.seq, eventType: 'node.added', sqlstate: '23514', error: expect.stringContaining('not_lab2') });
+    expect(fact).toEqual({ projection: 'nodes', version: nodesProjection.version, seq: stuck.seq, eventType: 'node.added', sqlstate: '23514', error: expect.stringContaining('not_lab2') });
 
     // Retried, and the controller restarted: still one fact.
     await eventually('a few more attempts', () => servingBuild(pool, schemas, 'nodes'), (b) => (b?.stall?.attempts ?? 0) >= 3);
