@@ -36,9 +36,9 @@ const consolePaths = (): Record<string, object> => ({
   },
   '/assets/{file}': {
     get: {
-      summary: "The console's stylesheet and scripts (htmx, served from the installed package)",
+      summary: "The console's stylesheet, icon and scripts (htmx, served from the installed package)",
       parameters: [{ name: 'file', in: 'path', required: true, schema: { type: 'string' } }],
-      responses: { '200': { description: 'the file', content: { 'text/css': { schema: { type: 'string' } }, 'text/javascript': { schema: { type: 'string' } } } }, '404': { description: 'no such asset' } },
+      responses: { '200': { description: 'the file', content: { 'text/css': { schema: { type: 'string' } }, 'text/javascript': { schema: { type: 'string' } }, 'image/svg+xml': { schema: { type: 'string' } } } }, '404': { description: 'no such asset' } },
     },
   },
 });

@@ -73,7 +73,7 @@ const ProjectionsLine = ({ view }: { view: HomeView }) => {
 
 const Nodes = ({ view, now }: { view: HomeView; now: Date }) => (
   <table id="nodes">
-    <Head columns={['node', 'last heard from', 'declaration applied', 'running', 'seats it holds', 'problems']} />
+    <Head columns={['node', 'last heard from', 'declaration applied', 'told to run', 'running', 'seats it holds', 'problems']} />
     <tbody>
       {view.overview.nodes.map((n) => {
         const listed = view.nodes.find((l) => l.name === n.node);
@@ -89,6 +89,9 @@ const Nodes = ({ view, now }: { view: HomeView; now: Date }) => (
             </td>
             <td>{n.statusUnknown ? 'not known' : ago(n.lastHeard, now)}</td>
             <td>{applied(n)}</td>
+            <td>
+              <Joined items={(listed?.modules ?? n.assigned).map((m) => <ModuleLink name={m} />)} none="nothing" />
+            </td>
             <td>
               <Joined items={n.running.map((r) => <ModuleLink name={r.module} />)} none="nothing" />
             </td>

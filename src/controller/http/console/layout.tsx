@@ -17,6 +17,7 @@ export const Layout = ({ title, children }: { title: string; children: Component
       <meta name="viewport" content="width=device-width, initial-scale=1" />
       <meta name="htmx-config" content={HTMX_CONFIG} />
       <title>{title}</title>
+      <link rel="icon" href="/assets/favicon.svg" type="image/svg+xml" />
       <link rel="stylesheet" href="/assets/console.css" />
       <script src="/assets/htmx.min.js" defer></script>
       <script src="/assets/console.js" defer></script>

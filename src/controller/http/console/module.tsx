@@ -76,21 +76,24 @@ export const ModulePage = ({ view }: { view: ModuleView }) => {
         </table>
         <h2>In the graph</h2>
         <p id="standing" class="note">{`${describeAssessment(g.assessment)}; rollout: ${g.policy}; nodes declared to run ${g.deployed ?? 'no artifact of it'}`}</p>
-        <table id="versions">
-          <Head columns={['version', 'from commit', 'build']} />
-          <tbody>
-            {g.versions.map((v) => (
-              <tr>
-                <td>
-                  <code>{v.digest}</code>
-                </td>
-                <td>{v.commit.slice(0, 12)}</td>
-                <td>{v.buildId}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-        {g.versions.length === 0 ? <p class="note muted">No version built by the mesh.</p> : null}
+        {g.versions.length === 0 ? (
+          <p id="versions" class="note muted">No version built by the mesh.</p>
+        ) : (
+          <table id="versions">
+            <Head columns={['version', 'from commit', 'build']} />
+            <tbody>
+              {g.versions.map((v) => (
+                <tr>
+                  <td>
+                    <code>{v.digest}</code>
+                  </td>
+                  <td>{v.commit.slice(0, 12)}</td>
+                  <td>{v.buildId}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
         <ul id="edges">
           {g.builtOn.map((e) => (
             <li>

@@ -26,6 +26,7 @@ const ASSETS = join(projectRoot, 'src', 'controller', 'http', 'console', 'assets
 
 const assets = (): Record<string, { type: string; body: string }> => ({
   'console.css': { type: 'text/css; charset=utf-8', body: readFileSync(join(ASSETS, 'console.css'), 'utf8') },
+  'favicon.svg': { type: 'image/svg+xml', body: readFileSync(join(ASSETS, 'favicon.svg'), 'utf8') },
   'console.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(join(ASSETS, 'console.js'), 'utf8') },
   // htmx from the package the project installs: the console loads nothing from the network.
   'htmx.min.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(createRequire(import.meta.url).resolve('htmx.org/dist/htmx.min.js'), 'utf8') },
