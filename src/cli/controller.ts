@@ -40,6 +40,7 @@ import { DeclarationPublisher } from '../controller/declaration-publisher.js';
 import { buildApp } from '../controller/http/app.js';
 import { FactFeed } from '../controller/http/fact-feed.js';
 import { heldReaders, overviewSource } from '../controller/http/overview-source.js';
+import { consoleSource } from '../controller/http/console/source.js';
 import { ToolServer } from '../controller/tool-server.js';
 import { meshProjections } from '../projections/catalogue.js';
 import { CommitReader } from '../projections/commit-reader.js';
@@ -260,7 +261,23 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
       }));
     },
   });
+  // The console reads as the CLI does: the projections' read views, NODES, the log.
+  const pages = consoleSource({
+    pool,
+    readSchema: schemasFromEnv().read,
+    publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix }),
+    statusSchema: statusSchemaFromEnv(),
+    heartbeatThresholdMs: heartbeatThresholdMs(),
+    prefix: config.subjectPrefix,
+    holds: () => heldReaders({ 'the controller': view.held(), 'the fact feed': facts.held() }),
+    store: () => store.state(),
+    projections: projectionBuilds,
+    log: newLog(),
+    logSource: { nc, ...settings },
+    recentFacts: () => facts.latest(),
+  });
   const http = buildApp({
+    console: pages,
     overview: overviewOfMesh,
     onFact: (listener) => facts.subscribe(listener),
     recentFacts: () => facts.latest(),
