@@ -21,7 +21,7 @@ const ED25519_PUBLIC_KEY = /^[A-Za-z0-9+/]{43}=$/;
 export const defineVault = (mesh: CommandUnknownOpts): void => {
   verb(mesh, 'vault', {
     summary: 'make the mesh\'s secrets and hand each, sealed, to the nodes it names, as the holder of mesh-vault; in the foreground, JSON logs on stdout',
-    example: 'MESH_BUS_KEY=/var/lib/mesh/.mesh/vault/bus-identity.json mesh vault --data /var/lib/mesh/vault/data',
+    example: 'MESH_BUS_KEY=/srv/mesh/.mesh/vault/bus-identity.json mesh vault --data /srv/mesh/vault/data',
     exits: [2, 6],
     json: false,
   })
