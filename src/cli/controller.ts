@@ -14,6 +14,7 @@ import { LogWriter } from '../adapters/eventlog/log-writer.js';
 import { beginLog, defineSystemSeats } from '../controller/bootstrap.js';
 import { BuildCoordinator } from '../controller/build-coordinator.js';
 import { BusIdentityService } from '../controller/bus-identity-service.js';
+import { SecretKeeper } from '../controller/secret-keeper.js';
 import { Controller } from '../controller/controller.js';
 import { EnrolmentService } from '../controller/enrolment-service.js';
 import { MeshService } from '../controller/mesh-service.js';
@@ -193,6 +194,10 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
     const busIdentities = new BusIdentityService(nc, mesh, { prefix: config.subjectPrefix, controller: controllerKey, logger: logger.child({ component: 'bus-identity' }) });
     busIdentities.start();
     writing.push(busIdentities);
+    // Every secret the assignments name, made by the vault and recorded once it holds it.
+    const secrets = new SecretKeeper(nc, view, mesh, { prefix: config.subjectPrefix, controller: controllerKey, actor: 'controller', logger: logger.child({ component: 'secrets' }) });
+    secrets.start();
+    writing.push(secrets);
     const reports = new ReportIngester(nc, log, {
       names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix },
       pool,
