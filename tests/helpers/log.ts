@@ -44,7 +44,7 @@ export interface TestLog {
 
 /** A fresh log stream of the test's own, asserted as the control plane asserts LOG. */
 export const openTestLog = async (
-  options: { url?: string; duplicateWindowMs?: number; log?: Partial<JetStreamEventLogOptions> } = {},
+  options: { url?: string; duplicateWindowMs?: number; log?: Partial<JetStreamEventLogOptions>; replicas?: number } = {},
 ): Promise<TestLog> => {
   const name = uniqueName('t');
   const settings: LogStreamSettings = {
@@ -52,7 +52,7 @@ export const openTestLog = async (
     subjectPrefix: `${name}.log`,
     ...(options.duplicateWindowMs ? { duplicateWindowMs: options.duplicateWindowMs } : {}),
     // On the test stack's bus, at the replicas its size gives; a scratch server is one server.
-    ...(options.url ? {} : { replicas: testReplicas() }),
+    ...(options.replicas ? { replicas: options.replicas } : options.url ? {} : { replicas: testReplicas() }),
   };
   const nc = await connectNats(options.url ?? testNatsUrl(), { name: `test-${name}`, persistent: true });
   let reconnects = 0;
