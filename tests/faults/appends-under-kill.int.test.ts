@@ -92,6 +92,14 @@ const judge = async (t: TestLog, run: Run) => {
   return { inLog: read.length, lost, doubled, inOrder, gaps };
 };
 
+const expectKeptAll = (run: Run, found: Awaited<ReturnType<typeof judge>>): void => {
+  expect(run.kills).toBeGreaterThanOrEqual(MIN_KILLS);
+  expect(found.lost).toEqual([]);
+  expect(found.doubled).toEqual([]);
+  expect(found.inOrder).toBe(true);
+  expect(found.gaps).toEqual([]);
+};
+
 describe('acknowledged appends while servers are killed', () => {
   const cleanups: (() => Promise<unknown>)[] = [];
   afterEach(async () => {
@@ -112,11 +120,7 @@ describe('acknowledged appends while servers are killed', () => {
       did: `${run.acknowledged.length} appends acknowledged by ${WRITERS} writers in ${run.seconds.toFixed(0)} s, the server killed ${run.kills} times (every ${KILL_EVERY_MS} ms), ${run.retries} appends retried`,
       found: `${found.inLog} events in the log; lost ${found.lost.length}, doubled ${found.doubled.length}, ${found.inOrder ? 'in order' : 'OUT OF ORDER'}, ${found.gaps.length} aggregates with a gap`,
     });
-    expect(run.kills).toBeGreaterThanOrEqual(MIN_KILLS);
-    expect(found.lost).toEqual([]);
-    expect(found.doubled).toEqual([]);
-    expect(found.inOrder).toBe(true);
-    expect(found.gaps).toEqual([]);
+    expectKeptAll(run, found);
   });
 
   it('keeps every acknowledged append once and in order, a member of a three-server cluster killed every few seconds', async () => {
@@ -138,10 +142,6 @@ describe('acknowledged appends while servers are killed', () => {
       did: `${run.acknowledged.length} appends acknowledged at 3 replicas by ${WRITERS} writers in ${run.seconds.toFixed(0)} s, a member killed ${run.kills} times, ${run.retries} appends retried`,
       found: `${found.inLog} events in the log; lost ${found.lost.length}, doubled ${found.doubled.length}, ${found.inOrder ? 'in order' : 'OUT OF ORDER'}, ${found.gaps.length} aggregates with a gap`,
     });
-    expect(run.kills).toBeGreaterThanOrEqual(MIN_KILLS);
-    expect(found.lost).toEqual([]);
-    expect(found.doubled).toEqual([]);
-    expect(found.inOrder).toBe(true);
-    expect(found.gaps).toEqual([]);
+    expectKeptAll(run, found);
   });
 });
