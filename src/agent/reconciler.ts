@@ -18,6 +18,7 @@ import type { RecordStore } from './state-folder.js';
 export interface Drivers {
   directory: Driver<'directory'>;
   file: Driver<'file'>;
+  region: Driver<'region'>;
   secret: Driver<'secret'>;
   'bus-identity': Driver<'bus-identity'>;
   process: ProcessDriver;
@@ -25,7 +26,7 @@ export interface Drivers {
   container: Driver<'container'>;
 }
 
-const STOPS_FIRST: Record<ResourceRecord['kind'], number> = { process: 0, container: 0, 'run-once': 0, file: 1, secret: 1, 'bus-identity': 1, directory: 2 };
+const STOPS_FIRST: Record<ResourceRecord['kind'], number> = { process: 0, container: 0, 'run-once': 0, file: 1, region: 1, secret: 1, 'bus-identity': 1, directory: 2 };
 
 export class Reconciler {
   constructor(
@@ -65,6 +66,8 @@ export class Reconciler {
         return this.drivers.directory.undeclare(record);
       case 'file':
         return this.drivers.file.undeclare(record);
+      case 'region':
+        return this.drivers.region.undeclare(record);
       case 'secret':
         return this.drivers.secret.undeclare(record);
       case 'bus-identity':
@@ -107,6 +110,8 @@ export class Reconciler {
         return this.drivers.directory.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'directory' }> | undefined });
       case 'file':
         return this.drivers.file.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'file' }> | undefined });
+      case 'region':
+        return this.drivers.region.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'region' }> | undefined });
       case 'secret':
         return this.drivers.secret.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'secret' }> | undefined });
       case 'bus-identity':

@@ -29,6 +29,14 @@ export interface FileRecord extends RecordBase {
   found: boolean;
 }
 
+/** `marker`: the id between its markers; `before`: the region that stood under them before the first apply (put back on undeclare). */
+export interface RegionRecord extends RecordBase {
+  kind: 'region';
+  path: string;
+  marker: string;
+  before: string | null;
+}
+
 export interface SecretRecord extends RecordBase {
   kind: 'secret';
   path: string;
@@ -75,6 +83,6 @@ export interface ContainerRecord extends RecordBase {
   name: string;
 }
 
-export type ResourceRecord = DirectoryRecord | FileRecord | SecretRecord | BusIdentityRecord | ProcessRecord | RunOnceRecord | ContainerRecord;
+export type ResourceRecord = DirectoryRecord | FileRecord | RegionRecord | SecretRecord | BusIdentityRecord | ProcessRecord | RunOnceRecord | ContainerRecord;
 
 export type RecordOf<K extends ResourceKind> = Extract<ResourceRecord, { kind: K }>;

@@ -9,6 +9,7 @@ import type { ResourceRecord } from './records.js';
 // the key is only preferred among equals. So renaming a key stops nothing the new key still
 // runs, and a change of any field that makes it a different thing replaces it.
 //
+// - region: the file and its markers (the key), since a shared file holds a region per module.
 // - directory, file, secret, bus-identity: the kind and the path. The same path under a new key (or with a new
 //   mode or content) is the same thing, converged in place; data is never moved or re-created.
 // - process, container, run-once: the sha256 of the whole declaration except its key, plus the
@@ -30,6 +31,9 @@ export const resourceIdentity = (resource: Resource, digests: ReadonlyMap<string
     case 'secret':
     case 'bus-identity':
       return `${resource.kind}:${resource.path}`;
+    // Several modules may each own a region of one shared file: the file and the markers say which.
+    case 'region':
+      return `region:${resource.path}#${resource.key}`;
     case 'process':
     case 'container':
       return sha256Digest({ self: resourceDigest(resource), restartOn: resource.restartOn.map((key) => digests.get(key) ?? null) });

@@ -54,6 +54,7 @@ const describe = (fact) => {
     case 'fact.crash-looping': return where + ': ' + d.resource + ' crash-looping (' + d.restarts + ' restarts)';
     case 'fact.stopped': return where + ' stopped';
     case 'fact.held': return d.resources.length === 0 ? where + ': nothing held any more' : where + ': ' + d.resources.length + ' held (' + [...new Set(d.resources.map((r) => r.reason ?? 'no reason given'))].join('; ') + ')';
+    case 'fact.capabilities': return where + ' applies ' + (d.capabilities.length === 0 ? 'only the kinds every agent applies' : d.capabilities.join(', '));
     default: return fact.type + ' ' + where;
   }
 };

@@ -137,6 +137,19 @@ export const runOnceSchema = z.strictObject({
   reads: z.array(z.string()).default([]),
 });
 
+/**
+ * ADR 0102, issue 128: a file the machine shares with software the mesh did not install
+ * (`/etc/hosts`) is written into, never over: the module owns only the lines between its markers.
+ * The file is the machine's, so it is named by its path there (as ADR 120's facts name theirs).
+ */
+export const regionSchema = z.strictObject({
+  name: name('a region name'),
+  file: z.string().regex(/^\/[^\0]*[^/]$/, 'a shared file is an absolute path on the machine, e.g. /etc/hosts'),
+  template: z.string(),
+  /** where a new region goes; one already present is never moved (ADR 117 R117.4: start, for a file read top-down) */
+  at: z.enum(['start', 'end']).default('end'),
+});
+
 /** ADR 0135: one entrypoint that prepares the module's state before what it gates starts. */
 export const prepareSchema = z.strictObject({
   command: z.array(z.string()).min(1),
@@ -149,6 +162,7 @@ export const resourcesSchema = z.strictObject({
   directories: z.array(directoryResourceSchema).default([]),
   files: z.array(fileResourceSchema).default([]),
   runOnce: z.array(runOnceSchema).default([]),
+  regions: z.array(regionSchema).default([]),
   prepare: prepareSchema.optional(),
 });
 
@@ -172,7 +186,7 @@ export const manifestSchema = z.strictObject({
   consumes: z.array(localName).default([]),
   tools: z.array(localName).default([]),
   uses: z.array(z.string().min(1)).default([]),
-  resources: resourcesSchema.default({ containers: [], processes: [], directories: [], files: [], runOnce: [] }),
+  resources: resourcesSchema.default({ containers: [], processes: [], directories: [], files: [], runOnce: [], regions: [] }),
   build: buildSchema.optional(),
 });
 

@@ -31,6 +31,19 @@ export const fileResource = z.strictObject({
   mode: z.string().regex(/^0[0-7]{3}$/),
 });
 
+/**
+ * A marked region of a file the machine shares (ADR 0102): the agent owns only the lines between
+ * `# BEGIN mesh <key>` and `# END mesh <key>` and keeps the rest of the file byte for byte. Only a
+ * node that has reported the `region` capability is sent one (capabilities.ts).
+ */
+export const regionResource = z.strictObject({
+  ...base,
+  kind: z.literal('region'),
+  path: z.string().regex(/^\//),
+  content: z.string(),
+  at: z.enum(['start', 'end']),
+});
+
 /** A secret is named and where it must land is said; its value travels sealed, never here. */
 export const secretResource = z.strictObject({
   ...base,
@@ -107,7 +120,7 @@ export const runOnceResource = z.strictObject({
   after: z.array(z.string()),
 });
 
-export const resourceSchema = z.discriminatedUnion('kind', [directoryResource, fileResource, secretResource, busIdentityResource, processResource, containerResource, runOnceResource]);
+export const resourceSchema = z.discriminatedUnion('kind', [directoryResource, fileResource, regionResource, secretResource, busIdentityResource, processResource, containerResource, runOnceResource]);
 
 export const declaredAssignment = z.strictObject({
   module: name,
