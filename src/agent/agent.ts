@@ -19,6 +19,8 @@ import { directoryDriver } from './drivers/directory.js';
 import type { DriverContext } from './drivers/driver.js';
 import { fileDriver } from './drivers/file.js';
 import { regionDriver } from './drivers/region.js';
+import { serviceDriver } from './drivers/service.js';
+import { commandServiceManager, serviceManagerCommand } from './service-manager.js';
 import { processDriver, type ProcessDriver } from './drivers/process.js';
 import { runOnceDriver, type RunOnceDriver } from './drivers/run-once.js';
 import { secretDriver } from './drivers/secret.js';
@@ -58,6 +60,8 @@ export interface AgentOptions {
    * for unless told fewer (an agent standing in for an older host says none)
    */
   capabilities?: readonly string[];
+  /** the service manager's command, as its words (service-manager.ts): systemctl unless MESH_SERVICE_MANAGER says otherwise */
+  serviceManager?: readonly string[];
   /** every report, as it is handed to the outbox */
   onReport?: (report: Report) => void;
 }
@@ -120,6 +124,7 @@ export class Agent {
           directory: directoryDriver(context),
           file: fileDriver(context),
           region: regionDriver(context),
+          service: serviceDriver(context, commandServiceManager(this.options.serviceManager ?? serviceManagerCommand())),
           secret: secretDriver(context),
           'bus-identity': busIdentityDriver(context, (module) => this.askBusIdentity(module)),
           process: this.processes,

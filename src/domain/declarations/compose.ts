@@ -217,6 +217,10 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
   for (const region of manifest.resources.regions) {
     resources.push({ key: key(region.name), module, kind: 'region', path: region.file, content: fillerAt(`resources.regions.${region.name}.template`)(region.template), at: region.at });
   }
+  // After the files and regions they reload on, so a pass writes the setting before it reloads.
+  for (const service of manifest.resources.services) {
+    resources.push({ key: key(service.name), module, kind: 'service', unit: service.unit, state: service.state ?? null, enabled: service.enabled ?? null, reloadOn: service.reloadOn.map(key) });
+  }
   for (const secret of answers.secrets.values()) {
     resources.push({ key: key(`secret-${secret.requirement}`), module, kind: 'secret', secret: secret.name, path: answers.paths.get(secret.requirement) ?? '', vault: secret.holder });
   }

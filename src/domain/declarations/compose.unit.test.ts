@@ -158,6 +158,7 @@ describe("composing a node's declaration", () => {
     samples.set('process', { key: 'x/p', module: 'x', kind: 'process', run: ['sleep', '1'], user: null, env: { A: '1' }, envFiles: [{ path: '/e', reason: 'r' }], restartOn: ['x/f'], after: ['x/prepare'] });
     samples.set('bus-identity', { key: 'x/bus-identity', module: 'x', kind: 'bus-identity', path: '/m/.mesh/x/bus-identity.json', owner: null, inbox: '_INBOX.x.n', consumes: ['**'] });
     samples.set('region', { key: 'x/hosts', module: 'x', kind: 'region', path: '/etc/hosts', content: '10.0.0.1 a\n', at: 'end' });
+    samples.set('service', { key: 'x/runtime', module: 'x', kind: 'service', unit: 'docker.service', state: 'running', enabled: true, reloadOn: ['x/f'] });
     const uncovered: string[] = [];
     for (const option of resourceSchema.options) {
       const kind = option.shape.kind.value;
