@@ -91,6 +91,7 @@ export const referenceSites = (raw: Raw): { what: string; value: string; contain
     texts(`resources.processes.${i}.env`, record(p).env);
   });
   list(resources.files).forEach((f, i) => texts(`resources.files.${i}.template`, record(f).template));
+  list(resources.regions).forEach((r, i) => texts(`resources.regions.${i}.template`, record(r).template));
   list(resources.runOnce).forEach((s, i) => texts(`resources.runOnce.${i}.command`, record(s).command, -1));
   texts('resources.prepare.command', record(resources.prepare).command);
   list(raw.provides).forEach((p, i) => texts(`provides.${i}.answers`, record(p).answers, undefined, true));

@@ -12,6 +12,8 @@ import { heldBy, seatById } from '../seats/state.js';
 import type { Problem } from '../refusal.js';
 import type { DeclaredAssignment, Resource } from './declaration.js';
 import { deployedDigestOf } from '../builds/state.js';
+import { statedCapabilities } from '../facts/state.js';
+import { needsCapability } from './capabilities.js';
 
 // What one node must run now, composed from the mesh as the log says it is. Requirements are
 // resolved here, at composition (design 27), against the assignments and holders of this moment,
@@ -212,6 +214,13 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
   for (const file of manifest.resources.files) {
     resources.push({ key: key(file.name), module, kind: 'file', path: files.get(file.name) ?? '', content: fillerAt(`resources.files.${file.name}.template`)(file.template), mode: file.mode });
   }
+  for (const region of manifest.resources.regions) {
+    resources.push({ key: key(region.name), module, kind: 'region', path: region.file, content: fillerAt(`resources.regions.${region.name}.template`)(region.template), at: region.at });
+  }
+  // After the files and regions they reload on, so a pass writes the setting before it reloads.
+  for (const service of manifest.resources.services) {
+    resources.push({ key: key(service.name), module, kind: 'service', unit: service.unit, state: service.state ?? null, enabled: service.enabled ?? null, reloadOn: service.reloadOn.map(key) });
+  }
   for (const secret of answers.secrets.values()) {
     resources.push({ key: key(`secret-${secret.requirement}`), module, kind: 'secret', secret: secret.name, path: answers.paths.get(secret.requirement) ?? '', vault: secret.holder });
   }
@@ -310,6 +319,21 @@ const isSecretField = (state: MeshState, contract: string, field: string): boole
  */
 export const declarationDigest = (content: { node: string; assignments: DeclaredAssignment[] }): string => sha256Digest({ node: content.node, assignments: content.assignments });
 
+/**
+ * The resources of kinds the node's agent has not said it applies: the declaration is withheld,
+ * each named, rather than sent to a host that would refuse the whole of it (capabilities.ts).
+ */
+const unsupported = (state: MeshState, node: string, assignment: DeclaredAssignment): Problem[] => {
+  const reported = new Set(statedCapabilities(state.facts, node));
+  return assignment.resources
+    .filter((r) => needsCapability(r.kind) && !reported.has(r.kind))
+    .map((r) => ({
+      what: r.key,
+      why: `node ${node}'s agent has not reported the capability "${r.kind}": a host that does not apply ${r.kind} resources would refuse the whole declaration`,
+      remedy: `run an agent on ${node} that applies ${r.kind} resources (it says so in its heartbeat); the declaration is sent once it has`,
+    }));
+};
+
 /** Composes one node's declaration, or says every requirement that cannot be resolved now. */
 export const composeDeclaration = (state: MeshState, node: string): Composition => {
   const assignments = assignmentsOn(state.assignments, node).sort((a, b) => (a.module < b.module ? -1 : 1));
@@ -327,6 +351,8 @@ export const composeDeclaration = (state: MeshState, node: string): Composition 
     if (unresolved.length > 0) continue;
     const held: Problem[] = [];
     const composed = composeAssignment(state, assignment, module.manifest, resolutions, held);
+    // A kind the node's agent has not said it applies withholds it too.
+    held.push(...unsupported(state, node, composed));
     // A reference with no answer yet holds the node's declaration, named, as an unresolved requirement does.
     problems.push(...held.map((p) => ({ ...p, what: `${node}/${assignment.module} ${p.what}` })));
     if (held.length === 0) declared.push(composed);

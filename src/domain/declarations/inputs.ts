@@ -128,6 +128,7 @@ export class DeclarationInputs {
       }
       case 'node.enrolled':
       case 'node.removed':
+      case 'fact.capabilities':
         return { nodes: [event.data.node], inputs: [], all: false };
       case 'build.succeeded':
       case 'module.rollout-set': {
