@@ -51,7 +51,8 @@ export const publicUrl = (publicName: string, location: string): string => `http
 
 /** Where the proxy's node keeps a route's secret, and where the routes file lands. */
 export const routeSecretPath = (root: string, proxyModule: string, secret: string): string => `${root}/.mesh/${proxyModule}/route-secrets/${secret.replaceAll('/', '.')}`;
-export const routesFilePath = (root: string, proxyModule: string): string => `${root}/.mesh/${proxyModule}/routes.json`;
+export const routesDirectory = (root: string, proxyModule: string): string => `${root}/.mesh/${proxyModule}/routes`;
+export const routesFilePath = (root: string, proxyModule: string): string => `${routesDirectory(root, proxyModule)}/routes.json`;
 
 interface Contribution {
   grant: Grant;
@@ -123,11 +124,12 @@ export const routesTable = (state: MeshState, proxy: { root: string; module: str
   return { file: { version: 1, entries }, secrets: [...secrets.values()].sort((a, b) => compareText(a.name, b.name)) };
 };
 
-/** The proxy's resources on its node: its routes' secrets (delivered by the vault, as any secret), then the routes file. */
+/** The proxy's resources on its node: the routes file in a directory of its own, and its routes' secrets (delivered by the vault, as any secret). */
 export const proxyResources = (state: MeshState, proxy: { root: string; module: string }): Resource[] => {
   const { file, secrets } = routesTable(state, proxy);
   return [
+    { key: `${proxy.module}/routes-directory`, module: proxy.module, kind: 'directory', path: routesDirectory(proxy.root, proxy.module), owner: null, mode: '0755' },
+    { key: `${proxy.module}/routes`, module: proxy.module, kind: 'file', path: routesFilePath(proxy.root, proxy.module), content: `${JSON.stringify(file, null, 2)}\n`, mode: '0644' },
     ...secrets.map((s): Resource => ({ key: `${proxy.module}/route-secret-${s.name.replaceAll('/', '.')}`, module: proxy.module, kind: 'secret', secret: s.name, path: s.path, vault: s.vault })),
-    { key: `${proxy.module}/routes`, module: proxy.module, kind: 'file', path: routesFilePath(proxy.root, proxy.module), content: `${JSON.stringify(file, null, 2)}\n`, mode: '0640' },
   ];
 };
