@@ -12,7 +12,7 @@ import type { StoredMeshEvent } from '../../src/domain/registry.js';
 import { answerRequest } from '../../src/domain/routes/answer.js';
 import { routesFilePath, type RoutesFile } from '../../src/domain/routes/table.js';
 import { FAST } from '../agent/harness.js';
-import { operatorCli } from '../helpers/cli.js';
+import { refusalMesh } from '../helpers/refusal-mesh.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
@@ -26,24 +26,15 @@ import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 const assign = (module: string, node: string, values: Record<string, string> = {}) => ({ type: 'assign' as const, module, node, hold: [], pins: {}, values, placements: {} });
 
 describe('route refusals through the CLI: a clear message, exit 3, nothing appended', () => {
-  let t: TestMesh;
-  let env: Record<string, string>;
-  const dir = join(meshHome(), 'tmp', uniqueName('routes-cli-'));
-  const head = async (): Promise<number> => (await t.jsm.streams.info(t.names.logStream)).state.last_seq;
-  const { mesh, manifestFile, refused } = operatorCli(() => ({ env, logHead: head }), dir);
+  const { mesh, manifestFile, refused, open, close } = refusalMesh('routes-cli-');
 
   beforeAll(async () => {
-    mkdirSync(dir, { recursive: true });
-    t = await openTestMesh();
-    env = { ...(await t.operatorCommands()), MESH_NATS_URL: testNatsUrl() };
+    const t = await open();
     for (const name of ['nats', 'vault', 'route-proxy']) await t.run({ type: 'register-module', manifest: fixtureManifest(name) });
     for (const node of ['edge', 'lab1', 'lab2']) await t.run({ type: 'add-node', node });
     for (const command of foundationAssignments('edge')) await t.run(command);
   });
-  afterAll(async () => {
-    await t.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(close);
 
   it('refuses a policy outside the four, naming the four', async () => {
     const stderr = await refused(['module', 'register', manifestFile(routedModule(uniqueName('web'), { policy: [{ kind: 'ip-allow', from: '10.0.0.0/8' }] }))], 3);
