@@ -14,6 +14,8 @@ import { projectionEvents } from './projections/events.js';
 import { seatEvents } from './seats/events.js';
 import { secretEvents } from './secrets/events.js';
 
+import { routeEvents } from './routes/events.js';
+
 const meshEventDefinitions = [
   ...meshEvents,
   ...catalogueEvents,
@@ -28,6 +30,8 @@ const meshEventDefinitions = [
   ...projectionEvents,
   ...logEvents,
   ...secretEvents,
+
+  ...routeEvents,
 ];
 
 /** Every event of the mesh at its current version: `type` says which, and `data` is as its schema parses it. */

@@ -9,6 +9,8 @@ import { mountProblems } from './mounts.js';
 import { referenceProblems } from './references.js';
 import { moduleNamed } from './state.js';
 import { valueProblems } from './value-checks.js';
+import { isCredentialField, isPolicyPath, routeProblems } from '../routes/checks.js';
+import { installationLiteralProblems } from './installation-literals.js';
 
 // Registration's rules, each a function from the manifest as written to the problems it has. They
 // read the raw input defensively, so a manifest with a schema error still gets every other rule
@@ -25,7 +27,9 @@ export const schemaProblems = (issues: readonly z.core.$ZodIssue[]): Problem[] =
   issues.flatMap((issue): Problem[] => {
     const at = issue.path.map(String).join('.');
     if (issue.code === 'unrecognized_keys') {
-      return issue.keys.map((key) => ({
+      // A credential in a route's policy is named by the route rules, with what to write instead.
+      const keys = isPolicyPath(at) ? issue.keys.filter((key) => !isCredentialField(key)) : issue.keys;
+      return keys.map((key) => ({
         what: at ? `${at}.${key}` : key,
         why: 'unknown field',
         remedy:
@@ -298,5 +302,8 @@ export const registrationProblems = (manifest: unknown, state: MeshState): Probl
     ...referenceProblems(raw, state),
     ...valueProblems(raw),
     ...serviceProblems(raw),
+
+    ...routeProblems(raw),
+    ...installationLiteralProblems(raw, moduleName, state),
   ];
 };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { routeSchema } from '../routes/contribution.js';
 
 // What a module declares (docs/manifest.md describes every field with an example). A manifest
 // names no node, no mesh and no host path (ADR 0112): everything it needs is a requirement.
@@ -202,6 +203,8 @@ export const manifestSchema = z.strictObject({
   consumes: z.array(localName).default([]),
   tools: z.array(localName).default([]),
   uses: z.array(z.string().min(1)).default([]),
+  /** routes the module contributes, each with its policy (ADR 0007, 0108); absent is none */
+  routes: z.array(routeSchema).optional(),
   resources: resourcesSchema.default({ containers: [], processes: [], directories: [], files: [], runOnce: [], regions: [], services: [] }),
   build: buildSchema.optional(),
 });

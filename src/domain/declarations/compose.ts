@@ -15,6 +15,10 @@ import { deployedDigestOf } from '../builds/state.js';
 import { statedCapabilities } from '../facts/state.js';
 import { needsCapability } from './capabilities.js';
 
+import { proxyHolder } from '../routes/grants.js';
+import { grantsOf } from '../routes/state.js';
+import { proxyResources, publicUrl } from '../routes/table.js';
+
 // What one node must run now, composed from the mesh as the log says it is. Requirements are
 // resolved here, at composition (design 27), against the assignments and holders of this moment,
 // so a provider that has gone makes the declaration uncomposable instead of stale. Secrets are
@@ -128,6 +132,7 @@ const answersOf = (state: MeshState, root: string, module: string, resolutions: 
 };
 
 const REFERENCE = /\$\{([a-z][a-z0-9-]*)(?:\.([A-Za-z0-9_-]+))?\}/g;
+const ROUTE_REFERENCE_ANYWHERE = /\$\{route:([a-z0-9-]+)\}/g;
 
 /**
  * Fills `${requirement}` / `${requirement.field}`. A secret stays a marker naming the secret, for
@@ -175,7 +180,21 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
       remedy: provider && field ? `it is filled once ${provider} answers ${field} (its provides[].answers); or read a field it answers` : 'reference what the module requires (docs/manifest.md, "References")',
     });
   };
-  const fillerAt = (where: string, inside?: ReadonlyMap<string, string>) => (text: string): string => fill(text, answers, secretName, unfilled(where), inside);
+  // issue 122: `${route:NAME}` is the public URL the proxy handed back for the module's own route on this node.
+  const grants = grantsOf(state.routes, assignment);
+  const routeUrls = new Map((manifest.routes ?? []).flatMap((route) => {
+    const grant = grants.get(route.name);
+    return grant ? [[route.name, publicUrl(grant.publicName, route.location)] as const] : [];
+  }));
+  const routesFilled = (where: string) => (text: string): string =>
+    text.replace(ROUTE_REFERENCE_ANYWHERE, (whole, name: string) => {
+      const url = routeUrls.get(name);
+      if (url === undefined && !held.some((p) => p.what === where && p.why.startsWith(whole))) {
+        held.push({ what: where, why: `${whole} has no public name: route ${name} was not granted one on ${assignment.node}`, remedy: `assign ${module} again (the holder of mesh-proxy grants its routes' names when it is assigned), after giving ${assignment.node} a public domain: mesh node domain ${assignment.node} DOMAIN` });
+      }
+      return url ?? whole;
+    });
+  const fillerAt = (where: string, inside?: ReadonlyMap<string, string>) => (text: string): string => fill(routesFilled(where)(text), answers, secretName, unfilled(where), inside);
   const fillAllAt = (where: string, record: Record<string, string>, inside?: ReadonlyMap<string, string>): Record<string, string> =>
     Object.fromEntries(Object.entries(record).map(([variable, value]) => [variable, fillerAt(`${where}.${variable}`, inside)(value)]));
   // Inside a container, a host path it mounts reads as where it is mounted (R112.9).
@@ -355,7 +374,11 @@ export const composeDeclaration = (state: MeshState, node: string): Composition 
     held.push(...unsupported(state, node, composed));
     // A reference with no answer yet holds the node's declaration, named, as an unresolved requirement does.
     problems.push(...held.map((p) => ({ ...p, what: `${node}/${assignment.module} ${p.what}` })));
-    if (held.length === 0) declared.push(composed);
+    if (held.length > 0) continue;
+    // The holder of mesh-proxy is told every route of the mesh, in the routes file (ADR 0108).
+    const proxy = proxyHolder(state);
+    if (proxy?.node === node && proxy.module === assignment.module) composed.resources.push(...proxyResources(state, { root: nodeNamed(state.nodes, node)?.root ?? '/var/lib/mesh', module: assignment.module }));
+    declared.push(composed);
   }
   if (problems.length > 0) return { ok: false, node, problems };
   return { ok: true, declaration: { node, assignments: declared, digest: declarationDigest({ node, assignments: declared }) } };

@@ -11,6 +11,8 @@ import { operatorsSlice } from '../operators/state.js';
 import { seatsSlice } from '../seats/state.js';
 import { secretsSlice } from '../secrets/state.js';
 
+import { routesSlice } from '../routes/state.js';
+
 // The mesh as the log says it is: a composition of slices, each folding the events it declared
 // (src/domain/<slice>/state.ts). The composition itself keeps only what belongs to the log: the
 // last sequence folded (the point a decision is made at), each aggregate's version (the append's
@@ -26,6 +28,8 @@ const slices = {
   facts: factsSlice,
   declarations: declarationsSlice,
   secrets: secretsSlice,
+
+  routes: routesSlice,
 };
 
 type SliceName = keyof typeof slices;
@@ -52,6 +56,8 @@ export const emptyMeshState = (): MeshState => ({
   facts: slices.facts.empty(),
   declarations: slices.declarations.empty(),
   secrets: slices.secrets.empty(),
+
+  routes: slices.routes.empty(),
 });
 
 type Fold = (state: MeshState, event: StoredMeshEvent) => void;
@@ -75,6 +81,8 @@ const foldsByType: ReadonlyMap<MeshEventType, readonly Fold[]> = (() => {
     partOf(slices.facts, (state) => state.facts),
     partOf(slices.declarations, (state) => state.declarations),
     partOf(slices.secrets, (state) => state.secrets),
+
+    partOf(slices.routes, (state) => state.routes),
   ]) {
     for (const type of types) table.set(type, [...(table.get(type) ?? []), fold]);
   }
