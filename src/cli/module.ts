@@ -8,6 +8,8 @@ import { output, reportError, table } from './output.js';
 import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { moduleNames, readCatalogue, readModule } from '../projections/mesh/modules.js';
+import { AT_OPTION, atFlag, withMeshAt } from './at.js';
+import { moduleShowAt } from './at-reads.js';
 
 // mesh module register <manifest.json> [--source SRC] | list | show NAME | moved NAME COMMIT | rollout NAME POLICY | keep NAME --reason TEXT
 
@@ -52,6 +54,7 @@ export const defineModule = (mesh: CommandUnknownOpts): void => {
   verb(module, 'show', { summary: 'one module\'s newest definition, in full', example: 'mesh module show nats --json', exits: [5, 6, 7] })
     .argument('<name>', 'the module')
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .option(...AT_OPTION)
     .action(run(moduleShow));
   verb(module, 'moved', { summary: 'its repository and branch moved to COMMIT (what the mesh-git holder\'s pushed says)', example: 'mesh module moved app 3f2c1e9', exits: [3, 4, 5, 6] })
     .argument('<module>', 'the module')
@@ -109,8 +112,10 @@ const moduleList = (values: { json?: true; atLeast?: string; output?: string }):
   });
 };
 
-const moduleShow = (name: string, values: { json?: true; atLeast?: string }): Promise<number> => {
+const moduleShow = (name: string, values: { json?: true; atLeast?: string; at?: string }): Promise<number> => {
   const out = output(values.json ?? false);
+  const at = atFlag(values.at);
+  if (at) return withMeshAt(at, async (mesh) => moduleShowAt(out, mesh, name));
   return withReads(['modules'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const module = await readModule(session, name);
     if (!module) {
