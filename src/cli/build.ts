@@ -25,7 +25,7 @@ export const defineBuilds = (mesh: CommandUnknownOpts): void => {
     .action(run(buildCommand));
   verb(mesh, 'graph', {
     summary: 'the module graph: each module, its newest version and whether it must be rebuilt',
-    example: ['mesh graph', 'mesh graph app', 'mesh graph --reaches base', 'mesh graph --stale'],
+    example: ['mesh graph', 'mesh graph app', 'mesh graph --reaches base', 'mesh graph --stale', 'mesh graph app --at 1200'],
     exits: [5, 6, 7],
   })
     .argument('[module]', 'one module in full: versions, builds, what it is built on and what stands on it')

@@ -39,7 +39,7 @@ export const defineModule = (mesh: CommandUnknownOpts): void => {
   const module = group(mesh, 'module', 'the catalogue: modules, their definitions and what their new versions do');
   verb(module, 'register', {
     summary: 'register a module\'s definition (a new version when it changed); every problem refused at once',
-    example: ['mesh module register fixtures/modules/nats.json', 'mesh module register app.json --source mesh-git:ada/app@main'],
+    example: ['mesh module register fixtures/modules/nats.json', 'mesh module register app.json --source mesh-git:ada/app@main', 'mesh module register app.json --plan'],
     exits: [3, 4, 6],
   })
     .argument('<manifest...>', 'manifest files (JSON); several are registered in turn, each its own command')
@@ -51,7 +51,7 @@ export const defineModule = (mesh: CommandUnknownOpts): void => {
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
     .option(...WIDE_OPTION)
     .action(run(moduleList));
-  verb(module, 'show', { summary: 'one module\'s newest definition, in full', example: 'mesh module show nats --json', exits: [5, 6, 7] })
+  verb(module, 'show', { summary: 'one module\'s newest definition, in full', example: ['mesh module show nats --json', 'mesh module show nats --at 1200'], exits: [5, 6, 7] })
     .argument('<name>', 'the module')
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
     .option(...AT_OPTION)

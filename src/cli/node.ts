@@ -40,7 +40,7 @@ export const defineNode = (mesh: CommandUnknownOpts): void => {
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
     .option(...WIDE_OPTION)
     .action(run(nodeList));
-  verb(node, 'show', { summary: 'one node: what it runs, the seats it holds, what it holds back and why, its last facts', example: 'mesh node show alpha --json', exits: [5, 6, 7] })
+  verb(node, 'show', { summary: 'one node: what it runs, the seats it holds, what it holds back and why, its last facts', example: ['mesh node show alpha --json', 'mesh node show alpha --at 2026-12-04T09:00:00Z'], exits: [5, 6, 7] })
     .argument('<name>', 'the node')
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
     .option(...AT_OPTION)
@@ -58,7 +58,7 @@ export const defineNode = (mesh: CommandUnknownOpts): void => {
     .action(run((name: string, values: CommandFlags) => runCommand(output(values.json ?? false), { type: 'uncordon-node', node: name }, values.commandId, { plan: values.plan })));
   verb(node, 'remove', {
     summary: 'take a node out of the mesh: refused while modules are assigned to it, unless --drain unassigns each first; its bus identity and tokens are retired',
-    example: ['mesh node remove lab1', 'mesh node remove lab1 --drain'],
+    example: ['mesh node remove lab1', 'mesh node remove lab1 --drain', 'mesh node remove lab1 --drain --plan'],
     exits: [3, 4, 5, 6],
   })
     .argument('<name>', 'the node')

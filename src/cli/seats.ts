@@ -30,7 +30,7 @@ const currentHolder = (seat: string, node: string): Promise<AssignmentRef | null
   });
 
 export const defineSeats = (mesh: CommandUnknownOpts): void => {
-  verb(mesh, 'seats', { summary: 'every seat: its scope, what it delivers, who declared it, its holder', example: ['mesh seats', 'mesh seats --json'], exits: [6, 7] })
+  verb(mesh, 'seats', { summary: 'every seat: its scope, what it delivers, who declared it, its holder', example: ['mesh seats', 'mesh seats --json', 'mesh seats --at 1200'], exits: [6, 7] })
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
     .option(...AT_OPTION)
     .option(...WIDE_OPTION)
@@ -38,7 +38,7 @@ export const defineSeats = (mesh: CommandUnknownOpts): void => {
   const seat = group(mesh, 'seat', 'one seat: hand it over, rename it');
   verb(seat, 'handover', {
     summary: 'move a seat to another holder in one event; refused if it moved since you looked',
-    example: ['mesh seat handover mesh-git --to lab1/forge', 'mesh seat handover mesh-git --to lab1/forge --from novox/gitea'],
+    example: ['mesh seat handover mesh-git --to lab1/forge', 'mesh seat handover mesh-git --to lab1/forge --from novox/gitea', 'mesh seat handover mesh-git --to lab1/forge --plan'],
     exits: [3, 4, 5, 6],
   })
     .argument('<seat>', 'the seat, by any of its names')

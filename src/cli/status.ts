@@ -46,7 +46,7 @@ const describeProjection = (s: BuildState): string => {
 export const defineStatus = (mesh: CommandUnknownOpts): void => {
   verb(mesh, 'status', {
     summary: 'the overview: projections, nodes and what they run, machines, unheld seats, refusals, what is not known',
-    example: ['mesh status', 'mesh status --json', 'mesh status --wait 60s'],
+    example: ['mesh status', 'mesh status --json', 'mesh status --wait 60s', 'mesh status --at 1200', 'mesh status --at 2026-12-04T09:00:00Z'],
     exits: [1, 6],
   })
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
