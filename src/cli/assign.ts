@@ -21,7 +21,7 @@ const pairs = (flag: string, entries: readonly string[]): Record<string, string>
 export const defineAssign = (mesh: CommandUnknownOpts): void => {
   verb(mesh, 'assign', {
     summary: 'put a module on a node, resolving every requirement or naming every one it cannot',
-    example: ['mesh assign nats novox --hold mesh-broker', 'mesh assign gitea novox --hold mesh-git --set public-name=git.novox --pin db=novox/postgres'],
+    example: ['mesh assign nats novox --hold mesh-broker', 'mesh assign gitea novox --hold mesh-git --set public-name=git.novox --pin db=novox/postgres', 'mesh assign gitea novox --plan'],
     exits: [3, 4, 5, 6],
   })
     .argument('<module>', 'a registered module')
@@ -33,7 +33,7 @@ export const defineAssign = (mesh: CommandUnknownOpts): void => {
     .option('--command-id <id>', 'a retry with the same id acts once')
     .option(...PLAN_OPTION)
     .action(run(assignCommand));
-  verb(mesh, 'unassign', { summary: 'take a module off a node, releasing the seats it held', example: 'mesh unassign vault novox', exits: [3, 4, 5, 6] })
+  verb(mesh, 'unassign', { summary: 'take a module off a node, releasing the seats it held', example: ['mesh unassign vault novox', 'mesh unassign vault novox --plan'], exits: [3, 4, 5, 6] })
     .argument('<module>', 'the module')
     .argument('<node>', 'the node it runs on')
     .option('--command-id <id>', 'a retry with the same id acts once')

@@ -5,6 +5,8 @@ import { rolloutPolicyOf } from '../domain/builds/state.js';
 import { nodesAssigned } from '../projections/mesh/assignments.js';
 import { readRollout } from '../projections/mesh/builds.js';
 import { describeGraph } from './graph-read.js';
+import { AT_OPTION, atFlag, withMeshAt } from './at.js';
+import { graphAt } from './at-reads.js';
 import { readGraph } from '../projections/mesh/graph.js';
 import { printResult, withMesh, PLAN_OPTION } from './mesh-session.js';
 import { output } from './output.js';
@@ -23,12 +25,13 @@ export const defineBuilds = (mesh: CommandUnknownOpts): void => {
     .action(run(buildCommand));
   verb(mesh, 'graph', {
     summary: 'the module graph: each module, its newest version and whether it must be rebuilt',
-    example: ['mesh graph', 'mesh graph app', 'mesh graph --reaches base', 'mesh graph --stale'],
+    example: ['mesh graph', 'mesh graph app', 'mesh graph --reaches base', 'mesh graph --stale', 'mesh graph app --at 1200'],
     exits: [5, 6, 7],
   })
     .argument('[module]', 'one module in full: versions, builds, what it is built on and what stands on it')
     .option('--reaches <module>', 'what a change to this module reaches')
     .option('--stale', 'only what must be rebuilt, and why')
+    .option(...AT_OPTION)
     .option(...WIDE_OPTION)
     .action(run(graphCommand));
 };
@@ -74,14 +77,13 @@ export const moduleRollout = (module: string, policy: RolloutPolicy, values: Com
 /** The projections `mesh graph` reads. */
 const GRAPH_PROJECTIONS = ['modules', 'builds', 'seats'];
 
-const graphCommand = async (module: string | undefined, values: { json?: true; reaches?: string; stale?: true; output?: string }): Promise<number> => {
+const graphCommand = async (module: string | undefined, values: { json?: true; reaches?: string; stale?: true; output?: string; at?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
+  const question = values.reaches ? { kind: 'reaches' as const, module: values.reaches } : values.stale ? { kind: 'stale' as const } : module ? { kind: 'module' as const, module } : { kind: 'all' as const };
+  const at = atFlag(values.at);
+  if (at) return withMeshAt(at, async (mesh) => describeGraph(graphAt(mesh.state), question, out, mesh));
   // Answered from the projections, once they hold everything the log held when asked.
-  return withReads(GRAPH_PROJECTIONS, {}, async ({ db, schemas }) => {
-    const graph = await readGraph(db, schemas.read);
-    const question = values.reaches ? { kind: 'reaches' as const, module: values.reaches } : values.stale ? { kind: 'stale' as const } : module ? { kind: 'module' as const, module } : { kind: 'all' as const };
-    return describeGraph(graph, question, out);
-  });
+  return withReads(GRAPH_PROJECTIONS, {}, async ({ db, schemas }) => describeGraph(await readGraph(db, schemas.read), question, out));
 };
 
 export const moduleKeep = (module: string, values: CommandFlags & { reason: string }): Promise<number> =>

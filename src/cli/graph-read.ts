@@ -2,6 +2,7 @@ import { assessGraph, reachedBy, type Assessment } from '../domain/builds/graph.
 import { NotFoundError } from '../errors.js';
 import type { GraphEdge, ProjectedGraph } from '../projections/mesh/graph.js';
 import { table, type Output } from './output.js';
+import { asOfData, asOfLine, type AsOf } from './at.js';
 
 // The module graph, judged by the same rules the coordinator uses (src/domain/builds/graph.ts):
 // what this mesh holds, one module in full, what a change to a module reaches, and what must be
@@ -36,8 +37,11 @@ export const describeEdge = (edge: GraphEdge): string =>
   `${edge.target}${edge.targetDigest ? ` ${short(edge.targetDigest)}` : ''} → ${edge.producers.length > 0 ? edge.producers.join(', ') : 'no registered version produced it (yet)'}`;
 
 /** Answers one question; a module that does not exist is refused. */
-export const describeGraph = (graph: ProjectedGraph, question: GraphQuestion, out: Output): number => {
+export const describeGraph = (graph: ProjectedGraph, question: GraphQuestion, out: Output, asOf?: AsOf): number => {
   const assessments = assessGraph(graph.input);
+  // An answer about the past says which sequence it is for: first as text, as a field of the document with --json.
+  if (asOf && !out.json) out.line(asOfLine(asOf));
+  const data = (value: object | object[]): void => out.data(asOf ? (Array.isArray(value) ? { ...asOfData(asOf), modules: value } : { ...asOfData(asOf), ...value }) : value);
   const known = (module: string): void => {
     if (!graph.input.modules.has(module)) throw new NotFoundError(`no module ${module} is registered`, { field: 'module', module });
   };
@@ -45,7 +49,7 @@ export const describeGraph = (graph: ProjectedGraph, question: GraphQuestion, ou
     case 'all':
     case 'stale': {
       const rows = [...assessments.values()].filter((a) => (question.kind === 'all' ? true : a.status !== 'current' && a.status !== 'not-built'));
-      if (out.json) out.data(rows.map((a) => ({ ...a, deployed: graph.input.builds.deployed.get(a.module) ?? null, builtOn: graph.edges.filter((e) => e.source === a.module) })));
+      if (out.json) data(rows.map((a) => ({ ...a, deployed: graph.input.builds.deployed.get(a.module) ?? null, builtOn: graph.edges.filter((e) => e.source === a.module) })));
       else {
         if (rows.length === 0) out.line(question.kind === 'stale' ? 'nothing must be rebuilt' : 'no module is registered');
         // VERSION is the newest version the mesh built of it; a module it has not built has none.
@@ -56,7 +60,7 @@ export const describeGraph = (graph: ProjectedGraph, question: GraphQuestion, ou
     case 'module': {
       known(question.module);
       const { assessment: a, versions, builds, builtOn, standingOn, policy, deployed } = moduleInGraph(graph, question.module, assessments);
-      if (out.json) out.data({ ...a, policy, deployed, versions, builds, builtOn, standingOn });
+      if (out.json) data({ ...a, policy, deployed, versions, builds, builtOn, standingOn });
       else {
         out.line(`${question.module}: ${describeAssessment(a)}`);
         out.line(`  rollout: ${policy}; nodes declared to run ${deployed ?? 'no artifact of it'}`);
@@ -70,7 +74,7 @@ export const describeGraph = (graph: ProjectedGraph, question: GraphQuestion, ou
     case 'reaches': {
       known(question.module);
       const reached = reachedBy(graph.input, question.module);
-      if (out.json) out.data({ module: question.module, reaches: reached });
+      if (out.json) data({ module: question.module, reaches: reached });
       else out.line(reached.length > 0 ? `a change to ${question.module} reaches ${reached.join(', ')}` : `a change to ${question.module} reaches nothing else`);
       return 0;
     }

@@ -8,6 +8,8 @@ import { output, reportError, table } from './output.js';
 import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { moduleNames, readCatalogue, readModule } from '../projections/mesh/modules.js';
+import { AT_OPTION, atFlag, withMeshAt } from './at.js';
+import { moduleShowAt } from './at-reads.js';
 
 // mesh module register <manifest.json> [--source SRC] | list | show NAME | moved NAME COMMIT | rollout NAME POLICY | keep NAME --reason TEXT
 
@@ -37,7 +39,7 @@ export const defineModule = (mesh: CommandUnknownOpts): void => {
   const module = group(mesh, 'module', 'the catalogue: modules, their definitions and what their new versions do');
   verb(module, 'register', {
     summary: 'register a module\'s definition (a new version when it changed); every problem refused at once',
-    example: ['mesh module register fixtures/modules/nats.json', 'mesh module register app.json --source mesh-git:ada/app@main'],
+    example: ['mesh module register fixtures/modules/nats.json', 'mesh module register app.json --source mesh-git:ada/app@main', 'mesh module register app.json --plan'],
     exits: [3, 4, 6],
   })
     .argument('<manifest...>', 'manifest files (JSON); several are registered in turn, each its own command')
@@ -49,9 +51,10 @@ export const defineModule = (mesh: CommandUnknownOpts): void => {
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
     .option(...WIDE_OPTION)
     .action(run(moduleList));
-  verb(module, 'show', { summary: 'one module\'s newest definition, in full', example: 'mesh module show nats --json', exits: [5, 6, 7] })
+  verb(module, 'show', { summary: 'one module\'s newest definition, in full', example: ['mesh module show nats --json', 'mesh module show nats --at 1200'], exits: [5, 6, 7] })
     .argument('<name>', 'the module')
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .option(...AT_OPTION)
     .action(run(moduleShow));
   verb(module, 'moved', { summary: 'its repository and branch moved to COMMIT (what the mesh-git holder\'s pushed says)', example: 'mesh module moved app 3f2c1e9', exits: [3, 4, 5, 6] })
     .argument('<module>', 'the module')
@@ -109,8 +112,10 @@ const moduleList = (values: { json?: true; atLeast?: string; output?: string }):
   });
 };
 
-const moduleShow = (name: string, values: { json?: true; atLeast?: string }): Promise<number> => {
+const moduleShow = (name: string, values: { json?: true; atLeast?: string; at?: string }): Promise<number> => {
   const out = output(values.json ?? false);
+  const at = atFlag(values.at);
+  if (at) return withMeshAt(at, async (mesh) => moduleShowAt(out, mesh, name));
   return withReads(['modules'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const module = await readModule(session, name);
     if (!module) {

@@ -1,4 +1,6 @@
 import { machineOverview } from './machine-overview.js';
+import { AT_OPTION, atFlag, withMeshAt } from './at.js';
+import { nodeShowAt } from './at-reads.js';
 import { NotFoundError, RefusedError } from '../errors.js';
 import { newEnrolmentToken } from '../adapters/enrolment-tokens.js';
 import { TOKEN_TTL_MAX } from '../domain/nodes/token-limits.js';
@@ -38,9 +40,10 @@ export const defineNode = (mesh: CommandUnknownOpts): void => {
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
     .option(...WIDE_OPTION)
     .action(run(nodeList));
-  verb(node, 'show', { summary: 'one node: what it runs, the seats it holds, what it holds back and why, its last facts', example: 'mesh node show alpha --json', exits: [5, 6, 7] })
+  verb(node, 'show', { summary: 'one node: what it runs, the seats it holds, what it holds back and why, its last facts', example: ['mesh node show alpha --json', 'mesh node show alpha --at 2026-12-04T09:00:00Z'], exits: [5, 6, 7] })
     .argument('<name>', 'the node')
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .option(...AT_OPTION)
     .option(...WIDE_OPTION)
     .action(run(nodeShow));
   verb(node, 'cordon', { summary: 'the node takes no new assignment; what it runs keeps running', example: 'mesh node cordon lab1', exits: [3, 4, 5, 6] })
@@ -65,7 +68,7 @@ export const defineNode = (mesh: CommandUnknownOpts): void => {
     .action(run((name: string, domain: string, values: CommandFlags) => runCommand(output(values.json ?? false), { type: 'set-node-domain', node: name, domain }, values.commandId, { plan: values.plan })));
   verb(node, 'remove', {
     summary: 'take a node out of the mesh: refused while modules are assigned to it, unless --drain unassigns each first; its bus identity and tokens are retired',
-    example: ['mesh node remove lab1', 'mesh node remove lab1 --drain'],
+    example: ['mesh node remove lab1', 'mesh node remove lab1 --drain', 'mesh node remove lab1 --drain --plan'],
     exits: [3, 4, 5, 6],
   })
     .argument('<name>', 'the node')
@@ -105,8 +108,10 @@ const nodeList = (values: { json?: true; atLeast?: string; output?: string }): P
   });
 };
 
-const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
+const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?: string; at?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
+  const at = atFlag(values.at);
+  if (at) return withMeshAt(at, async (mesh) => nodeShowAt(out, mesh, name));
   return withReads([...new Set([...OVERVIEW_PROJECTIONS, 'facts'])], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const node = await readNode(session, name);
     if (!node) {

@@ -25,8 +25,10 @@ import { helpFooter, verbsOf } from './verbs.js';
 // what it parsed on it).
 
 const ENVIRONMENT = `Every verb takes --json (one JSON document per line on stdout); commands take --command-id ID
-(a retry with the same id acts once). Reads wait until the projections have reached the log's head,
-or --at-least SEQ (a command's reply says its seq), for MESH_READ_TIMEOUT_MS (10000).
+(a retry with the same id acts once) and --plan (say what each node's declaration would become,
+append nothing). Reads wait until the projections have reached the log's head, or --at-least SEQ
+(a command's reply says its seq), for MESH_READ_TIMEOUT_MS (10000); status, node show, seats,
+module show and graph take --at SEQ|TIME to answer as the mesh was then, folded from the log.
 
 Addresses come from MESH_NATS_URL and MESH_DATABASE_URL, else from the local stack. Commands are
 signed with MESH_OPERATOR_KEY (by default .mesh/dev/operator.key). Reads log in to PostgreSQL as
