@@ -106,6 +106,9 @@ export interface LogView {
 /** The newest events the log page shows for one query; narrower filters or `since` reach further back. */
 export const LOG_PAGE_EVENTS = 200;
 
+/** How many aggregates' histories the console keeps between refreshes. */
+const HISTORIES_KEPT = 64;
+
 export interface ConsoleSource {
   home: () => Promise<HomeView>;
   node: (name: string) => Promise<NodeView | undefined>;
@@ -119,10 +122,22 @@ export interface ConsoleSource {
 export const consoleSource = (options: ConsoleSourceOptions): ConsoleSource => {
   const views: ReadViews = { db: options.pool, view: (table) => `${ident(options.readSchema)}.${ident(table)}` };
   const seatIdOf = async (name: string): Promise<string | undefined> => (await findSeat(views, name))?.id;
+  // A page refreshed every 2 s reads only what happened since it last asked: each aggregate's
+  // history is kept (the newest few asked for) up to the log's head as it was before that read.
+  const histories = new Map<string, History & { upTo: number }>();
   const history = async (aggregate: string): Promise<History> => {
-    const passed: PassedCommit[] = [];
-    const events = await readHistory(options.log, aggregate, { onPassed: (commit) => passed.push(commit), seatIdOf });
-    return { events, passed: passed.sort((a, b) => a.seq - b.seq) };
+    const known = histories.get(aggregate);
+    const head = await options.log.headSeq();
+    if (known && known.upTo >= head) return known;
+    const passed: PassedCommit[] = [...(known?.passed ?? [])];
+    const fresh = await readHistory(options.log, aggregate, { onPassed: (commit) => void (passed.some((p) => p.seq === commit.seq) || passed.push(commit)), seatIdOf, fromSeq: (known?.upTo ?? 0) + 1 });
+    const seen = new Set((known?.events ?? []).map((e) => `${e.seq}.${e.index}`));
+    const events = [...(known?.events ?? []), ...fresh.filter((e) => !seen.has(`${e.seq}.${e.index}`))];
+    const kept = { events, passed: passed.sort((a, b) => a.seq - b.seq), upTo: head };
+    histories.delete(aggregate);
+    histories.set(aggregate, kept);
+    if (histories.size > HISTORIES_KEPT) histories.delete(histories.keys().next().value as string);
+    return kept;
   };
 
   // The overview as `mesh status` judges it: from the projections, when those it reads serve.
