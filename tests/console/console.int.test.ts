@@ -154,6 +154,7 @@ describe('the console', () => {
     await page.locator('#runs a.module', { hasText: 'greeter' }).click();
     await page.waitForURL(`${base}/modules/greeter`);
     await expect(page.locator('#runs-on').innerText()).resolves.toBe(lab);
+    await expect(page.locator('#definitions tbody tr').first().innerText()).resolves.toMatch(/^v1\s+\d+/);
     await page.locator('#contract a.seat', { hasText: 'front-desk' }).first().click();
     await page.waitForURL(`${base}/seats/front-desk`);
     await expect(page.locator('#holder').innerText()).resolves.toBe(`${lab}/greeter`);

@@ -74,6 +74,27 @@ export const ModulePage = ({ view }: { view: ModuleView }) => {
             </tr>
           </tbody>
         </table>
+        <h2>Definitions</h2>
+        <table id="definitions">
+          <Head columns={['definition', 'registered at seq', 'time (UTC)', 'by', 'digest']} />
+          <tbody>
+            {view.history.events.flatMap((event) =>
+              event.type === 'module.registered'
+                ? [
+                    <tr>
+                      <td>v{event.data.definitionVersion}</td>
+                      <td class="num">{event.seq}</td>
+                      <td>{event.time}</td>
+                      <td>{event.actor}</td>
+                      <td>
+                        <code>{event.data.digest}</code>
+                      </td>
+                    </tr>,
+                  ]
+                : [],
+            )}
+          </tbody>
+        </table>
         <h2>In the graph</h2>
         <p id="standing" class="note">{`${describeAssessment(g.assessment)}; rollout: ${g.policy}; nodes declared to run ${g.deployed ?? 'no artifact of it'}`}</p>
         {g.versions.length === 0 ? (

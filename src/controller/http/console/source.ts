@@ -108,6 +108,8 @@ export const LOG_PAGE_EVENTS = 200;
 
 /** How many aggregates' histories the console keeps between refreshes. */
 const HISTORIES_KEPT = 64;
+/** How many events the log page keeps between refreshes. */
+const EVENTS_KEPT = 2_000;
 
 export interface ConsoleSource {
   home: () => Promise<HomeView>;
@@ -125,6 +127,8 @@ export const consoleSource = (options: ConsoleSourceOptions): ConsoleSource => {
   // A page refreshed every 2 s reads only what happened since it last asked: each aggregate's
   // history is kept (the newest few asked for) up to the log's head as it was before that read.
   const histories = new Map<string, History & { upTo: number }>();
+  /** events the log page has shown, by position: fetched from the log once */
+  const shown = new Map<string, StoredEvent>();
   const history = async (aggregate: string): Promise<History> => {
     const known = histories.get(aggregate);
     const head = await options.log.headSeq();
@@ -231,7 +235,12 @@ export const consoleSource = (options: ConsoleSourceOptions): ConsoleSource => {
       const head = audit?.checkpoint ?? 0;
       const query = { ...ask, toSeq: head };
       const rows = await newestMatchingRows(views.db, views.view('audit'), query, LOG_PAGE_EVENTS);
-      const events = await eventsOf(options.logSource, rows, ask.aggregate);
+      // A commit never changes: only events not shown before are fetched from the log.
+      const key = (row: { seq: number; index: number }): string => `${row.seq}.${row.index}`;
+      const missing = rows.filter((row) => !shown.has(key(row)));
+      for (const event of await eventsOf(options.logSource, missing, ask.aggregate)) shown.set(key(event), event);
+      const events = rows.map((row) => shown.get(key(row))).filter((event): event is StoredEvent => event !== undefined);
+      for (const k of [...shown.keys()].slice(0, Math.max(0, shown.size - EVENTS_KEPT))) shown.delete(k);
       const from = rows[0]?.seq ?? ask.fromSeq;
       const passed = await voidsIn(options.logSource, { ...query, fromSeq: rows.length === LOG_PAGE_EVENTS ? from : ask.fromSeq });
       return { head, events, passed, limit: LOG_PAGE_EVENTS };
