@@ -6,7 +6,7 @@ import { nodesAssigned } from '../projections/mesh/assignments.js';
 import { readRollout } from '../projections/mesh/builds.js';
 import { describeGraph } from './graph-read.js';
 import { readGraph } from '../projections/mesh/graph.js';
-import { printResult, withMesh } from './mesh-session.js';
+import { printResult, withMesh, PLAN_OPTION } from './mesh-session.js';
 import { output } from './output.js';
 import { withReads } from './reads.js';
 import { run, verb, WIDE_OPTION } from './verbs.js';
@@ -19,6 +19,7 @@ export const defineBuilds = (mesh: CommandUnknownOpts): void => {
     .argument('<module>', 'the module to build')
     .option('--register-only', 'record the version it builds; roll it out to no node')
     .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
     .action(run(buildCommand));
   verb(mesh, 'graph', {
     summary: 'the module graph: each module, its newest version and whether it must be rebuilt',
@@ -32,10 +33,11 @@ export const defineBuilds = (mesh: CommandUnknownOpts): void => {
     .action(run(graphCommand));
 };
 
-const buildCommand = async (module: string, values: { json?: true; registerOnly?: true; commandId?: string }): Promise<number> => {
+const buildCommand = async (module: string, values: { json?: true; registerOnly?: true; commandId?: string; plan?: true }): Promise<number> => {
   const out = output(values.json ?? false);
   const registerOnly = values.registerOnly ?? false;
-  const result = await withMesh(async ({ mesh, metadata }) => mesh.execute({ type: 'submit-build', module, buildId: randomUUID(), registerOnly, requestedBy: 'operator' }, metadata(values.commandId)));
+  const result = await withMesh(async ({ mesh, metadata }) => mesh.execute({ type: 'submit-build', module, buildId: randomUUID(), registerOnly, requestedBy: 'operator' }, metadata(values.commandId)), { plan: values.plan });
+  if (result.plan) return printResult(out, result);
   // What the build will do once built, as the projections say it once they hold the submission.
   return withReads(['assignments', 'builds'], { atLeast: result.seq }, async (session) => {
     const nodes = (await nodesAssigned(session, module)).sort();
@@ -60,13 +62,14 @@ const buildCommand = async (module: string, values: { json?: true; registerOnly?
 interface CommandFlags {
   json?: true;
   commandId?: string;
+  plan?: true;
 }
 
 export const moduleMoved = (module: string, commit: string, values: CommandFlags): Promise<number> =>
-  withMesh(async ({ mesh, metadata, config }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'move-module', module, commit, heardFrom: config.actor }, metadata(values.commandId))));
+  withMesh(async ({ mesh, metadata, config }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'move-module', module, commit, heardFrom: config.actor }, metadata(values.commandId))), { plan: values.plan });
 
 export const moduleRollout = (module: string, policy: RolloutPolicy, values: CommandFlags): Promise<number> =>
-  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'set-rollout-policy', module, policy }, metadata(values.commandId))));
+  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'set-rollout-policy', module, policy }, metadata(values.commandId))), { plan: values.plan });
 
 /** The projections `mesh graph` reads. */
 const GRAPH_PROJECTIONS = ['modules', 'builds', 'seats'];
@@ -82,4 +85,4 @@ const graphCommand = async (module: string | undefined, values: { json?: true; r
 };
 
 export const moduleKeep = (module: string, values: CommandFlags & { reason: string }): Promise<number> =>
-  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'keep-version', module, reason: values.reason }, metadata(values.commandId))));
+  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'keep-version', module, reason: values.reason }, metadata(values.commandId))), { plan: values.plan });

@@ -1,3 +1,4 @@
+import { PLAN_OPTION } from './mesh-session.js';
 import { loadConfig } from '../config.js';
 import { connectAsOperator } from './bus-connection.js';
 import { heldError, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
@@ -44,6 +45,7 @@ export const defineLog = (mesh: CommandUnknownOpts): void => {
     .argument('<seq>', 'the log sequence readers are held at (`mesh status` names it)')
     .requiredOption('--reason <text>', 'why the commit is passed by')
     .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
     .action(run(voidCommand));
 };
 

@@ -3,7 +3,7 @@ import { Argument, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { ROLLOUT_POLICIES } from '../domain/builds/events.js';
 import { moduleKeep, moduleMoved, moduleRollout } from './build.js';
-import { withMesh, printResult } from './mesh-session.js';
+import { withMesh, printResult, PLAN_OPTION } from './mesh-session.js';
 import { output, reportError, table } from './output.js';
 import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import { atLeastFlag, withReads } from './reads.js';
@@ -43,6 +43,7 @@ export const defineModule = (mesh: CommandUnknownOpts): void => {
     .argument('<manifest...>', 'manifest files (JSON); several are registered in turn, each its own command')
     .option('--source <url-or-seat>', 'where it is built from: a URL, or SEAT:OWNER/REPO[@REF] (one manifest only)')
     .option('--command-id <id>', 'a retry with the same id acts once (one manifest only)')
+    .option(...PLAN_OPTION)
     .action(run(moduleRegister));
   verb(module, 'list', { summary: 'every module\'s newest definition', example: 'mesh module list', exits: [6, 7] })
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
@@ -56,20 +57,23 @@ export const defineModule = (mesh: CommandUnknownOpts): void => {
     .argument('<module>', 'the module')
     .argument('<commit>', 'the commit its branch is at now')
     .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
     .action(run(moduleMoved));
   verb(module, 'rollout', { summary: 'what a new version of it does to its nodes: roll-out, or record only', example: 'mesh module rollout app record', exits: [3, 4, 5, 6] })
     .argument('<module>', 'the module')
     .addArgument(new Argument('<policy>', 'roll-out or record').choices(ROLLOUT_POLICIES))
     .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
     .action(run(moduleRollout));
   verb(module, 'keep', { summary: 'what its nodes run is intended, though its source moved or its newest build failed', example: 'mesh module keep app --reason "v2 waits for the schema change"', exits: [3, 4, 5, 6] })
     .argument('<module>', 'the module')
     .requiredOption('--reason <text>', 'why what runs is kept')
     .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
     .action(run(moduleKeep));
 };
 
-const moduleRegister = (files: string[], values: { json?: true; source?: string; commandId?: string }): Promise<number> => {
+const moduleRegister = (files: string[], values: { json?: true; source?: string; commandId?: string; plan?: true }): Promise<number> => {
   const out = output(values.json ?? false);
   if (files.length > 1 && (values.source || values.commandId)) {
     throw new ValidationError('--source and --command-id belong to one manifest: register it on its own', { field: values.source ? '--source' : '--command-id' });
@@ -92,7 +96,7 @@ const moduleRegister = (files: string[], values: { json?: true; source?: string;
       }
     }
     return exitCode;
-  });
+  }, { plan: values.plan });
 };
 
 const moduleList = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {

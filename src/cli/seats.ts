@@ -1,7 +1,7 @@
 import { ValidationError } from '../errors.js';
 import type { AssignmentRef } from '../domain/seats/events.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { printResult, withMesh } from './mesh-session.js';
+import { printResult, withMesh, PLAN_OPTION } from './mesh-session.js';
 import { output, table } from './output.js';
 import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import { atLeastFlag, withReads } from './reads.js';
@@ -42,11 +42,13 @@ export const defineSeats = (mesh: CommandUnknownOpts): void => {
     .requiredOption('--to <node/module>', 'the assignment that takes it')
     .option('--from <node/module|none>', 'the holder you hand it over from (default: its holder now)')
     .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
     .action(run(seatHandover));
   verb(seat, 'rename', { summary: 'rename a seat; the old name keeps resolving', example: 'mesh seat rename mesh-git mesh-forge', exits: [3, 4, 5, 6] })
     .argument('<seat>', 'the seat, by any of its names')
     .argument('<new-name>', 'the name it goes by from now on')
     .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
     .action(run(seatRename));
 };
 
@@ -87,13 +89,13 @@ const seatsCommand = (values: { json?: true; atLeast?: string; output?: string }
   });
 };
 
-const seatHandover = async (seat: string, values: { json?: true; to: string; from?: string; commandId?: string }): Promise<number> => {
+const seatHandover = async (seat: string, values: { json?: true; to: string; from?: string; commandId?: string; plan?: true }): Promise<number> => {
   const out = output(values.json ?? false);
   const to = assignmentRefFlag('--to', values.to);
   // The holder this operator is handing over from: given, or as the mesh is now.
   const expectedHolder = values.from !== undefined ? (values.from === 'none' ? null : assignmentRefFlag('--from', values.from)) : await currentHolder(seat, to.node);
-  return withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute({ type: 'hand-over-seat', seat, to, expectedHolder }, metadata(values.commandId))));
+  return withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute({ type: 'hand-over-seat', seat, to, expectedHolder }, metadata(values.commandId))), { plan: values.plan });
 };
 
-const seatRename = (seat: string, newName: string, values: { json?: true; commandId?: string }): Promise<number> =>
-  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'rename-seat', seat, to: newName }, metadata(values.commandId))));
+const seatRename = (seat: string, newName: string, values: { json?: true; commandId?: string; plan?: true }): Promise<number> =>
+  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'rename-seat', seat, to: newName }, metadata(values.commandId))), { plan: values.plan });

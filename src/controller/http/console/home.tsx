@@ -28,6 +28,10 @@ export const describeFact = (fact: StoredEvent): string => {
       if (resources.length === 0) return `${where}: nothing held any more`;
       return `${where}: ${resources.length} held (${[...new Set(resources.map((r) => r.reason ?? 'no reason given'))].join('; ')})`;
     }
+    case 'fact.capabilities': {
+      const capabilities = (d.capabilities as string[] | undefined) ?? [];
+      return `${where} applies ${capabilities.length === 0 ? 'only the kinds every agent applies' : capabilities.join(', ')}`;
+    }
     default:
       return `${fact.type} ${where}`;
   }
