@@ -41,7 +41,7 @@ export interface ConsoleSourceOptions extends Omit<OverviewSourceOptions, 'mesh'
   log: EventLog<MeshEvent>;
   logSource: LogSource;
   /** the most recent facts stated, newest last */
-  recentFacts: () => StoredEvent[];
+  recentFacts: () => StoredMeshEvent[];
 }
 
 export interface HomeView {
@@ -50,7 +50,7 @@ export interface HomeView {
   nodes: { name: string; enrolled: boolean; cordoned: boolean; modules: string[] }[];
   /** what the console cannot say, as `mesh status` lists it */
   notKnown: string[];
-  facts: StoredEvent[];
+  facts: StoredMeshEvent[];
 }
 
 export interface NodeView {
