@@ -5,6 +5,7 @@ import { eventsOf, voidsIn, type LogSource } from '../../../cli/log-read.js';
 import { logAskOf, type LogFilters } from '../../../cli/log-filters.js';
 import { moduleInGraph } from '../../../cli/graph-read.js';
 import { readHistory } from '../../../cli/history.js';
+import { manifestSchema, type Manifest } from '../../../domain/catalogue/manifest.js';
 import type { Declaration } from '../../../domain/declarations/declaration.js';
 import type { StoredEvent } from '../../../domain/events/envelope.js';
 import type { MeshEvent, StoredMeshEvent } from '../../../domain/registry.js';
@@ -79,6 +80,8 @@ export interface ModuleView {
   definitionVersion: number;
   digest: string;
   manifest: unknown;
+  /** the newest definition read against the manifest schema; a problem when it does not read */
+  definition: { ok: true; manifest: Manifest } | { ok: false; problem: string };
   runsOn: string[];
   graph: ReturnType<typeof moduleInGraph>;
   history: History;
@@ -203,7 +206,9 @@ export const consoleSource = (options: ConsoleSourceOptions): ConsoleSource => {
       const module = await readModule(views, name);
       if (!module) return undefined;
       const [runsOn, graph, past] = await Promise.all([nodesAssigned(views, name), readGraph(options.pool, options.readSchema), history(`module.${name}`)]);
-      return { ...module, runsOn, graph: moduleInGraph(graph, name), history: past };
+      const parsed = manifestSchema.safeParse(module.manifest);
+      const definition = parsed.success ? { ok: true as const, manifest: parsed.data } : { ok: false as const, problem: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') };
+      return { ...module, definition, runsOn, graph: moduleInGraph(graph, name), history: past };
     },
 
     seat: async (name) => {
