@@ -154,6 +154,7 @@ describe('the console', () => {
     await page.locator('#runs a.module', { hasText: 'greeter' }).click();
     await page.waitForURL(`${base}/modules/greeter`);
     await expect(page.locator('#runs-on').innerText()).resolves.toBe(lab);
+    await expect(page.locator('#definitions tbody tr').first().innerText()).resolves.toMatch(/^v1\s+\d+/);
     await page.locator('#contract a.seat', { hasText: 'front-desk' }).first().click();
     await page.waitForURL(`${base}/seats/front-desk`);
     await expect(page.locator('#holder').innerText()).resolves.toBe(`${lab}/greeter`);
@@ -168,6 +169,11 @@ describe('the console', () => {
 
   it('shows a change made with the CLI on the open page, without a reload', async () => {
     const { page, errors } = await openPage();
+    // The overview and the log, open beside the node's page.
+    const overview = await openPage();
+    await overview.page.goto(`${base}/`);
+    const log = await openPage();
+    await log.page.goto(`${base}/log?type=node.cordoned`);
     await page.goto(`${base}/nodes/${lab}`);
     expect(await page.locator('#cordoned').count()).toBe(0);
     // Marks this page load: what appears while the mark stays came through the live part.
@@ -180,8 +186,11 @@ describe('the console', () => {
     await expect(page.locator('#history').innerText()).resolves.toContain('node.cordoned');
     expect(await page.evaluate(() => (globalThis as { loadedOnce?: boolean }).loadedOnce)).toBe(true);
     await page.screenshot({ path: join(OUTPUT, 'console-node-live.png'), fullPage: true });
-    expect(errors).toEqual([]);
-    await page.close();
+    await overview.page.locator('#nodes tbody tr', { hasText: lab }).locator('.tag', { hasText: 'cordoned' }).waitFor({ timeout: 30_000 });
+    await log.page.locator('#log tbody tr', { hasText: `node.${lab}` }).waitFor({ timeout: 30_000 });
+    await log.page.screenshot({ path: join(OUTPUT, 'console-log-live.png'), fullPage: true });
+    expect({ node: errors, overview: overview.errors, log: log.errors }).toEqual({ node: [], overview: [], log: [] });
+    for (const open of [page, overview.page, log.page]) await open.close();
   }, 120_000);
 
   it('shows markup held by the mesh as text, and a name with markup asked for as text', async () => {

@@ -1,4 +1,4 @@
-import type { StoredEvent } from '../../../domain/events/envelope.js';
+import type { StoredMeshEvent } from '../../../domain/registry.js';
 import type { NodeOverview } from '../../overview.js';
 import { Layout, Live } from './layout.js';
 import { ago, AssignmentLink, Head, HeldTable, Joined, ModuleLink, NodeLink, SeatLink } from './parts.js';
@@ -8,32 +8,25 @@ import type { HomeView } from './source.js';
 // and holds, what is held back and why, the seats, what is not known, and facts as they are stated.
 
 /** A fact in words: what changed on which node. */
-export const describeFact = (fact: StoredEvent): string => {
-  const d = fact.data as Record<string, unknown> & { node?: string; module?: string };
-  const where = `${d.node ?? '?'}${d.module ? `/${d.module}` : ''}`;
+export const describeFact = (fact: StoredMeshEvent): string => {
   switch (fact.type) {
     case 'fact.applied': {
-      const version = d.version as { definitionVersion: number } | undefined;
-      const previous = d.previous as { definitionVersion: number } | null | undefined;
-      return `${where} now runs definition ${version?.definitionVersion ?? '?'}${previous ? ` (was ${previous.definitionVersion})` : ''}`;
+      const d = fact.data;
+      return `${d.node}/${d.module} now runs definition ${d.version.definitionVersion}${d.previous ? ` (was ${d.previous.definitionVersion})` : ''}`;
     }
     case 'fact.refused':
-      return `${where}: ${String(d.resource)} refused: ${String(d.reason)}`;
+      return `${fact.data.node}/${fact.data.module}: ${fact.data.resource} refused: ${fact.data.reason}`;
     case 'fact.crash-looping':
-      return `${where}: ${String(d.resource)} crash-looping (${String(d.restarts)} restarts)`;
+      return `${fact.data.node}/${fact.data.module}: ${fact.data.resource} crash-looping (${fact.data.restarts} restarts)`;
     case 'fact.stopped':
-      return `${where} stopped`;
+      return `${fact.data.node}/${fact.data.module} stopped`;
     case 'fact.held': {
-      const resources = (d.resources as { reason?: string | null }[] | undefined) ?? [];
-      if (resources.length === 0) return `${where}: nothing held any more`;
-      return `${where}: ${resources.length} held (${[...new Set(resources.map((r) => r.reason ?? 'no reason given'))].join('; ')})`;
-    }
-    case 'fact.capabilities': {
-      const capabilities = (d.capabilities as string[] | undefined) ?? [];
-      return `${where} applies ${capabilities.length === 0 ? 'only the kinds every agent applies' : capabilities.join(', ')}`;
+      const { node, module, resources } = fact.data;
+      if (resources.length === 0) return `${node}/${module}: nothing held any more`;
+      return `${node}/${module}: ${resources.length} held (${[...new Set(resources.map((r) => r.reason ?? 'no reason given'))].join('; ')})`;
     }
     default:
-      return `${fact.type} ${where}`;
+      return 'node' in fact.data ? `${fact.type} ${fact.data.node}` : fact.type;
   }
 };
 

@@ -7,17 +7,10 @@ import type { ModuleView } from './source.js';
 // provides, requires and declares, where it runs, and its place in the graph: standing, versions,
 // the edges it is built on and those that stand on it.
 
-interface ManifestShape {
-  description?: string;
-  provides?: { provision: string }[];
-  requires?: { name: string; contract: string; provider: string; seat?: string }[];
-  seats?: { name: string; scope: string }[];
-  canHold?: string[];
-}
+const EMPTY = { provides: [], requires: [], seats: [], canHold: [] } as const;
 
 export const ModulePage = ({ view }: { view: ModuleView }) => {
-  // The definition was checked against the manifest schema when it was registered; shown, not trusted.
-  const manifest = (typeof view.manifest === 'object' && view.manifest !== null ? view.manifest : {}) as ManifestShape;
+  const manifest = view.definition.ok ? view.definition.manifest : { ...EMPTY, description: undefined };
   const g = view.graph;
   return (
     <Layout title={`module ${view.name} — the mesh`}>
@@ -26,6 +19,7 @@ export const ModulePage = ({ view }: { view: ModuleView }) => {
       </h1>
       <Live url={`/modules/${encodeURIComponent(view.name)}`}>
         <p id="description" class="note">{manifest.description ?? ''}</p>
+        {view.definition.ok ? null : <p class="banner">{`Its definition does not read as a manifest: ${view.definition.problem}`}</p>}
         <p id="definition" class="note">
           {`definition v${view.definitionVersion}, `}
           <code>{view.digest}</code>
@@ -39,12 +33,12 @@ export const ModulePage = ({ view }: { view: ModuleView }) => {
           <tbody>
             <tr>
               <th>provides</th>
-              <td>{(manifest.provides ?? []).map((p) => p.provision).join(', ') || '–'}</td>
+              <td>{manifest.provides.map((p) => p.provision).join(', ') || '–'}</td>
             </tr>
             <tr>
               <th>requires</th>
               <td>
-                {(manifest.requires ?? []).map((r, i) => (
+                {manifest.requires.map((r, i) => (
                   <>
                     {i > 0 ? ', ' : ''}
                     {`${r.name} (${r.contract} from ${r.provider}`}
@@ -57,21 +51,42 @@ export const ModulePage = ({ view }: { view: ModuleView }) => {
                     )
                   </>
                 ))}
-                {(manifest.requires ?? []).length === 0 ? '–' : null}
+                {manifest.requires.length === 0 ? '–' : null}
               </td>
             </tr>
             <tr>
               <th>declares seats</th>
               <td>
-                <Joined items={(manifest.seats ?? []).map((s) => <><SeatLink name={s.name} /> ({s.scope})</>)} none="none" />
+                <Joined items={manifest.seats.map((s) => <><SeatLink name={s.name} /> ({s.scope})</>)} none="none" />
               </td>
             </tr>
             <tr>
               <th>can hold</th>
               <td>
-                <Joined items={(manifest.canHold ?? []).map((s) => <SeatLink name={s} />)} none="none" />
+                <Joined items={manifest.canHold.map((claim) => <SeatLink name={typeof claim === 'string' ? claim : claim.seat} />)} none="none" />
               </td>
             </tr>
+          </tbody>
+        </table>
+        <h2>Definitions</h2>
+        <table id="definitions">
+          <Head columns={['definition', 'registered at seq', 'time (UTC)', 'by', 'digest']} />
+          <tbody>
+            {view.history.events.flatMap((event) =>
+              event.type === 'module.registered'
+                ? [
+                    <tr>
+                      <td>v{event.data.definitionVersion}</td>
+                      <td class="num">{event.seq}</td>
+                      <td>{event.time}</td>
+                      <td>{event.actor}</td>
+                      <td>
+                        <code>{event.data.digest}</code>
+                      </td>
+                    </tr>,
+                  ]
+                : [],
+            )}
           </tbody>
         </table>
         <h2>In the graph</h2>

@@ -5,6 +5,7 @@ import { eventsOf, voidsIn, type LogSource } from '../../../cli/log-read.js';
 import { logAskOf, type LogFilters } from '../../../cli/log-filters.js';
 import { moduleInGraph } from '../../../cli/graph-read.js';
 import { readHistory } from '../../../cli/history.js';
+import { manifestSchema, type Manifest } from '../../../domain/catalogue/manifest.js';
 import type { Declaration } from '../../../domain/declarations/declaration.js';
 import type { StoredEvent } from '../../../domain/events/envelope.js';
 import type { MeshEvent, StoredMeshEvent } from '../../../domain/registry.js';
@@ -41,7 +42,7 @@ export interface ConsoleSourceOptions extends Omit<OverviewSourceOptions, 'mesh'
   log: EventLog<MeshEvent>;
   logSource: LogSource;
   /** the most recent facts stated, newest last */
-  recentFacts: () => StoredEvent[];
+  recentFacts: () => StoredMeshEvent[];
 }
 
 export interface HomeView {
@@ -50,7 +51,7 @@ export interface HomeView {
   nodes: { name: string; enrolled: boolean; cordoned: boolean; modules: string[] }[];
   /** what the console cannot say, as `mesh status` lists it */
   notKnown: string[];
-  facts: StoredEvent[];
+  facts: StoredMeshEvent[];
 }
 
 export interface NodeView {
@@ -79,6 +80,8 @@ export interface ModuleView {
   definitionVersion: number;
   digest: string;
   manifest: unknown;
+  /** the newest definition read against the manifest schema; a problem when it does not read */
+  definition: { ok: true; manifest: Manifest } | { ok: false; problem: string };
   runsOn: string[];
   graph: ReturnType<typeof moduleInGraph>;
   history: History;
@@ -106,6 +109,11 @@ export interface LogView {
 /** The newest events the log page shows for one query; narrower filters or `since` reach further back. */
 export const LOG_PAGE_EVENTS = 200;
 
+/** How many aggregates' histories the console keeps between refreshes. */
+const HISTORIES_KEPT = 64;
+/** How many events the log page keeps between refreshes. */
+const EVENTS_KEPT = 2_000;
+
 export interface ConsoleSource {
   home: () => Promise<HomeView>;
   node: (name: string) => Promise<NodeView | undefined>;
@@ -119,10 +127,24 @@ export interface ConsoleSource {
 export const consoleSource = (options: ConsoleSourceOptions): ConsoleSource => {
   const views: ReadViews = { db: options.pool, view: (table) => `${ident(options.readSchema)}.${ident(table)}` };
   const seatIdOf = async (name: string): Promise<string | undefined> => (await findSeat(views, name))?.id;
+  // A page refreshed every 2 s reads only what happened since it last asked: each aggregate's
+  // history is kept (the newest few asked for) up to the log's head as it was before that read.
+  const histories = new Map<string, History & { upTo: number }>();
+  /** events the log page has shown, by position: fetched from the log once */
+  const shown = new Map<string, StoredEvent>();
   const history = async (aggregate: string): Promise<History> => {
-    const passed: PassedCommit[] = [];
-    const events = await readHistory(options.log, aggregate, { onPassed: (commit) => passed.push(commit), seatIdOf });
-    return { events, passed: passed.sort((a, b) => a.seq - b.seq) };
+    const known = histories.get(aggregate);
+    const head = await options.log.headSeq();
+    if (known && known.upTo >= head) return known;
+    const passed: PassedCommit[] = [...(known?.passed ?? [])];
+    const fresh = await readHistory(options.log, aggregate, { onPassed: (commit) => void (passed.some((p) => p.seq === commit.seq) || passed.push(commit)), seatIdOf, fromSeq: (known?.upTo ?? 0) + 1 });
+    const seen = new Set((known?.events ?? []).map((e) => `${e.seq}.${e.index}`));
+    const events = [...(known?.events ?? []), ...fresh.filter((e) => !seen.has(`${e.seq}.${e.index}`))];
+    const kept = { events, passed: passed.sort((a, b) => a.seq - b.seq), upTo: head };
+    histories.delete(aggregate);
+    histories.set(aggregate, kept);
+    if (histories.size > HISTORIES_KEPT) histories.delete(histories.keys().next().value as string);
+    return kept;
   };
 
   // The overview as `mesh status` judges it: from the projections, when those it reads serve.
@@ -184,7 +206,9 @@ export const consoleSource = (options: ConsoleSourceOptions): ConsoleSource => {
       const module = await readModule(views, name);
       if (!module) return undefined;
       const [runsOn, graph, past] = await Promise.all([nodesAssigned(views, name), readGraph(options.pool, options.readSchema), history(`module.${name}`)]);
-      return { ...module, runsOn, graph: moduleInGraph(graph, name), history: past };
+      const parsed = manifestSchema.safeParse(module.manifest);
+      const definition = parsed.success ? { ok: true as const, manifest: parsed.data } : { ok: false as const, problem: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') };
+      return { ...module, definition, runsOn, graph: moduleInGraph(graph, name), history: past };
     },
 
     seat: async (name) => {
@@ -216,7 +240,12 @@ export const consoleSource = (options: ConsoleSourceOptions): ConsoleSource => {
       const head = audit?.checkpoint ?? 0;
       const query = { ...ask, toSeq: head };
       const rows = await newestMatchingRows(views.db, views.view('audit'), query, LOG_PAGE_EVENTS);
-      const events = await eventsOf(options.logSource, rows, ask.aggregate);
+      // A commit never changes: only events not shown before are fetched from the log.
+      const key = (row: { seq: number; index: number }): string => `${row.seq}.${row.index}`;
+      const missing = rows.filter((row) => !shown.has(key(row)));
+      for (const event of await eventsOf(options.logSource, missing, ask.aggregate)) shown.set(key(event), event);
+      const events = rows.map((row) => shown.get(key(row))).filter((event): event is StoredEvent => event !== undefined);
+      for (const k of [...shown.keys()].slice(0, Math.max(0, shown.size - EVENTS_KEPT))) shown.delete(k);
       const from = rows[0]?.seq ?? ask.fromSeq;
       const passed = await voidsIn(options.logSource, { ...query, fromSeq: rows.length === LOG_PAGE_EVENTS ? from : ask.fromSeq });
       return { head, events, passed, limit: LOG_PAGE_EVENTS };
