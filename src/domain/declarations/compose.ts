@@ -212,8 +212,9 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
   for (const file of manifest.resources.files) {
     resources.push({ key: key(file.name), module, kind: 'file', path: files.get(file.name) ?? '', content: fillerAt(`resources.files.${file.name}.template`)(file.template), mode: file.mode });
   }
+  const secretOwner = readerOf(manifest);
   for (const secret of answers.secrets.values()) {
-    resources.push({ key: key(`secret-${secret.requirement}`), module, kind: 'secret', secret: secret.name, path: answers.paths.get(secret.requirement) ?? '', vault: secret.holder });
+    resources.push({ key: key(`secret-${secret.requirement}`), module, kind: 'secret', secret: secret.name, path: answers.paths.get(secret.requirement) ?? '', owner: secretOwner, vault: secret.holder });
   }
   if (busIdentity) resources.push(busIdentity);
 
@@ -290,6 +291,13 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
  * of a mesh-bus requirement): a module that never names its credential could not find the file,
  * and a key nobody reads is one more secret on a disk. Its user on the server exists either way.
  */
+/** The one user a module's processes and containers run as, who alone may read its secrets; null (the agent's own) when they do not agree on one. */
+const readerOf = (manifest: Manifest): string | null => {
+  const users = new Set([...manifest.resources.processes, ...manifest.resources.containers].map((p) => p.user ?? null));
+  const [owner = null] = users.size === 1 ? users : [];
+  return owner;
+};
+
 const busIdentityOf = (manifest: Manifest, root: string, assignment: AssignmentState): Extract<Resource, { kind: 'bus-identity' }> | undefined => {
   const declared = JSON.stringify(manifest.resources);
   const reads = manifest.requires.some((r) => r.contract === 'mesh-bus' && declared.includes(`\${${r.name}.credential}`));
