@@ -12,6 +12,7 @@ import { heldBy, seatById } from '../seats/state.js';
 import type { Problem } from '../refusal.js';
 import type { DeclaredAssignment, Resource } from './declaration.js';
 import { deployedDigestOf } from '../builds/state.js';
+import { secretsAppliedBy } from '../secrets/wanted.js';
 
 // What one node must run now, composed from the mesh as the log says it is. Requirements are
 // resolved here, at composition (design 27), against the assignments and holders of this moment,
@@ -29,6 +30,9 @@ export type Composition = { ok: true; declaration: ComposedDeclaration } | { ok:
 
 /** Where the mesh keeps a module's secrets on a node: plumbing, not a module-visible choice. */
 const secretPath = (root: string, module: string, requirement: string): string => `${root}/.mesh/${module}/secrets/${requirement}`;
+
+/** Where a provider finds the secret it makes for a consumer (`<node>-<module>`), to apply it. */
+export const consumerSecretPath = (root: string, module: string, consumer: string): string => `${root}/.mesh/${module}/consumers/${consumer}`;
 
 /** Where a module's identity on the bus lands on its node; `${bus.credential}` is this path. */
 export const busIdentityPath = (root: string, module: string): string => `${root}/.mesh/${module}/bus-identity.json`;
@@ -215,6 +219,11 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
   const secretOwner = readerOf(manifest);
   for (const secret of answers.secrets.values()) {
     resources.push({ key: key(`secret-${secret.requirement}`), module, kind: 'secret', secret: secret.name, path: answers.paths.get(secret.requirement) ?? '', owner: secretOwner, vault: secret.holder });
+  }
+  // A provider that makes each consumer a secret applies it (creates the login): the vault delivers it here too (ADR 0113).
+  for (const applied of secretsAppliedBy(state, assignment)) {
+    const consumer = `${applied.consumer.node}-${applied.consumer.module}`;
+    resources.push({ key: key(`consumer-${consumer}`), module, kind: 'secret', secret: applied.secret, path: consumerSecretPath(root, module, consumer), owner: secretOwner, vault: applied.holder });
   }
   if (busIdentity) resources.push(busIdentity);
 
