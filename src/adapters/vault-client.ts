@@ -17,7 +17,8 @@ const ask = async (nc: NatsConnection, subject: string, body: unknown, timeoutMs
   try {
     return JSON.parse((await nc.request(subject, JSON.stringify(body), { timeout: timeoutMs })).string());
   } catch (cause) {
-    throw new UnavailableError(`no vault answered: ${(cause as Error).message}`, what, { cause });
+    // The same words however it failed (no responders, a timeout): an agent's hold states its reason once, not per pass.
+    throw new UnavailableError('no vault answered', { ...what, detail: (cause as Error).message }, { cause });
   }
 };
 

@@ -3,6 +3,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
 import { askBusIdentity } from '../adapters/bus-identity-client.js';
 import { hostKey, nodeIdentity } from '../adapters/enrolment-client.js';
+import { fetchSecret } from '../adapters/vault-client.js';
 import { connectNats } from '../adapters/nats/connect.js';
 import type { ModuleBusIdentity } from '../domain/bus/module-identity.js';
 import { hostInbox } from '../domain/bus/users.js';
@@ -125,7 +126,7 @@ export class Agent {
           file: fileDriver(context),
           region: regionDriver(context),
           service: serviceDriver(context, commandServiceManager(this.options.serviceManager ?? serviceManagerCommand())),
-          secret: secretDriver(context),
+          secret: secretDriver(context, (secret) => this.fetchSecret(secret)),
           'bus-identity': busIdentityDriver(context, (module) => this.askBusIdentity(module)),
           process: this.processes,
           'run-once': this.steps,
@@ -209,6 +210,12 @@ export class Agent {
   private askBusIdentity(module: string): Promise<ModuleBusIdentity> {
     if (!this.nc || !this.connected) return Promise.reject(new UnavailableError('the agent is not connected to the bus', { module }));
     return askBusIdentity(this.nc, { node: this.node, module, prefix: this.wire.prefix, sealingSecretKey: nodeIdentity(this.folder.dir).secretKey });
+  }
+
+  /** A secret from the vault, asked as this node (signed with its host key), opened with the key it enrolled with. */
+  private fetchSecret(secret: string): Promise<{ version: number; value: string }> {
+    if (!this.nc || !this.connected) return Promise.reject(new UnavailableError('the agent is not connected to the bus', { secret }));
+    return fetchSecret(this.nc, { node: this.node, secret, prefix: this.wire.prefix, hostKey: hostKey(this.folder.dir), sealingSecretKey: nodeIdentity(this.folder.dir).secretKey });
   }
 
   private async publishReport(report: Report): Promise<void> {

@@ -52,9 +52,12 @@ export interface ServiceRecord extends RecordBase {
   triggers: string;
 }
 
+/** `written`: sha256 of the file as the agent wrote it from the vault's answer; `version`: the secret's version it holds. */
 export interface SecretRecord extends RecordBase {
   kind: 'secret';
   path: string;
+  written?: string;
+  version?: number;
 }
 
 /** `written`: sha256 of the identity file as the agent wrote it from the controller's answer. */

@@ -14,10 +14,10 @@ import type { DeclaredAssignment, Resource } from './declaration.js';
 import { deployedDigestOf } from '../builds/state.js';
 import { statedCapabilities } from '../facts/state.js';
 import { needsCapability } from './capabilities.js';
-
 import { proxyHolder } from '../routes/grants.js';
 import { grantsOf } from '../routes/state.js';
 import { proxyResources, publicUrl } from '../routes/table.js';
+import { secretsAppliedBy } from '../secrets/wanted.js';
 
 // What one node must run now, composed from the mesh as the log says it is. Requirements are
 // resolved here, at composition (design 27), against the assignments and holders of this moment,
@@ -35,6 +35,9 @@ export type Composition = { ok: true; declaration: ComposedDeclaration } | { ok:
 
 /** Where the mesh keeps a module's secrets on a node: plumbing, not a module-visible choice. */
 const secretPath = (root: string, module: string, requirement: string): string => `${root}/.mesh/${module}/secrets/${requirement}`;
+
+/** Where a provider finds the secret it makes for a consumer (`<node>-<module>`), to apply it. */
+export const consumerSecretPath = (root: string, module: string, consumer: string): string => `${root}/.mesh/${module}/consumers/${consumer}`;
 
 /** Where a module's identity on the bus lands on its node; `${bus.credential}` is this path. */
 export const busIdentityPath = (root: string, module: string): string => `${root}/.mesh/${module}/bus-identity.json`;
@@ -240,8 +243,14 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
   for (const service of manifest.resources.services) {
     resources.push({ key: key(service.name), module, kind: 'service', unit: service.unit, state: service.state ?? null, enabled: service.enabled ?? null, reloadOn: service.reloadOn.map(key) });
   }
+  const secretOwner = readerOf(manifest);
   for (const secret of answers.secrets.values()) {
-    resources.push({ key: key(`secret-${secret.requirement}`), module, kind: 'secret', secret: secret.name, path: answers.paths.get(secret.requirement) ?? '', vault: secret.holder });
+    resources.push({ key: key(`secret-${secret.requirement}`), module, kind: 'secret', secret: secret.name, path: answers.paths.get(secret.requirement) ?? '', owner: secretOwner, vault: secret.holder });
+  }
+  // A provider that makes each consumer a secret applies it (creates the login): the vault delivers it here too (ADR 0113).
+  for (const applied of secretsAppliedBy(state, assignment)) {
+    const consumer = `${applied.consumer.node}-${applied.consumer.module}`;
+    resources.push({ key: key(`consumer-${consumer}`), module, kind: 'secret', secret: applied.secret, path: consumerSecretPath(root, module, consumer), owner: secretOwner, vault: applied.holder });
   }
   if (busIdentity) resources.push(busIdentity);
 
@@ -318,6 +327,13 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
  * of a mesh-bus requirement): a module that never names its credential could not find the file,
  * and a key nobody reads is one more secret on a disk. Its user on the server exists either way.
  */
+/** The one user a module's processes and containers run as, who alone may read its secrets; null (the agent's own) when they do not agree on one. */
+const readerOf = (manifest: Manifest): string | null => {
+  const users = new Set([...manifest.resources.processes, ...manifest.resources.containers].map((p) => p.user ?? null));
+  const [owner = null] = users.size === 1 ? users : [];
+  return owner;
+};
+
 const busIdentityOf = (manifest: Manifest, root: string, assignment: AssignmentState): Extract<Resource, { kind: 'bus-identity' }> | undefined => {
   const declared = JSON.stringify(manifest.resources);
   const reads = manifest.requires.some((r) => r.contract === 'mesh-bus' && declared.includes(`\${${r.name}.credential}`));
@@ -377,7 +393,7 @@ export const composeDeclaration = (state: MeshState, node: string): Composition 
     if (held.length > 0) continue;
     // The holder of mesh-proxy is told every route of the mesh, in the routes file (ADR 0108).
     const proxy = proxyHolder(state);
-    if (proxy?.node === node && proxy.module === assignment.module) composed.resources.push(...proxyResources(state, { root: nodeNamed(state.nodes, node)?.root ?? '/var/lib/mesh', module: assignment.module }));
+    if (proxy?.node === node && proxy.module === assignment.module) composed.resources.push(...proxyResources(state, { root: nodeNamed(state.nodes, node)?.root ?? '/var/lib/mesh', module: assignment.module, owner: readerOf(module.manifest) }));
     declared.push(composed);
   }
   if (problems.length > 0) return { ok: false, node, problems };

@@ -65,6 +65,8 @@ export const secretResource = z.strictObject({
   kind: z.literal('secret'),
   secret: name,
   path: z.string().regex(/^\//),
+  /** the user the module's processes run as, who alone may read it (0600); null is the agent's own */
+  owner: z.string().nullable(),
   vault: z.strictObject({ node: name, module: name }),
 });
 

@@ -6,6 +6,8 @@ import { nodeNamed } from '../nodes/state.js';
 import { seatById, seatNamed } from '../seats/state.js';
 import { proxyHolder } from '../routes/grants.js';
 import { hasGrants } from '../routes/state.js';
+import { perConsumerProvider } from '../secrets/wanted.js';
+import type { AssignmentState } from '../assignments/state.js';
 
 // Which nodes' declarations an event can change, as a controller-runtime reconciler maps a watched
 // object to the keys it enqueues. A node's declaration is composed from its own record (root,
@@ -40,6 +42,8 @@ export class DeclarationInputs {
   private readonly readers = new Map<string, Set<string>>();
   /** module → the provisions its manifest provided when last seen, so a registration that drops one still reaches its consumers */
   private readonly provided = new Map<string, string[]>();
+  /** consumer assignment → the nodes of the providers that apply its per-consumer secrets */
+  private readonly appliers = new Map<string, string[]>();
   /** node → where it was last placed, so a node added again somewhere else is told apart from a new one */
   private readonly placed = new Map<string, { address: string | null; root: string }>();
 
@@ -104,7 +108,12 @@ export class DeclarationInputs {
       case 'assignment.created':
       case 'assignment.removed': {
         const data = event.data;
-        return { nodes: [data.node], inputs: [...this.provisionsOf(state, data.module).map(provisionKey), ...(this.routesOf(state, data.module) ? [ROUTES] : [])], all: false };
+        // A provider that makes this consumer a secret applies it: its node is declared it too (and undeclared it).
+        const key = `${data.node}/${data.module}`;
+        const appliers = event.type === 'assignment.created' ? secretAppliersOf(event.data) : (this.appliers.get(key) ?? []);
+        if (event.type === 'assignment.created' && appliers.length > 0) this.appliers.set(key, appliers);
+        else this.appliers.delete(key);
+        return { nodes: [data.node, ...appliers], inputs: [...this.provisionsOf(state, data.module).map(provisionKey), ...(this.routesOf(state, data.module) ? [ROUTES] : [])], all: false };
       }
       case 'route.public-name-granted':
         // `${route:…}` of the module on its node, and the routes file.
@@ -168,3 +177,11 @@ export class DeclarationInputs {
     return provisions;
   }
 }
+
+/** The nodes of the providers that apply a consumer's per-consumer secrets. */
+const secretAppliersOf = (assignment: AssignmentState): string[] =>
+  assignment.resolutions.flatMap((resolution) => {
+    if (resolution.answer.kind !== 'secret') return [];
+    const provider = perConsumerProvider(assignment, { ...resolution, answer: resolution.answer });
+    return provider && provider.node !== assignment.node ? [provider.node] : [];
+  });

@@ -124,12 +124,12 @@ export const routesTable = (state: MeshState, proxy: { root: string; module: str
   return { file: { version: 1, entries }, secrets: [...secrets.values()].sort((a, b) => compareText(a.name, b.name)) };
 };
 
-/** The proxy's resources on its node: the routes file in a directory of its own, and its routes' secrets (delivered by the vault, as any secret). */
-export const proxyResources = (state: MeshState, proxy: { root: string; module: string }): Resource[] => {
+/** The proxy's resources on its node: the routes file in a directory of its own, and its routes' secrets (delivered by the vault, as any secret, readable only by the user the proxy's processes run as). */
+export const proxyResources = (state: MeshState, proxy: { root: string; module: string; owner: string | null }): Resource[] => {
   const { file, secrets } = routesTable(state, proxy);
   return [
     { key: `${proxy.module}/routes-directory`, module: proxy.module, kind: 'directory', path: routesDirectory(proxy.root, proxy.module), owner: null, mode: '0755' },
     { key: `${proxy.module}/routes`, module: proxy.module, kind: 'file', path: routesFilePath(proxy.root, proxy.module), content: `${JSON.stringify(file, null, 2)}\n`, mode: '0644' },
-    ...secrets.map((s): Resource => ({ key: `${proxy.module}/route-secret-${s.name.replaceAll('/', '.')}`, module: proxy.module, kind: 'secret', secret: s.name, path: s.path, vault: s.vault })),
+    ...secrets.map((s): Resource => ({ key: `${proxy.module}/route-secret-${s.name.replaceAll('/', '.')}`, module: proxy.module, kind: 'secret', secret: s.name, path: s.path, owner: proxy.owner, vault: s.vault })),
   ];
 };

@@ -1,4 +1,4 @@
-import { allAssignments, type AssignmentState } from '../assignments/state.js';
+import { allAssignments, answeredBy, type AssignmentState } from '../assignments/state.js';
 import type { Resolution } from '../assignments/events.js';
 import type { MeshState } from '../mesh/state.js';
 
@@ -49,6 +49,13 @@ export const wantedSecrets = (state: MeshState): Map<string, WantedSecret> => {
   return wanted;
 };
 
-/** The per-consumer secrets a provider applies: those its consumers present. */
-export const secretsAppliedBy = (state: MeshState, provider: { node: string; module: string }): WantedSecret[] =>
-  [...wantedSecrets(state).values()].filter((w) => w.provider?.node === provider.node && w.provider.module === provider.module);
+/** The per-consumer secrets a provider applies: one for each consumer it answers that presents one. Costs what it finds. */
+export const secretsAppliedBy = (state: MeshState, provider: { node: string; module: string }): { secret: string; consumer: { node: string; module: string }; contract: string; holder: SecretAnswer['holder'] }[] =>
+  answeredBy(state.assignments, provider).flatMap((consumer) =>
+    consumer.resolutions.filter(isSecret).flatMap((resolution) => {
+      const applier = perConsumerProvider(consumer, resolution);
+      return applier && applier.node === provider.node && applier.module === provider.module
+        ? [{ secret: resolution.answer.name, consumer: { node: consumer.node, module: consumer.module }, contract: applier.contract, holder: resolution.answer.holder }]
+        : [];
+    }),
+  );
