@@ -1,6 +1,6 @@
 import { afterEach, describe, it } from '@jest/globals';
 import { appendUnderKills, expectKeptAll, judge, KILL_EVERY_MS, WRITERS } from '../helpers/append-faults.js';
-import { report, sleep } from '../helpers/faults.js';
+import { cleanupsAfter, report, sleep } from '../helpers/faults.js';
 import { openTestLog } from '../helpers/log.js';
 import { scratchCluster } from '../helpers/scratch-cluster.js';
 import { scratchNats } from '../helpers/scratch-nats.js';
@@ -12,16 +12,13 @@ import { scratchNats } from '../helpers/scratch-nats.js';
 // MESH_FAULT_APPENDS=100000 runs the full size (docs/operations.md).
 
 describe('acknowledged appends while servers are killed', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-  });
+  const cleanup = cleanupsAfter(afterEach);
 
   it('keeps every acknowledged append once and in order, a single server killed every few seconds', async () => {
     const server = await scratchNats('kill-single');
-    cleanups.push(() => server.remove());
+    cleanup(() => server.remove());
     const t = await openTestLog({ url: server.url });
-    cleanups.push(() => t.close());
+    cleanup(() => t.close());
     const run = await appendUnderKills(t, async () => {
       await server.kill();
       await server.restart();
@@ -36,9 +33,9 @@ describe('acknowledged appends while servers are killed', () => {
 
   it('keeps every acknowledged append once and in order, a member of a three-server cluster killed every few seconds', async () => {
     const cluster = await scratchCluster('kill-cluster');
-    cleanups.push(() => cluster.remove());
+    cleanup(() => cluster.remove());
     const t = await openTestLog({ url: cluster.url, replicas: 3 });
-    cleanups.push(() => t.close());
+    cleanup(() => t.close());
     let next = 0;
     const run = await appendUnderKills(t, async () => {
       // One member at a time: killed, then started again and current before the next is killed.

@@ -6,7 +6,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { projectRoot } from '../../src/config.js';
 import { appendUnderKills, expectKeptAll, judge, KILL_EVERY_MS, WRITERS } from '../helpers/append-faults.js';
-import { report, sleep } from '../helpers/faults.js';
+import { cleanupsAfter, report, sleep } from '../helpers/faults.js';
 import { openTestLog } from '../helpers/log.js';
 import { canMakeNamespaces, netnsCluster } from '../helpers/netns-cluster.js';
 
@@ -20,31 +20,28 @@ import { canMakeNamespaces, netnsCluster } from '../helpers/netns-cluster.js';
 const CUT_GRACE_MS = 1_500;
 
 describe('a partition of a three-server cluster', () => {
-  const cleanups: (() => Promise<unknown>)[] = [];
-  afterAll(async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-  });
+  const cleanup = cleanupsAfter(afterAll);
 
   it('the majority goes on and keeps every acknowledged append; the cut-off member acknowledges nothing', async () => {
     // CI runs as root; a run without it cannot make the namespaces and says so rather than pass.
     expect({ root: canMakeNamespaces(), why: 'network namespaces and veth pairs need root' }).toEqual({ root: true, why: 'network namespaces and veth pairs need root' });
     const cluster = await netnsCluster();
-    cleanups.push(() => cluster.remove());
+    cleanup(() => cluster.remove());
     const minority = 2;
     const t = await openTestLog({ url: [cluster.url(0), cluster.url(1)].join(','), replicas: 3 });
-    cleanups.push(() => t.close());
+    cleanup(() => t.close());
 
     // A replicated stream the minority's client publishes to, beside the log.
     const probeSubject = `probe.${cluster.id}`;
     const admin = await connect({ servers: cluster.url(0) });
-    cleanups.push(() => admin.close());
+    cleanup(() => admin.close());
     await (await jetstreamManager(admin)).streams.add({ name: `PROBE_${cluster.id}`, subjects: [probeSubject], num_replicas: 3 });
     const tries: { at: number; acked?: number; ackedAt?: number; refused?: string }[] = [];
     const appender: ChildProcess = spawn('ip', ['netns', 'exec', cluster.namespace(minority), process.execPath, '--import', 'tsx', join(projectRoot, 'tests/faults/fixtures/minority-appender.ts'), cluster.url(minority), probeSubject], {
       cwd: projectRoot,
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    cleanups.push(async () => appender.kill('SIGKILL'));
+    cleanup(async () => appender.kill('SIGKILL'));
     createInterface({ input: appender.stdout as NonNullable<ChildProcess['stdout']> }).on('line', (line) => tries.push(JSON.parse(line) as (typeof tries)[number]));
 
     const cuts: { from: number; to: number }[] = [];

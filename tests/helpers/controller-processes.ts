@@ -40,8 +40,9 @@ export interface ControllerProcess {
 export const WRITER_TAKEN = 'this controller is the mesh writer';
 export const WRITER_SERVING = 'serving as the mesh writer';
 
-export const openControllersMesh = async (settings: { leaseMs: number; env?: Record<string, string> }) => {
-  const t: TestMesh = await openTestMesh();
+/** `url` and `replicas`: a bus of the test's own (a scratch cluster) instead of the test stack's. */
+export const openControllersMesh = async (settings: { leaseMs: number; env?: Record<string, string>; url?: string; replicas?: number }) => {
+  const t: TestMesh = await openTestMesh({ ...(settings.url ? { url: settings.url } : {}), ...(settings.replicas ? { replicas: settings.replicas } : {}) });
   const dir = join(meshHome(), 'tmp', uniqueName('writers-'));
   mkdirSync(dir, { recursive: true });
   writePrivateJson(join(dir, 'controller.key'), t.controllerKey);
@@ -53,7 +54,7 @@ export const openControllersMesh = async (settings: { leaseMs: number; env?: Rec
   const start = async (): Promise<ControllerProcess> => {
     const httpPort = await freePort();
     const env = {
-      MESH_NATS_URL: testNatsUrl(),
+      MESH_NATS_URL: settings.url ?? testNatsUrl(),
       MESH_DATABASE_URL: process.env.MESH_DATABASE_URL ?? '',
       MESH_NAME: t.names.prefix,
       MESH_SUBJECT_PREFIX: t.names.prefix,
