@@ -175,6 +175,11 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
     const seats = begun.held ? { held: begun.held } : await defineSystemSeats(mesh, { meshName: config.meshName, actor: 'controller' });
     const held = begun.held ?? seats.held;
     if (held) logger.error({ seq: held.seq, aggregate: held.aggregate, problem: held.problem }, `the log holds readers at seq ${held.seq}; the controller starts and serves reads, and decides nothing until an operator voids it`);
+    // Commands first: they need only the view and the writer, and a takeover is measured to them.
+    // What follows from them (declarations, bus users) is composed once the controller's first pass
+    // runs, a moment later, as after any start.
+    tools.serveAsWriter();
+    logger.info({ component: 'writer-lease' }, 'serving as the mesh writer');
     const controller = new Controller(nc, view, log, {
       names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix, replicas: config.replicas },
       actor: 'controller',
@@ -221,7 +226,6 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
     });
     await builds.start();
     writing.push(builds);
-    tools.serveAsWriter();
   };
   let leaseLost: string | undefined;
   const stopping = new Promise<void>((resolve) => {

@@ -22,3 +22,12 @@ export const p50AndMax = (values: readonly number[]): { p50: number; max: number
   const sorted = [...values].sort((a, b) => a - b);
   return { p50: sorted[Math.floor((sorted.length - 1) / 2)] ?? 0, max: sorted[sorted.length - 1] ?? 0 };
 };
+
+/** What a test set up, taken down after it in reverse order (`after` is jest's afterEach or afterAll), whatever failed. */
+export const cleanupsAfter = (after: (fn: () => Promise<void>) => void): ((cleanup: () => Promise<unknown>) => void) => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  after(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+  });
+  return (cleanup) => void cleanups.push(cleanup);
+};

@@ -69,11 +69,11 @@ class ControllerProcess extends Controller {
   }
 }
 
-export const openTestMesh = async (options: { url?: string; identity?: BusIdentity; name?: string; onStored?: (seq: number) => void } = {}) => {
+export const openTestMesh = async (options: { url?: string; identity?: BusIdentity; name?: string; onStored?: (seq: number) => void; replicas?: number } = {}) => {
   const name = options.name ?? uniqueName('t');
   const names = testMeshNames(name);
   /** the same names as the build coordinator and the stream assertions take them */
-  const replicas = options.url ? 1 : testReplicas();
+  const replicas = options.replicas ?? (options.url ? 1 : testReplicas());
   const streamNames: ControlStreamNames = { nodes: names.nodesStream, control: names.controlStream, prefix: names.prefix, replicas };
   const nc = await connectNats(options.url ?? testNatsUrl(), { name: `test-mesh-${name}`, persistent: true, ...(options.identity ? { identity: options.identity } : {}) });
   const jsm: JetStreamManager = await jetstreamManager(nc);

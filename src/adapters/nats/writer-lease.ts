@@ -39,6 +39,8 @@ export interface WriterLeaseOptions {
   /** copies the bus keeps of the lease's stream (streamReplicas): 1 when absent */
   replicas?: number;
   logger: Logger;
+  /** how a renewal is published: JetStream's publish unless given (a test slows its answer) */
+  publish?: JetStreamClient['publish'];
 }
 
 const WRONG_LAST_SEQUENCE = new Set([10071, 10164]);
@@ -167,7 +169,8 @@ export class WriterLease {
   private async claim(expected: number): Promise<number | undefined> {
     if (expected < 0) return undefined;
     try {
-      const ack = await this.js.publish(this.options.subject, JSON.stringify({ holder: this.options.holder, at: new Date().toISOString() }), {
+      const publish = this.options.publish ?? ((...args: Parameters<JetStreamClient['publish']>) => this.js.publish(...args));
+      const ack = await publish(this.options.subject, JSON.stringify({ holder: this.options.holder, at: new Date().toISOString() }), {
         expect: { lastSequence: expected },
         timeout: Math.max(500, this.options.renewMs),
       });
