@@ -12,6 +12,7 @@ import { factEvents } from './facts/events.js';
 import { operatorEvents } from './operators/operators.js';
 import { projectionEvents } from './projections/events.js';
 import { seatEvents } from './seats/events.js';
+import { trustEvents } from './trust/events.js';
 
 const meshEventDefinitions = [
   ...meshEvents,
@@ -26,6 +27,7 @@ const meshEventDefinitions = [
   ...operatorEvents,
   ...projectionEvents,
   ...logEvents,
+  ...trustEvents,
 ];
 
 /** Every event of the mesh at its current version: `type` says which, and `data` is as its schema parses it. */

@@ -19,6 +19,8 @@ const MODULE = 'module:';
 const moduleKey = (module: string): string => `${MODULE}${module}`;
 const provisionKey = (provision: string): string => `provision:${provision}`;
 const seatKey = (seat: string): string => `seat:${seat}`;
+/** the mesh's trust root, read by every node with a trust anchor */
+const TRUST_ROOT = 'trust:root';
 
 /** What one event changes among the declarations' inputs: nodes to compose again, inputs whose readers must be, or everything. */
 export interface Touched {
@@ -45,6 +47,7 @@ export class DeclarationInputs {
     for (const assignment of assignmentsOn(state.assignments, node)) {
       inputs.add(moduleKey(assignment.module));
       const manifest = manifestOf(state.catalogue, assignment.module);
+      if ((manifest?.resources.trustAnchors.length ?? 0) > 0) inputs.add(TRUST_ROOT);
       for (const requirement of manifest?.requires ?? []) {
         inputs.add(provisionKey(requirement.contract));
         if (requirement.seat) inputs.add(seatKey(seatNamed(state.seats, requirement.seat)?.id ?? requirement.seat));
@@ -136,6 +139,8 @@ export class DeclarationInputs {
         const module = event.data.module;
         return { nodes: [], inputs: [moduleKey(module)], all: false };
       }
+      case 'trust.root-set':
+        return { nodes: [], inputs: [TRUST_ROOT], all: false };
       default:
         return NOTHING;
     }

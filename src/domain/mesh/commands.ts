@@ -23,11 +23,12 @@ import {
 import { decideEnrolNode, decideIssueEnrolmentToken, enrolNodeSchema, issueEnrolmentTokenSchema, type EnrolNode, type IssueEnrolmentToken } from '../nodes/enrolment.js';
 import { addOperatorSchema, decideAddOperator, decideRevokeOperator, revokeOperatorSchema, type AddOperator, type RevokeOperator } from '../operators/operators.js';
 import { decideDefineSystemSeat, decideHandOverSeat, decideRenameSeat, defineSystemSeatSchema, handOverSeatSchema, renameSeatSchema, type DefineSystemSeat, type HandOverSeat, type RenameSeat } from '../seats/decider.js';
+import { decideSetTrustRoot, setTrustRootSchema, type SetTrustRoot } from '../trust/decider.js';
 import type { MeshState } from './state.js';
 
 // Every command the mesh takes, and the one place that routes it to its rule.
 
-export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | CordonNode | UncordonNode | RemoveNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit;
+export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | CordonNode | UncordonNode | RemoveNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit | SetTrustRoot;
 
 /** Every command's schema, told apart by `type`: a command body as it arrives is read against the one its type names. */
 export const meshCommandSchema = z.discriminatedUnion('type', [
@@ -52,6 +53,7 @@ export const meshCommandSchema = z.discriminatedUnion('type', [
   addOperatorSchema,
   revokeOperatorSchema,
   voidCommitSchema,
+  setTrustRootSchema,
 ]);
 
 /**
@@ -102,6 +104,8 @@ export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decis
       return decideRevokeOperator(command, state);
     case 'void-commit':
       return decideVoidCommit(command);
+    case 'set-trust-root':
+      return decideSetTrustRoot(command, state);
     case 'move-source':
     case 'move-module':
     case 'submit-build':

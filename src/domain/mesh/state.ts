@@ -9,6 +9,7 @@ import { factsSlice } from '../facts/state.js';
 import { nodesSlice } from '../nodes/state.js';
 import { operatorsSlice } from '../operators/state.js';
 import { seatsSlice } from '../seats/state.js';
+import { trustSlice } from '../trust/state.js';
 
 // The mesh as the log says it is: a composition of slices, each folding the events it declared
 // (src/domain/<slice>/state.ts). The composition itself keeps only what belongs to the log: the
@@ -24,6 +25,7 @@ const slices = {
   builds: buildsSlice,
   facts: factsSlice,
   declarations: declarationsSlice,
+  trust: trustSlice,
 };
 
 type SliceName = keyof typeof slices;
@@ -49,6 +51,7 @@ export const emptyMeshState = (): MeshState => ({
   builds: slices.builds.empty(),
   facts: slices.facts.empty(),
   declarations: slices.declarations.empty(),
+  trust: slices.trust.empty(),
 });
 
 type Fold = (state: MeshState, event: StoredMeshEvent) => void;
@@ -71,6 +74,7 @@ const foldsByType: ReadonlyMap<MeshEventType, readonly Fold[]> = (() => {
     partOf(slices.builds, (state) => state.builds),
     partOf(slices.facts, (state) => state.facts),
     partOf(slices.declarations, (state) => state.declarations),
+    partOf(slices.trust, (state) => state.trust),
   ]) {
     for (const type of types) table.set(type, [...(table.get(type) ?? []), fold]);
   }
