@@ -21,6 +21,7 @@ import type { DriverContext } from './drivers/driver.js';
 import { fileDriver } from './drivers/file.js';
 import { regionDriver } from './drivers/region.js';
 import { serviceDriver } from './drivers/service.js';
+import { trustAnchorDriver, trustStore, type TrustStore } from './drivers/trust-anchor.js';
 import { commandServiceManager, serviceManagerCommand } from './service-manager.js';
 import { processDriver, type ProcessDriver } from './drivers/process.js';
 import { runOnceDriver, type RunOnceDriver } from './drivers/run-once.js';
@@ -63,6 +64,8 @@ export interface AgentOptions {
   capabilities?: readonly string[];
   /** the service manager's command, as its words (service-manager.ts): systemctl unless MESH_SERVICE_MANAGER says otherwise */
   serviceManager?: readonly string[];
+  /** where the machine's trust anchors go and how its bundles are refreshed: MESH_TRUST_DIR and MESH_TRUST_REFRESH, else Debian's */
+  trustStore?: TrustStore;
   /** every report, as it is handed to the outbox */
   onReport?: (report: Report) => void;
 }
@@ -125,6 +128,7 @@ export class Agent {
           directory: directoryDriver(context),
           file: fileDriver(context),
           region: regionDriver(context),
+          'trust-anchor': trustAnchorDriver(context, this.options.trustStore ?? trustStore()),
           service: serviceDriver(context, commandServiceManager(this.options.serviceManager ?? serviceManagerCommand())),
           secret: secretDriver(context, (secret) => this.fetchSecret(secret)),
           'bus-identity': busIdentityDriver(context, (module) => this.askBusIdentity(module)),

@@ -22,6 +22,7 @@ export interface Drivers {
   file: Driver<'file'>;
   region: Driver<'region'>;
   service: ServiceDriver;
+  'trust-anchor': Driver<'trust-anchor'>;
   secret: Driver<'secret'>;
   'bus-identity': Driver<'bus-identity'>;
   process: ProcessDriver;
@@ -29,7 +30,7 @@ export interface Drivers {
   container: Driver<'container'>;
 }
 
-const STOPS_FIRST: Record<ResourceRecord['kind'], number> = { process: 0, container: 0, 'run-once': 0, service: 0, file: 1, region: 1, secret: 1, 'bus-identity': 1, directory: 2 };
+const STOPS_FIRST: Record<ResourceRecord['kind'], number> = { process: 0, container: 0, 'run-once': 0, service: 0, file: 1, region: 1, 'trust-anchor': 1, secret: 1, 'bus-identity': 1, directory: 2 };
 
 export class Reconciler {
   constructor(
@@ -73,6 +74,8 @@ export class Reconciler {
         return this.drivers.region.undeclare(record);
       case 'service':
         return this.drivers.service.undeclare(record);
+      case 'trust-anchor':
+        return this.drivers['trust-anchor'].undeclare(record);
       case 'secret':
         return this.drivers.secret.undeclare(record);
       case 'bus-identity':
@@ -121,6 +124,8 @@ export class Reconciler {
         const triggers = sha256Digest(resource.reloadOn.map((key) => byKey.get(key)?.digest ?? null));
         return this.drivers.service.apply({ ...common, resource, triggers, record: found as Extract<ResourceRecord, { kind: 'service' }> | undefined });
       }
+      case 'trust-anchor':
+        return this.drivers['trust-anchor'].apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'trust-anchor' }> | undefined });
       case 'secret':
         return this.drivers.secret.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'secret' }> | undefined });
       case 'bus-identity':

@@ -52,6 +52,14 @@ export interface ServiceRecord extends RecordBase {
   triggers: string;
 }
 
+/** `refreshed`: whether the machine's bundles were rebuilt after it was last written. */
+export interface TrustAnchorRecord extends RecordBase {
+  kind: 'trust-anchor';
+  path: string;
+  written: string;
+  refreshed: boolean;
+}
+
 /** `written`: sha256 of the file as the agent wrote it from the vault's answer; `version`: the secret's version it holds. */
 export interface SecretRecord extends RecordBase {
   kind: 'secret';
@@ -101,6 +109,6 @@ export interface ContainerRecord extends RecordBase {
   name: string;
 }
 
-export type ResourceRecord = DirectoryRecord | FileRecord | RegionRecord | ServiceRecord | SecretRecord | BusIdentityRecord | ProcessRecord | RunOnceRecord | ContainerRecord;
+export type ResourceRecord = DirectoryRecord | FileRecord | RegionRecord | ServiceRecord | TrustAnchorRecord | SecretRecord | BusIdentityRecord | ProcessRecord | RunOnceRecord | ContainerRecord;
 
 export type RecordOf<K extends ResourceKind> = Extract<ResourceRecord, { kind: K }>;

@@ -38,6 +38,9 @@ export const resourceIdentity = (resource: Resource, digests: ReadonlyMap<string
     // A unit is what it is whatever its settings: a renamed id, or a changed state, acts on the same unit (ADR 0118).
     case 'service':
       return `service:${resource.unit}`;
+    // Its file is named for its key (the agent decides where): a rotated root is the same anchor, rewritten.
+    case 'trust-anchor':
+      return `trust-anchor:${resource.key}`;
     case 'process':
     case 'container':
       return sha256Digest({ self: resourceDigest(resource), restartOn: resource.restartOn.map((key) => digests.get(key) ?? null) });

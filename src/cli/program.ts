@@ -17,6 +17,7 @@ import { defineOperator } from './operator.js';
 import { TABLE_WIDTH } from './output.js';
 import { defineProjections } from './projections.js';
 import { defineSeats } from './seats.js';
+import { defineTrust } from './trust.js';
 import { defineStatus } from './status.js';
 import { defineVault } from './vault.js';
 import { helpFooter, verbsOf } from './verbs.js';
@@ -88,7 +89,7 @@ export const meshProgram = (): Command => {
     .configureOutput({ outputError: () => undefined })
     .showSuggestionAfterError(true)
     .configureHelp({ helpWidth: TABLE_WIDTH });
-  for (const define of [defineDev, defineLog, defineHistory, defineOperator, defineAudit, defineModule, defineEvents, defineSeats, defineStatus, defineNode, defineAssign, defineBuilds, defineBuilder, defineVault, defineController, defineAgent, defineProjections, defineCompletion]) {
+  for (const define of [defineDev, defineLog, defineHistory, defineOperator, defineAudit, defineModule, defineEvents, defineSeats, defineTrust, defineStatus, defineNode, defineAssign, defineBuilds, defineBuilder, defineVault, defineController, defineAgent, defineProjections, defineCompletion]) {
     define(program);
   }
   // `mesh --help` lists every verb and sub-verb, not only the first words.

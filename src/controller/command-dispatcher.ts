@@ -44,6 +44,7 @@ export const OPERATOR_COMMANDS: ReadonlySet<string> = new Set<MeshCommand['type'
   'set-rollout-policy',
   'keep-version',
   'void-commit',
+  'set-trust-root',
 ]);
 
 export class CommandDispatcher {

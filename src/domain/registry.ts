@@ -13,8 +13,8 @@ import { operatorEvents } from './operators/operators.js';
 import { projectionEvents } from './projections/events.js';
 import { seatEvents } from './seats/events.js';
 import { secretEvents } from './secrets/events.js';
-
 import { routeEvents } from './routes/events.js';
+import { trustEvents } from './trust/events.js';
 
 const meshEventDefinitions = [
   ...meshEvents,
@@ -30,8 +30,8 @@ const meshEventDefinitions = [
   ...projectionEvents,
   ...logEvents,
   ...secretEvents,
-
   ...routeEvents,
+  ...trustEvents,
 ];
 
 /** Every event of the mesh at its current version: `type` says which, and `data` is as its schema parses it. */

@@ -46,6 +46,7 @@ const meaningOf = (state: MeshState): Record<string, unknown> => ({
   commands: state.commands.recent,
   versions: state.versions,
   declarationRefusals: state.declarations.refusals,
+  trust: state.trust,
   enrolmentTokens: state.nodes.tokens,
   operators: state.operators.byName,
   builds: state.builds,

@@ -26,6 +26,8 @@ export interface AgentMesh {
   events(aggregate: string): Promise<StoredMeshEvent[]>;
   /** the log stream's last sequence: a refusal leaves it where it was */
   logHead(): Promise<number>;
+  /** the log's last sequence once nothing has been appended for a second (agents' facts settled) */
+  quietHead(): Promise<number>;
   /** the newest event of `type` satisfying `test`, once there is one */
   eventWhere(aggregate: string, type: string, test?: (event: StoredMeshEvent) => boolean, timeoutMs?: number): Promise<StoredMeshEvent>;
   close(): Promise<void>;
@@ -63,6 +65,15 @@ export const openAgentMesh = async (): Promise<AgentMesh> => {
     assign: (module, node) => t.run({ type: 'assign', module, node, hold: [], pins: {}, values: {}, placements: {} }),
     events,
     logHead: async () => (await t.jsm.streams.info(t.names.logStream)).state.last_seq,
+    quietHead: async () => {
+      const head = async (): Promise<number> => (await t.jsm.streams.info(t.names.logStream)).state.last_seq;
+      for (let last = await head(); ; ) {
+        await new Promise((r) => setTimeout(r, 1_000));
+        const now = await head();
+        if (now === last) return now;
+        last = now;
+      }
+    },
     eventWhere: (aggregate, type, test = () => true, timeoutMs) =>
       waitFor(`${type} on ${aggregate}`, async () => [...(await events(aggregate))].reverse().find((e) => e.type === type && test(e)), timeoutMs),
     close: async () => {

@@ -59,7 +59,7 @@ describe('a service from the manifest to the machine and back', () => {
   });
 
   it('refuses a service naming a unit twice or reloading on what the module does not write, appending nothing', async () => {
-    const head = await m.logHead();
+    const head = await m.quietHead();
     const bad = manifest({ greeting: 'hi', filterName: 'filter' });
     bad.resources.services.push({ name: 'again', unit: 'runtime.service', state: 'running', reloadOn: ['app-ini'] });
     await expect(m.t.run({ type: 'register-module', manifest: bad })).rejects.toThrow(/resources\.services\.3\.unit[\s\S]*runtime\.service is already resources\.services\.0\.unit[\s\S]*resources\.services\.3\.reloadOn\.0[\s\S]*"app-ini" is no file or region of this module \(it has daemon-json\)/);

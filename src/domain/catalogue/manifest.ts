@@ -166,6 +166,14 @@ export const serviceSchema = z.strictObject({
   reloadOn: z.array(z.string()).default([]),
 });
 
+/**
+ * Issue 129 of the seeds: the mesh's root certificate placed where the machine's TLS clients look.
+ * The module that makes a machine one of the private network declares it, so exactly those
+ * machines trust the mesh's authority; what it carries is the root the operator set (`mesh trust
+ * root`), never a value of the manifest.
+ */
+export const trustAnchorSchema = z.strictObject({ name: name('a trust anchor name') });
+
 /** ADR 0135: one entrypoint that prepares the module's state before what it gates starts. */
 export const prepareSchema = z.strictObject({
   command: z.array(z.string()).min(1),
@@ -180,6 +188,7 @@ export const resourcesSchema = z.strictObject({
   runOnce: z.array(runOnceSchema).default([]),
   regions: z.array(regionSchema).default([]),
   services: z.array(serviceSchema).default([]),
+  trustAnchors: z.array(trustAnchorSchema).default([]),
   prepare: prepareSchema.optional(),
 });
 
@@ -205,7 +214,7 @@ export const manifestSchema = z.strictObject({
   uses: z.array(z.string().min(1)).default([]),
   /** routes the module contributes, each with its policy (ADR 0007, 0108); absent is none */
   routes: z.array(routeSchema).optional(),
-  resources: resourcesSchema.default({ containers: [], processes: [], directories: [], files: [], runOnce: [], regions: [], services: [] }),
+  resources: resourcesSchema.default({ containers: [], processes: [], directories: [], files: [], runOnce: [], regions: [], services: [], trustAnchors: [] }),
   build: buildSchema.optional(),
 });
 

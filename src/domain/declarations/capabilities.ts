@@ -6,7 +6,7 @@ import type { ResourceKind } from './declaration.js';
 // withholds the declaration instead, and says why (declaration.refused), until the node's agent
 // reports the capability. The kinds every agent has applied from the start need none.
 
-export const CAPABILITY_KINDS = ['region', 'service'] as const satisfies readonly ResourceKind[];
+export const CAPABILITY_KINDS = ['region', 'service', 'trust-anchor'] as const satisfies readonly ResourceKind[];
 
 export type Capability = (typeof CAPABILITY_KINDS)[number];
 

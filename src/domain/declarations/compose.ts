@@ -18,6 +18,7 @@ import { proxyHolder } from '../routes/grants.js';
 import { grantsOf } from '../routes/state.js';
 import { proxyResources, publicUrl } from '../routes/table.js';
 import { secretsAppliedBy } from '../secrets/wanted.js';
+import { currentTrustRoot } from '../trust/state.js';
 
 // What one node must run now, composed from the mesh as the log says it is. Requirements are
 // resolved here, at composition (design 27), against the assignments and holders of this moment,
@@ -238,6 +239,11 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
   }
   for (const region of manifest.resources.regions) {
     resources.push({ key: key(region.name), module, kind: 'region', path: region.file, content: fillerAt(`resources.regions.${region.name}.template`)(region.template), at: region.at });
+  }
+  for (const anchor of manifest.resources.trustAnchors) {
+    const root = currentTrustRoot(state.trust);
+    if (root) resources.push({ key: key(anchor.name), module, kind: 'trust-anchor', certificate: root.certificate, fingerprint: root.fingerprint });
+    else held.push({ what: `resources.trustAnchors.${anchor.name}`, why: 'the mesh has no root certificate to trust yet', remedy: 'set it: mesh trust root CERTIFICATE.pem (the root of the authority that issues the mesh\'s certificates)' });
   }
   // After the files and regions they reload on, so a pass writes the setting before it reloads.
   for (const service of manifest.resources.services) {

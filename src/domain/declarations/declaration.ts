@@ -59,6 +59,17 @@ export const serviceResource = z.strictObject({
   reloadOn: z.array(z.string()),
 });
 
+/**
+ * The mesh's root certificate, for the agent to place in the machine's trust directory and refresh
+ * its bundles (issue 129). Public material; the agent decides where, the declaration says what.
+ */
+export const trustAnchorResource = z.strictObject({
+  ...base,
+  kind: z.literal('trust-anchor'),
+  certificate: z.string().min(1),
+  fingerprint: z.string().regex(/^sha256:[0-9a-f]{64}$/),
+});
+
 /** A secret is named and where it must land is said; its value travels sealed, never here. */
 export const secretResource = z.strictObject({
   ...base,
@@ -137,7 +148,7 @@ export const runOnceResource = z.strictObject({
   after: z.array(z.string()),
 });
 
-export const resourceSchema = z.discriminatedUnion('kind', [directoryResource, fileResource, regionResource, serviceResource, secretResource, busIdentityResource, processResource, containerResource, runOnceResource]);
+export const resourceSchema = z.discriminatedUnion('kind', [directoryResource, fileResource, regionResource, serviceResource, trustAnchorResource, secretResource, busIdentityResource, processResource, containerResource, runOnceResource]);
 
 export const declaredAssignment = z.strictObject({
   module: name,

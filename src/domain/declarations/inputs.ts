@@ -25,6 +25,8 @@ const provisionKey = (provision: string): string => `provision:${provision}`;
 const seatKey = (seat: string): string => `seat:${seat}`;
 /** every route of the mesh: what the routes file on mesh-proxy's node is composed from */
 const ROUTES = 'routes';
+/** the mesh's trust root, read by every node with a trust anchor */
+const TRUST_ROOT = 'trust:root';
 
 /** What one event changes among the declarations' inputs: nodes to compose again, inputs whose readers must be, or everything. */
 export interface Touched {
@@ -53,6 +55,7 @@ export class DeclarationInputs {
     for (const assignment of assignmentsOn(state.assignments, node)) {
       inputs.add(moduleKey(assignment.module));
       const manifest = manifestOf(state.catalogue, assignment.module);
+      if ((manifest?.resources.trustAnchors.length ?? 0) > 0) inputs.add(TRUST_ROOT);
       for (const requirement of manifest?.requires ?? []) {
         inputs.add(provisionKey(requirement.contract));
         if (requirement.seat) inputs.add(seatKey(seatNamed(state.seats, requirement.seat)?.id ?? requirement.seat));
@@ -160,6 +163,8 @@ export class DeclarationInputs {
         const module = event.data.module;
         return { nodes: [], inputs: [moduleKey(module)], all: false };
       }
+      case 'trust.root-set':
+        return { nodes: [], inputs: [TRUST_ROOT], all: false };
       default:
         return NOTHING;
     }

@@ -44,10 +44,13 @@ describe('planning a command against the mesh', () => {
     expect(mesh.refusal({ type: 'unassign', module: 'gitea', node: 'lab1' }).length).toBeGreaterThan(0);
   });
 
-  it('says nothing of a node whose declaration would not change', () => {
-    const result = plan(foundation(), assignGitea);
-    // novox's provisions answer gitea, but what novox is told to run stays the same.
-    expect(result.nodes.map((n) => n.node)).toEqual(['lab1']);
+  it('says nothing of a node whose declaration would not change, and names the provider\'s node only for the consumer\'s secret it applies', () => {
+    const result = plan(foundation().node('spare'), assignGitea);
+    // spare runs nothing and is told nothing new; novox's postgres is told the login it makes for gitea, and nothing else.
+    expect(result.nodes.map((n) => n.node)).toEqual(['lab1', 'novox']);
+    const novox = result.nodes.find((n) => n.node === 'novox');
+    const changes = novox?.modules.flatMap((m) => m.resources.filter((r) => r.change !== 'unchanged').map((r) => [m.module, r.key, r.change]));
+    expect(changes).toEqual([['postgres', expect.stringContaining('gitea'), 'added']]);
   });
 
   it('decides steps in turn: a drain unassigns, then the node is removed and left absent', () => {

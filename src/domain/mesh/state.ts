@@ -10,8 +10,8 @@ import { nodesSlice } from '../nodes/state.js';
 import { operatorsSlice } from '../operators/state.js';
 import { seatsSlice } from '../seats/state.js';
 import { secretsSlice } from '../secrets/state.js';
-
 import { routesSlice } from '../routes/state.js';
+import { trustSlice } from '../trust/state.js';
 
 // The mesh as the log says it is: a composition of slices, each folding the events it declared
 // (src/domain/<slice>/state.ts). The composition itself keeps only what belongs to the log: the
@@ -28,8 +28,8 @@ const slices = {
   facts: factsSlice,
   declarations: declarationsSlice,
   secrets: secretsSlice,
-
   routes: routesSlice,
+  trust: trustSlice,
 };
 
 type SliceName = keyof typeof slices;
@@ -56,8 +56,8 @@ export const emptyMeshState = (): MeshState => ({
   facts: slices.facts.empty(),
   declarations: slices.declarations.empty(),
   secrets: slices.secrets.empty(),
-
   routes: slices.routes.empty(),
+  trust: slices.trust.empty(),
 });
 
 type Fold = (state: MeshState, event: StoredMeshEvent) => void;
@@ -81,8 +81,8 @@ const foldsByType: ReadonlyMap<MeshEventType, readonly Fold[]> = (() => {
     partOf(slices.facts, (state) => state.facts),
     partOf(slices.declarations, (state) => state.declarations),
     partOf(slices.secrets, (state) => state.secrets),
-
     partOf(slices.routes, (state) => state.routes),
+    partOf(slices.trust, (state) => state.trust),
   ]) {
     for (const type of types) table.set(type, [...(table.get(type) ?? []), fold]);
   }
