@@ -13,6 +13,7 @@ import { operatorEvents } from './operators/operators.js';
 import { projectionEvents } from './projections/events.js';
 import { seatEvents } from './seats/events.js';
 import { routeEvents } from './routes/events.js';
+import { answerEvents } from './answers/events.js';
 
 const meshEventDefinitions = [
   ...meshEvents,
@@ -28,6 +29,7 @@ const meshEventDefinitions = [
   ...projectionEvents,
   ...logEvents,
   ...routeEvents,
+  ...answerEvents,
 ];
 
 /** Every event of the mesh at its current version: `type` says which, and `data` is as its schema parses it. */

@@ -25,10 +25,11 @@ import { addOperatorSchema, decideAddOperator, decideRevokeOperator, revokeOpera
 import { decideDefineSystemSeat, decideHandOverSeat, decideRenameSeat, defineSystemSeatSchema, handOverSeatSchema, renameSeatSchema, type DefineSystemSeat, type HandOverSeat, type RenameSeat } from '../seats/decider.js';
 import type { MeshState } from './state.js';
 import { decideSetNodeDomain, setNodeDomainSchema, type SetNodeDomain } from '../routes/decider.js';
+import { answerConsumerSchema, decideAnswerConsumer, type AnswerConsumer } from '../answers/decider.js';
 
 // Every command the mesh takes, and the one place that routes it to its rule.
 
-export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | CordonNode | UncordonNode | RemoveNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit | SetNodeDomain;
+export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | CordonNode | UncordonNode | RemoveNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit | SetNodeDomain | AnswerConsumer;
 
 /** Every command's schema, told apart by `type`: a command body as it arrives is read against the one its type names. */
 export const meshCommandSchema = z.discriminatedUnion('type', [
@@ -54,6 +55,7 @@ export const meshCommandSchema = z.discriminatedUnion('type', [
   revokeOperatorSchema,
   voidCommitSchema,
   setNodeDomainSchema,
+  answerConsumerSchema,
 ]);
 
 /**
@@ -106,6 +108,8 @@ export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decis
       return decideVoidCommit(command);
     case 'set-node-domain':
       return decideSetNodeDomain(command, state);
+    case 'answer-consumer':
+      return decideAnswerConsumer(command, state);
     case 'move-source':
     case 'move-module':
     case 'submit-build':
