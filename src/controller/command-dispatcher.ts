@@ -33,6 +33,7 @@ export const OPERATOR_COMMANDS: ReadonlySet<string> = new Set<MeshCommand['type'
   'uncordon-node',
   'remove-node',
   'set-node-domain',
+  'answer-consumer',
   'assign',
   'unassign',
   'issue-enrolment-token',

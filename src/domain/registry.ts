@@ -15,6 +15,7 @@ import { seatEvents } from './seats/events.js';
 import { secretEvents } from './secrets/events.js';
 import { routeEvents } from './routes/events.js';
 import { trustEvents } from './trust/events.js';
+import { answerEvents } from './answers/events.js';
 
 const meshEventDefinitions = [
   ...meshEvents,
@@ -32,6 +33,7 @@ const meshEventDefinitions = [
   ...secretEvents,
   ...routeEvents,
   ...trustEvents,
+  ...answerEvents,
 ];
 
 /** Every event of the mesh at its current version: `type` says which, and `data` is as its schema parses it. */

@@ -15,6 +15,8 @@ import { deployedDigestOf } from '../builds/state.js';
 import { statedCapabilities } from '../facts/state.js';
 import { needsCapability } from './capabilities.js';
 import { proxyHolder } from '../routes/grants.js';
+import { answerFor } from '../answers/state.js';
+import { derivedLogin } from '../answers/login.js';
 import { grantsOf } from '../routes/state.js';
 import { proxyResources, publicUrl } from '../routes/table.js';
 import { secretsAppliedBy } from '../secrets/wanted.js';
@@ -73,7 +75,7 @@ const providerAnswers = (
   const { resolutions } = resolveRequirements(state, input, manifest.requires);
   const own = answersOf(state, nodeNamed(state.nodes, provider.node)?.root ?? '/var/lib/mesh', provider.module, resolutions, false);
   // Who is asking: a provider that makes something per consumer names it by the consumer's identity.
-  own.values.set('consumer.name', `${consumer.node}-${consumer.module}`).set('consumer.node', consumer.node).set('consumer.module', consumer.module);
+  own.values.set('consumer.name', `${consumer.node}-${consumer.module}`).set('consumer.node', consumer.node).set('consumer.module', consumer.module).set('consumer.login', derivedLogin(consumer.node, consumer.module));
   const noSecrets = (): undefined => undefined;
   for (const [field, template] of Object.entries(templates)) {
     const missing: string[] = [];
@@ -137,6 +139,7 @@ const answersOf = (state: MeshState, root: string, module: string, resolutions: 
 
 const REFERENCE = /\$\{([a-z][a-z0-9-]*)(?:\.([A-Za-z0-9_-]+))?\}/g;
 const ROUTE_REFERENCE_ANYWHERE = /\$\{route:([a-z0-9-]+)\}/g;
+const BOUND_REFERENCE_ANYWHERE = /\$\{bound:([a-z][a-z0-9-]*)\.([A-Za-z0-9_-]+)\}/g;
 
 /**
  * Fills `${requirement}` / `${requirement.field}`. A secret stays a marker naming the secret, for
@@ -198,7 +201,23 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
       }
       return url ?? whole;
     });
-  const fillerAt = (where: string, inside?: ReadonlyMap<string, string>) => (text: string): string => fill(routesFilled(where)(text), answers, secretName, unfilled(where), inside);
+  // issue 124: `${bound:REQ.FIELD}` is what the provider answering REQ derived for this consumer and
+  // answered; until it has, the declaration waits, naming what for — never an empty value.
+  const boundFilled = (where: string) => (text: string): string =>
+    text.replace(BOUND_REFERENCE_ANYWHERE, (whole, requirement: string, field: string) => {
+      const answer = resolutions.find((r) => r.requirement === requirement)?.answer;
+      const provider = answer?.kind === 'assignment' ? answer : undefined;
+      const value = provider ? answerFor(state.answers, assignment, requirement, provider)?.values[field] : undefined;
+      if (value === undefined && !held.some((p) => p.what === where && p.why.startsWith(whole))) {
+        held.push({
+          what: where,
+          why: provider ? `${whole} waits for ${provider.node}/${provider.module} to answer ${field} for ${assignment.node}/${module}` : `${whole} waits for a provider of ${requirement}`,
+          remedy: provider ? `it is filled once ${provider.node}/${provider.module} answers (answer-consumer ${assignment.node}/${module} ${requirement} ${field}=…)` : `assign a provider of ${requirement}`,
+        });
+      }
+      return value ?? whole;
+    });
+  const fillerAt = (where: string, inside?: ReadonlyMap<string, string>) => (text: string): string => fill(boundFilled(where)(routesFilled(where)(text)), answers, secretName, unfilled(where), inside);
   const fillAllAt = (where: string, record: Record<string, string>, inside?: ReadonlyMap<string, string>): Record<string, string> =>
     Object.fromEntries(Object.entries(record).map(([variable, value]) => [variable, fillerAt(`${where}.${variable}`, inside)(value)]));
   // Inside a container, a host path it mounts reads as where it is mounted (R112.9).

@@ -123,6 +123,9 @@ export class DeclarationInputs {
         return { nodes: [event.data.node], inputs: [ROUTES], all: false };
       case 'node.public-domain-set':
         return { nodes: [event.data.node], inputs: [], all: false };
+      case 'consumer.answered':
+        // `${bound:…}` of the consumer it answers.
+        return { nodes: [event.data.consumer.node], inputs: [], all: false };
       case 'module.registered': {
         const module = event.data.module;
         const before = this.provided.get(module) ?? [];

@@ -49,7 +49,7 @@ describe('planning a command against the mesh', () => {
     // spare runs nothing and is told nothing new; novox's postgres is told the login it makes for gitea, and nothing else.
     expect(result.nodes.map((n) => n.node)).toEqual(['lab1', 'novox']);
     const novox = result.nodes.find((n) => n.node === 'novox');
-    const changes = novox?.modules.flatMap((m) => m.resources.filter((r) => r.change !== 'unchanged').map((r) => [m.module, r.key, r.change]));
+    const changes = novox?.modules.flatMap((m) => m.resources.map((r) => [m.module, r.key, r.change]));
     expect(changes).toEqual([['postgres', expect.stringContaining('gitea'), 'added']]);
   });
 

@@ -26,10 +26,11 @@ import { decideDefineSystemSeat, decideHandOverSeat, decideRenameSeat, defineSys
 import { decideSetTrustRoot, setTrustRootSchema, type SetTrustRoot } from '../trust/decider.js';
 import type { MeshState } from './state.js';
 import { decideSetNodeDomain, setNodeDomainSchema, type SetNodeDomain } from '../routes/decider.js';
+import { answerConsumerSchema, decideAnswerConsumer, type AnswerConsumer } from '../answers/decider.js';
 
 // Every command the mesh takes, and the one place that routes it to its rule.
 
-export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | CordonNode | UncordonNode | RemoveNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit | SetNodeDomain | SetTrustRoot;
+export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | CordonNode | UncordonNode | RemoveNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit | SetNodeDomain | SetTrustRoot | AnswerConsumer;
 
 /** Every command's schema, told apart by `type`: a command body as it arrives is read against the one its type names. */
 export const meshCommandSchema = z.discriminatedUnion('type', [
@@ -56,6 +57,7 @@ export const meshCommandSchema = z.discriminatedUnion('type', [
   voidCommitSchema,
   setNodeDomainSchema,
   setTrustRootSchema,
+  answerConsumerSchema,
 ]);
 
 /**
@@ -110,6 +112,8 @@ export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decis
       return decideSetNodeDomain(command, state);
     case 'set-trust-root':
       return decideSetTrustRoot(command, state);
+    case 'answer-consumer':
+      return decideAnswerConsumer(command, state);
     case 'move-source':
     case 'move-module':
     case 'submit-build':

@@ -12,6 +12,7 @@ import { seatsSlice } from '../seats/state.js';
 import { secretsSlice } from '../secrets/state.js';
 import { routesSlice } from '../routes/state.js';
 import { trustSlice } from '../trust/state.js';
+import { answersSlice } from '../answers/state.js';
 
 // The mesh as the log says it is: a composition of slices, each folding the events it declared
 // (src/domain/<slice>/state.ts). The composition itself keeps only what belongs to the log: the
@@ -30,6 +31,7 @@ const slices = {
   secrets: secretsSlice,
   routes: routesSlice,
   trust: trustSlice,
+  answers: answersSlice,
 };
 
 type SliceName = keyof typeof slices;
@@ -58,6 +60,7 @@ export const emptyMeshState = (): MeshState => ({
   secrets: slices.secrets.empty(),
   routes: slices.routes.empty(),
   trust: slices.trust.empty(),
+  answers: slices.answers.empty(),
 });
 
 type Fold = (state: MeshState, event: StoredMeshEvent) => void;
@@ -83,6 +86,7 @@ const foldsByType: ReadonlyMap<MeshEventType, readonly Fold[]> = (() => {
     partOf(slices.secrets, (state) => state.secrets),
     partOf(slices.routes, (state) => state.routes),
     partOf(slices.trust, (state) => state.trust),
+    partOf(slices.answers, (state) => state.answers),
   ]) {
     for (const type of types) table.set(type, [...(table.get(type) ?? []), fold]);
   }
