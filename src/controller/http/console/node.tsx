@@ -6,11 +6,6 @@ import type { NodeView } from './source.js';
 // A node's page: what it is told to run and what it runs, the seats it holds, what it holds back
 // and why (as the node said), its declaration as NODES holds it, its last facts and its history.
 
-const resourceName = (resource: Declaration['assignments'][number]['resources'][number]): string => {
-  const named = resource as { name?: string; key?: string; path?: string };
-  return named.name ?? named.key ?? named.path ?? resource.kind;
-};
-
 const DeclarationTable = ({ declaration }: { declaration: Declaration | null }) =>
   declaration === null ? (
     <p id="declaration" class="note muted">No declaration has been sent to it yet.</p>
@@ -36,7 +31,7 @@ const DeclarationTable = ({ declaration }: { declaration: Declaration | null }) 
                 <td>
                   <Joined items={a.seats.map((s) => <SeatLink name={s} />)} none="none" />
                 </td>
-                <td>{a.resources.map((r) => `${r.kind} ${resourceName(r)}`).join(', ') || '–'}</td>
+                <td>{a.resources.map((r) => `${r.kind} ${r.key}`).join(', ') || '–'}</td>
               </tr>
             ))}
           </tbody>
@@ -58,7 +53,7 @@ export const NodePage = ({ view, now }: { view: NodeView; now: Date }) => {
         ) : (
           <p id="summary" class="note">
             {`root ${view.root}${view.address ? `, reached at ${view.address}` : ''}, `}
-            {view.enrolledAt !== null ? `enrolled${view.enrolledAt ? ` at ${view.enrolledAt}` : ''}` : 'not enrolled (no agent has joined as it)'}
+            {view.enrolled ? `enrolled${view.enrolledAt ? ` at ${view.enrolledAt}` : ''}` : 'not enrolled (no agent has joined as it)'}
           </p>
         )}
         {view.cordoned ? (

@@ -58,6 +58,7 @@ export interface NodeView {
   name: string;
   root: string;
   address: string | null;
+  enrolled: boolean;
   enrolledAt: string | null;
   cordoned: boolean;
   removed: { seq: number; time: string | null } | null;
@@ -189,7 +190,8 @@ export const consoleSource = (options: ConsoleSourceOptions): ConsoleSource => {
         name: node.name,
         root: node.root,
         address: node.address,
-        enrolledAt: node.enrolled_at ? new Date(node.enrolled_at).toISOString() : node.public_key !== null ? '' : null,
+        enrolled: node.public_key !== null,
+        enrolledAt: node.enrolled_at ? new Date(node.enrolled_at).toISOString() : null,
         cordoned: node.cordoned,
         removed: node.removed_seq !== null ? { seq: Number(node.removed_seq), time: node.removed_at ? new Date(node.removed_at).toISOString() : null } : null,
         assignments,
