@@ -37,6 +37,18 @@ export const decideRegisterModule = (command: RegisterModule, state: MeshState):
   return {
     aggregate: moduleAggregate(manifest.name),
     events: [{ type: ModuleRegistered.type, data: { module: manifest.name, definitionVersion, digest, manifest } }],
-    summary: `${manifest.name} registered as definition version ${definitionVersion}`,
+    summary: `${manifest.name} registered as definition version ${definitionVersion}${pathNotNamed(command.manifest)}`,
   };
+};
+
+/**
+ * Issue 132 of the seeds: a source that names a repository and no folder reads exactly like a
+ * whole one. It is not refused — a module at a repository's root is ordinary — but said, when the
+ * person registering it is the one who knows which it is.
+ */
+const pathNotNamed = (raw: unknown): string => {
+  const source = isRecord(raw) && isRecord(raw.source) ? raw.source : undefined;
+  if (!source || typeof source.path === 'string') return '';
+  const where = typeof source.repository === 'string' ? `${String(source.seat)}:${source.repository}` : String(source.url);
+  return `; its source names no path, so it is built from the root of ${where} — if it lives in a folder of the repository, register it again with --path`;
 };
