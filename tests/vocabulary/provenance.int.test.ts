@@ -33,6 +33,20 @@ describe('provenance and the trust root, from the command line', () => {
     expect(result.stdout).toContain('its source names no path, so it is built from the root of https://example.org/mono.git — if it lives in a folder of the repository, register it again with --path');
   });
 
+  it('an entrypoint no resource runs is listed when the module registers (issue 117)', async () => {
+    const manifest = minimalModule('ingest', {
+      entrypoints: [
+        { name: 'tools', command: ['ingest', 'tools'] },
+        { name: 'provisioner', command: ['ingest', 'provision'] },
+      ],
+      resources: { processes: [{ name: 'tools', run: ['ingest', 'tools'] }] },
+    });
+    const result = await mesh('module', 'register', manifestFile(manifest));
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('entrypoints no resource runs: provisioner (ingest provision)');
+    expect(result.stdout).not.toContain('tools (ingest tools)');
+  });
+
   it('refuses --path with no source to be a folder of, appending nothing', async () => {
     expect(await refused(['module', 'register', manifestFile(minimalModule('lost-app')), '--path', 'services/app'], 2)).toContain('--path services/app is a folder of a repository, and the manifest names no source: give --source too');
   });
