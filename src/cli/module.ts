@@ -44,6 +44,7 @@ export const defineModule = (mesh: CommandUnknownOpts): void => {
   })
     .argument('<manifest...>', 'manifest files (JSON); several are registered in turn, each its own command')
     .option('--source <url-or-seat>', 'where it is built from: a URL, or SEAT:OWNER/REPO[@REF] (one manifest only)')
+    .option('--path <dir>', 'the folder of the repository the module lives in (one manifest only; issue 132)')
     .option('--command-id <id>', 'a retry with the same id acts once (one manifest only)')
     .option(...PLAN_OPTION)
     .action(run(moduleRegister));
@@ -76,16 +77,24 @@ export const defineModule = (mesh: CommandUnknownOpts): void => {
     .action(run(moduleKeep));
 };
 
-const moduleRegister = (files: string[], values: { json?: true; source?: string; commandId?: string; plan?: true }): Promise<number> => {
+const moduleRegister = (files: string[], values: { json?: true; source?: string; path?: string; commandId?: string; plan?: true }): Promise<number> => {
   const out = output(values.json ?? false);
-  if (files.length > 1 && (values.source || values.commandId)) {
-    throw new ValidationError('--source and --command-id belong to one manifest: register it on its own', { field: values.source ? '--source' : '--command-id' });
+  if (files.length > 1 && (values.source || values.path || values.commandId)) {
+    const field = values.source ? '--source' : values.path ? '--path' : '--command-id';
+    throw new ValidationError(`--source, --path and --command-id belong to one manifest: register it on its own`, { field });
   }
   const manifests = files.map((file) => readManifest(file) as Record<string, unknown>);
   if (values.source) {
     const manifest = manifests[0] as Record<string, unknown>;
     const source = manifest.source && typeof manifest.source === 'object' ? (manifest.source as Record<string, unknown>) : {};
     manifest.source = { ...sourceFlag(values.source), ...(typeof source.path === 'string' ? { path: source.path } : {}) };
+  }
+  if (values.path !== undefined) {
+    const manifest = manifests[0] as Record<string, unknown>;
+    if (!manifest.source || typeof manifest.source !== 'object') {
+      throw new ValidationError(`--path ${values.path} is a folder of a repository, and the manifest names no source: give --source too`, { field: '--path' });
+    }
+    manifest.source = { ...(manifest.source as Record<string, unknown>), path: values.path };
   }
   // Several manifests are registered in turn, each its own command: one refused does not stop the rest.
   return withMesh(async ({ mesh, metadata }) => {

@@ -1,9 +1,11 @@
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect } from '@jest/globals';
-import { projectRoot } from '../../src/config.js';
+import { afterAll, beforeAll, expect } from '@jest/globals';
+import { meshHome, projectRoot } from '../../src/config.js';
+import { testNatsUrl } from './log.js';
 import { uniqueName } from './names.js';
+import { openTestMesh, type TestMesh } from './test-mesh.js';
 
 export interface CliResult {
   code: number;
@@ -59,4 +61,24 @@ export const operatorCli = (on: () => { env: Record<string, string>; logHead: ()
     return result.stderr;
   };
   return { mesh, manifestFile, refused };
+};
+
+/**
+ * A test mesh an operator's CLI speaks to, opened before the tests and closed after them, with a
+ * folder of its own for manifests: `m.t` and `m.env` once the tests run.
+ */
+export const operatorCliMesh = (prefix: string) => {
+  const dir = join(meshHome(), 'tmp', uniqueName(prefix));
+  const m = { t: undefined as unknown as TestMesh, env: {} as Record<string, string>, dir };
+  const head = async (): Promise<number> => (await m.t.jsm.streams.info(m.t.names.logStream)).state.last_seq;
+  beforeAll(async () => {
+    mkdirSync(dir, { recursive: true });
+    m.t = await openTestMesh();
+    m.env = { ...(await m.t.operatorCommands()), MESH_NATS_URL: testNatsUrl() };
+  });
+  afterAll(async () => {
+    await m.t?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { m, head, ...operatorCli(() => ({ env: m.env, logHead: head }), dir) };
 };

@@ -37,6 +37,32 @@ export const decideRegisterModule = (command: RegisterModule, state: MeshState):
   return {
     aggregate: moduleAggregate(manifest.name),
     events: [{ type: ModuleRegistered.type, data: { module: manifest.name, definitionVersion, digest, manifest } }],
-    summary: `${manifest.name} registered as definition version ${definitionVersion}`,
+    summary: `${manifest.name} registered as definition version ${definitionVersion}${pathNotNamed(command.manifest)}${entrypointsNotRun(manifest)}`,
   };
+};
+
+/**
+ * Issue 132 of the seeds: a source that names a repository and no folder reads exactly like a
+ * whole one. It is not refused — a module at a repository's root is ordinary — but said, when the
+ * person registering it is the one who knows which it is.
+ */
+const pathNotNamed = (raw: unknown): string => {
+  const source = isRecord(raw) && isRecord(raw.source) ? raw.source : undefined;
+  if (!source || typeof source.path === 'string') return '';
+  const where = typeof source.repository === 'string' ? `${String(source.seat)}:${source.repository}` : String(source.url);
+  return `; its source names no path, so it is built from the root of ${where} — if it lives in a folder of the repository, register it again with --path`;
+};
+
+/** The entrypoints no resource runs (issue 117): an argv of a process, container, step or prepare beginning with the entrypoint's command runs it. */
+export const entrypointsRunByNothing = (manifest: Manifest): Manifest['entrypoints'] => {
+  const { processes, containers, runOnce, prepare } = manifest.resources;
+  const argvs = [...processes.map((p) => p.run), ...containers.flatMap((c) => (c.command ? [c.command] : [])), ...runOnce.map((s) => s.command), ...(prepare ? [prepare.command] : [])];
+  const runs = (entry: string[], argv: string[]): boolean => entry.every((word, i) => argv[i] === word);
+  return manifest.entrypoints.filter((entrypoint) => !argvs.some((argv) => runs(entrypoint.command, argv)));
+};
+
+const entrypointsNotRun = (manifest: Manifest): string => {
+  const idle = entrypointsRunByNothing(manifest);
+  if (idle.length === 0) return '';
+  return `; entrypoints no resource runs: ${idle.map((e) => `${e.name} (${e.command.join(' ')})`).join(', ')} — run each from a process, container or step, or take it out of entrypoints`;
 };

@@ -5,10 +5,28 @@ import { manifestSchema } from './manifest.js';
 import { meshEventRegistry } from '../registry.js';
 import { allSeats } from '../seats/state.js';
 import { moduleNamed } from './state.js';
+import { decideRegisterModule } from './decider.js';
 
 const whats = (problems: { what: string }[]) => problems.map((p) => p.what);
 
 describe('registering a module', () => {
+  it('lists the entrypoints no resource runs, and says a source naming no folder is built from its root; neither is refused', () => {
+    const manifest = minimalModule('ingest', {
+      source: { url: 'https://example.org/mono.git' },
+      entrypoints: [
+        { name: 'tools', command: ['ingest', 'tools'] },
+        { name: 'provisioner', command: ['ingest', 'provision'] },
+        { name: 'migrate', command: ['ingest', 'migrate'] },
+      ],
+      resources: { processes: [{ name: 'tools', run: ['ingest', 'tools', '--verbose'] }], prepare: { command: ['ingest', 'migrate'], gates: ['tools'] } },
+    });
+    const decision = decideRegisterModule({ type: 'register-module', manifest }, new MeshFixture().state);
+    expect(decision.events).toHaveLength(1);
+    expect(decision.summary).toBe(
+      'ingest registered as definition version 1; its source names no path, so it is built from the root of https://example.org/mono.git — if it lives in a folder of the repository, register it again with --path; entrypoints no resource runs: provisioner (ingest provision) — run each from a process, container or step, or take it out of entrypoints',
+    );
+  });
+
   it('records a definition version, and a new version only when the manifest changes', () => {
     const mesh = new MeshFixture();
     const [first] = mesh.register(minimalModule('echo', { emits: ['said'] }));

@@ -192,6 +192,17 @@ export const resourcesSchema = z.strictObject({
   prepare: prepareSchema.optional(),
 });
 
+/**
+ * Issue 117 of the seeds: the commands the module's code offers (its tools, its provisioner, a
+ * scheduled ingest…), each an argv. A resource runs one when its own argv begins with it; one that
+ * no resource runs is listed when the module registers, so a second runtime nobody starts — or a
+ * process nobody wrote down — is seen where the manifest is.
+ */
+export const entrypointSchema = z.strictObject({
+  name: name('an entrypoint name'),
+  command: z.array(z.string().min(1)).min(1),
+});
+
 export const buildSchema = z.strictObject({
   /** the command the builder runs in the checkout; what it leaves in `output` is the artifact */
   recipe: z.string().min(1),
@@ -214,6 +225,7 @@ export const manifestSchema = z.strictObject({
   uses: z.array(z.string().min(1)).default([]),
   /** routes the module contributes, each with its policy (ADR 0007, 0108); absent is none */
   routes: z.array(routeSchema).optional(),
+  entrypoints: z.array(entrypointSchema).default([]),
   resources: resourcesSchema.default({ containers: [], processes: [], directories: [], files: [], runOnce: [], regions: [], services: [], trustAnchors: [] }),
   build: buildSchema.optional(),
 });
