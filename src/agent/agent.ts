@@ -3,9 +3,11 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
 import { askBusIdentity } from '../adapters/bus-identity-client.js';
 import { hostKey, nodeIdentity } from '../adapters/enrolment-client.js';
+import { fetchSecret } from '../adapters/vault-client.js';
 import { connectNats } from '../adapters/nats/connect.js';
 import type { ModuleBusIdentity } from '../domain/bus/module-identity.js';
 import { hostInbox } from '../domain/bus/users.js';
+import { CAPABILITY_KINDS } from '../domain/declarations/capabilities.js';
 import { declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
 import { aliveSubject, reportSubject, type Report } from '../domain/reports/report.js';
 import { UnavailableError } from '../errors.js';
@@ -17,6 +19,9 @@ import { containerDriver } from './drivers/container.js';
 import { directoryDriver } from './drivers/directory.js';
 import type { DriverContext } from './drivers/driver.js';
 import { fileDriver } from './drivers/file.js';
+import { regionDriver } from './drivers/region.js';
+import { serviceDriver } from './drivers/service.js';
+import { commandServiceManager, serviceManagerCommand } from './service-manager.js';
 import { processDriver, type ProcessDriver } from './drivers/process.js';
 import { runOnceDriver, type RunOnceDriver } from './drivers/run-once.js';
 import { secretDriver } from './drivers/secret.js';
@@ -51,6 +56,13 @@ export interface AgentOptions {
   token?: string;
   /** joins the mesh before the agent connects as the node (enrolment); nothing by default */
   enrol?: (request: EnrolRequest) => Promise<void>;
+  /**
+   * the kinds beyond every agent's that it says it applies, in its heartbeat: all it has drivers
+   * for unless told fewer (an agent standing in for an older host says none)
+   */
+  capabilities?: readonly string[];
+  /** the service manager's command, as its words (service-manager.ts): systemctl unless MESH_SERVICE_MANAGER says otherwise */
+  serviceManager?: readonly string[];
   /** every report, as it is handed to the outbox */
   onReport?: (report: Report) => void;
 }
@@ -112,7 +124,9 @@ export class Agent {
         {
           directory: directoryDriver(context),
           file: fileDriver(context),
-          secret: secretDriver(context),
+          region: regionDriver(context),
+          service: serviceDriver(context, commandServiceManager(this.options.serviceManager ?? serviceManagerCommand())),
+          secret: secretDriver(context, (secret) => this.fetchSecret(secret)),
           'bus-identity': busIdentityDriver(context, (module) => this.askBusIdentity(module)),
           process: this.processes,
           'run-once': this.steps,
@@ -198,6 +212,12 @@ export class Agent {
     return askBusIdentity(this.nc, { node: this.node, module, prefix: this.wire.prefix, sealingSecretKey: nodeIdentity(this.folder.dir).secretKey });
   }
 
+  /** A secret from the vault, asked as this node (signed with its host key), opened with the key it enrolled with. */
+  private fetchSecret(secret: string): Promise<{ version: number; value: string }> {
+    if (!this.nc || !this.connected) return Promise.reject(new UnavailableError('the agent is not connected to the bus', { secret }));
+    return fetchSecret(this.nc, { node: this.node, secret, prefix: this.wire.prefix, hostKey: hostKey(this.folder.dir), sealingSecretKey: nodeIdentity(this.folder.dir).secretKey });
+  }
+
   private async publishReport(report: Report): Promise<void> {
     if (!this.nc || !this.connected) throw new Error('not connected to NATS');
     const body = JSON.stringify(report);
@@ -206,7 +226,7 @@ export class Agent {
 
   private heartbeat(): void {
     if (!this.nc || !this.connected) return;
-    const body = { node: this.node, at: new Date().toISOString(), sequence: this.declaration?.sequence ?? null, digest: this.declaration?.digest ?? null };
+    const body = { node: this.node, at: new Date().toISOString(), sequence: this.declaration?.sequence ?? null, digest: this.declaration?.digest ?? null, capabilities: this.options.capabilities ?? CAPABILITY_KINDS };
     this.nc.publish(aliveSubject(this.node, this.wire.prefix), JSON.stringify(body));
   }
 

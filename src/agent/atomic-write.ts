@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 /**
@@ -23,5 +23,14 @@ export const writeFileAtomic = (path: string, content: string | Buffer, mode = 0
   } catch (error) {
     rmSync(partial, { force: true });
     throw error;
+  }
+};
+
+/** A file's bytes, or undefined when it cannot be read (not there): what the agent compares with what it wrote. */
+export const readOrUndefined = (path: string): Buffer | undefined => {
+  try {
+    return readFileSync(path);
+  } catch {
+    return undefined;
   }
 };

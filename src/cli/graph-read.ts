@@ -12,7 +12,8 @@ export type GraphQuestion = { kind: 'all' } | { kind: 'stale' } | { kind: 'modul
 
 const short = (digest: string | undefined): string => (digest ? digest.slice(0, 19) : '-');
 
-const detail = (a: Assessment): string => {
+/** A module's standing in the graph, in a few words: current, buildable and why, building, failed, waiting, blocked. */
+export const describeAssessment = (a: Assessment): string => {
   switch (a.status) {
     case 'stale':
       return `buildable: ${a.reasons.join('; ')}`;
@@ -31,7 +32,8 @@ const detail = (a: Assessment): string => {
   }
 };
 
-const edgeText = (edge: GraphEdge): string =>
+/** An edge a module is built on: the artifact and which modules produced it. */
+export const describeEdge = (edge: GraphEdge): string =>
   `${edge.target}${edge.targetDigest ? ` ${short(edge.targetDigest)}` : ''} → ${edge.producers.length > 0 ? edge.producers.join(', ') : 'no registered version produced it (yet)'}`;
 
 /** Answers one question; a module that does not exist is refused. */
@@ -51,25 +53,19 @@ export const describeGraph = (graph: ProjectedGraph, question: GraphQuestion, ou
       else {
         if (rows.length === 0) out.line(question.kind === 'stale' ? 'nothing must be rebuilt' : 'no module is registered');
         // VERSION is the newest version the mesh built of it; a module it has not built has none.
-        else table(out, ['MODULE', 'VERSION', 'STATE'], rows.map((a) => [a.module, a.version ? short(a.version.digest) : '(none built)', detail(a)]));
+        else table(out, ['MODULE', 'VERSION', 'STATE'], rows.map((a) => [a.module, a.version ? short(a.version.digest) : '(none built)', describeAssessment(a)]));
       }
       return 0;
     }
     case 'module': {
       known(question.module);
-      const a = assessments.get(question.module) as Assessment;
-      const versions = [...graph.input.builds.versions.values()].filter((v) => v.module === question.module).sort((x, y) => y.seq - x.seq);
-      const builds = [...graph.input.builds.builds.values()].filter((b) => b.module === question.module).sort((x, y) => y.submittedSeq - x.submittedSeq);
-      const builtOn = graph.edges.filter((e) => e.source === question.module);
-      const standingOn = graph.edges.filter((e) => e.producers.includes(question.module) || e.target === question.module);
-      const policy = graph.input.builds.policies.get(question.module) ?? 'roll-out';
-      const deployed = graph.input.builds.deployed.get(question.module) ?? null;
+      const { assessment: a, versions, builds, builtOn, standingOn, policy, deployed } = moduleInGraph(graph, question.module, assessments);
       if (out.json) data({ ...a, policy, deployed, versions, builds, builtOn, standingOn });
       else {
-        out.line(`${question.module}: ${detail(a)}`);
+        out.line(`${question.module}: ${describeAssessment(a)}`);
         out.line(`  rollout: ${policy}; nodes declared to run ${deployed ?? 'no artifact of it'}`);
         for (const v of versions) out.line(`  version ${v.digest} from ${v.commit.slice(0, 12)} (build ${v.buildId})`);
-        for (const e of builtOn) out.line(`  built on ${edgeText(e)}`);
+        for (const e of builtOn) out.line(`  built on ${describeEdge(e)}`);
         for (const e of standingOn) out.line(`  ${e.source} stands on it`);
         for (const b of builds.slice(0, 10)) out.line(`  build ${b.buildId} ${b.status} at ${b.commit.slice(0, 12)}${b.status === 'failed' ? `: ${b.reason}` : ''}`);
       }
@@ -84,3 +80,14 @@ export const describeGraph = (graph: ProjectedGraph, question: GraphQuestion, ou
     }
   }
 };
+
+/** One module in the graph: its standing, versions and builds (newest first), the edges it is built on and those that stand on it. */
+export const moduleInGraph = (graph: ProjectedGraph, module: string, assessments = assessGraph(graph.input)) => ({
+  assessment: assessments.get(module) as Assessment,
+  versions: [...graph.input.builds.versions.values()].filter((v) => v.module === module).sort((x, y) => y.seq - x.seq),
+  builds: [...graph.input.builds.builds.values()].filter((b) => b.module === module).sort((x, y) => y.submittedSeq - x.submittedSeq),
+  builtOn: graph.edges.filter((e) => e.source === module),
+  standingOn: graph.edges.filter((e) => e.producers.includes(module) || e.target === module),
+  policy: graph.input.builds.policies.get(module) ?? 'roll-out',
+  deployed: graph.input.builds.deployed.get(module) ?? null,
+});

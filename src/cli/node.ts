@@ -19,7 +19,7 @@ import { OVERVIEW_PROJECTIONS } from '../projections/mesh/overview.js';
 import { holdingsOf } from '../projections/mesh/seats.js';
 
 // mesh node add NAME [--root PATH] [--address HOST] | list | show NAME | token [--node NAME] [--ttl 1h]
-// mesh node cordon NAME | uncordon NAME | remove NAME [--drain]
+// mesh node cordon NAME | uncordon NAME | domain NAME DOMAIN | remove NAME [--drain]
 
 interface CommandFlags {
   json?: true;
@@ -56,6 +56,16 @@ export const defineNode = (mesh: CommandUnknownOpts): void => {
     .option('--command-id <id>', 'a retry with the same id acts once')
     .option(...PLAN_OPTION)
     .action(run((name: string, values: CommandFlags) => runCommand(output(values.json ?? false), { type: 'uncordon-node', node: name }, values.commandId, { plan: values.plan })));
+  verb(node, 'domain', {
+    summary: "the DNS domain the node's public names are under: a route web of a module on it is web.DOMAIN; its modules' routes are granted their names again",
+    example: 'mesh node domain lab1 example.org',
+    exits: [3, 4, 5, 6],
+  })
+    .argument('<name>', 'the node')
+    .argument('<domain>', 'a DNS name in lower case, e.g. example.org')
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
+    .action(run((name: string, domain: string, values: CommandFlags) => runCommand(output(values.json ?? false), { type: 'set-node-domain', node: name, domain }, values.commandId, { plan: values.plan })));
   verb(node, 'remove', {
     summary: 'take a node out of the mesh: refused while modules are assigned to it, unless --drain unassigns each first; its bus identity and tokens are retired',
     example: ['mesh node remove lab1', 'mesh node remove lab1 --drain', 'mesh node remove lab1 --drain --plan'],

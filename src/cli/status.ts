@@ -6,7 +6,7 @@ import { meshProjections } from '../projections/catalogue.js';
 import { CommitReader } from '../projections/commit-reader.js';
 import { readRefusals, type StatedRefusal } from '../projections/mesh/declarations.js';
 import { readNodesWithModules } from '../projections/mesh/nodes.js';
-import { OVERVIEW_PROJECTIONS } from '../projections/mesh/overview.js';
+import { notKnownFromProjections, OVERVIEW_PROJECTIONS } from '../projections/mesh/overview.js';
 import { unheldMeshSeats } from '../projections/mesh/seats.js';
 import { allHealthy, projectionsStatus, type BuildState } from '../projections/status.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
@@ -110,11 +110,8 @@ const statusOnce = (out: Output, values: StatusFlags): Promise<number> => {
       if (behind) unknown.push(`the tables below are older than the log: ${behind.message}`);
 
       const nodes = serving('nodes') ? await readNodesWithModules(session, { assignments: serving('assignments') }) : [];
-      if (!serving('nodes')) unknown.push('which nodes there are: the nodes projection is not built');
-      for (const node of nodes) if (!node.enrolled) unknown.push(`what runs on ${node.name}: no agent has enrolled as it, so nothing reports from it`);
-
+      unknown.push(...notKnownFromProjections(serving, nodes));
       const unheld = serving('seats') ? await unheldMeshSeats(session) : [];
-      if (!serving('seats')) unknown.push('who holds which seat: the seats projection is not built');
 
       const refusals: Refusal[] = [];
       if (serving('declarations')) {
@@ -129,12 +126,11 @@ const statusOnce = (out: Output, values: StatusFlags): Promise<number> => {
           }
           refusals.push({ ...refusal, resolved });
         }
-      } else unknown.push('whether any declaration was refused: the declarations projection is not built');
+      }
 
       const refused = refusals.filter((r) => r.resolved !== true);
       // The machines: heard from, applying their newest declaration, nothing held, refused or crash-looping.
       const missing = OVERVIEW_PROJECTIONS.filter((name) => !serving(name));
-      if (missing.length > 0) unknown.push(`what the machines are doing: the ${missing.join(', ')} projection${missing.length > 1 ? 's are' : ' is'} not built`);
       const machines = missing.length === 0 ? await machineOverview(session) : NOT_JUDGED;
       const healthy = allHealthy(states) && !behind && refused.length === 0 && machines.healthy;
       if (out.json) {

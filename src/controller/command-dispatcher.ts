@@ -32,6 +32,7 @@ export const OPERATOR_COMMANDS: ReadonlySet<string> = new Set<MeshCommand['type'
   'cordon-node',
   'uncordon-node',
   'remove-node',
+  'set-node-domain',
   'assign',
   'unassign',
   'issue-enrolment-token',

@@ -12,6 +12,9 @@ import { factEvents } from './facts/events.js';
 import { operatorEvents } from './operators/operators.js';
 import { projectionEvents } from './projections/events.js';
 import { seatEvents } from './seats/events.js';
+import { secretEvents } from './secrets/events.js';
+
+import { routeEvents } from './routes/events.js';
 
 const meshEventDefinitions = [
   ...meshEvents,
@@ -26,6 +29,9 @@ const meshEventDefinitions = [
   ...operatorEvents,
   ...projectionEvents,
   ...logEvents,
+  ...secretEvents,
+
+  ...routeEvents,
 ];
 
 /** Every event of the mesh at its current version: `type` says which, and `data` is as its schema parses it. */

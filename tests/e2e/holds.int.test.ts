@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Subscription } from '@nats-io/nats-core';
 import pg from 'pg';
 import { pino } from 'pino';
@@ -11,6 +11,9 @@ import type { StoredMeshEvent } from '../../src/domain/registry.js';
 import { factSubject } from '../../src/domain/facts/events.js';
 import { ident } from '../../src/projections/sql.js';
 import { FAST } from '../agent/harness.js';
+import { openTestVault } from '../helpers/vault.js';
+import { makeSecret } from '../../src/adapters/vault-client.js';
+import { hostKey, nodeIdentity } from '../../src/adapters/enrolment-client.js';
 import { runMesh } from '../helpers/cli.js';
 import { testDatabaseUrl } from '../helpers/database.js';
 import { testNatsUrl } from '../helpers/log.js';
@@ -37,6 +40,7 @@ describe('a hold is stated once as a fact, kept in node_holds, shown, and cleare
   let env: Record<string, string>;
   let pool: pg.Pool;
   let published: Subscription;
+  let vault: ReturnType<typeof openTestVault> | undefined;
   const onTheBus: HeldData[] = [];
   const schemas = freshSchemas();
   const root = join(meshHome(), 'tmp', uniqueName('holds-'));
@@ -74,6 +78,7 @@ describe('a hold is stated once as a fact, kept in node_holds, shown, and cleare
   });
   afterAll(async () => {
     published?.unsubscribe();
+    vault?.remove();
     await agent?.stop();
     stopRecordedProcesses(join(root, 'agent'), 'SIGKILL');
     await t.close();
@@ -124,10 +129,10 @@ describe('a hold is stated once as a fact, kept in node_holds, shown, and cleare
   }, 90_000);
 
   it('released: the secret arrives, one more fact with nothing held, no rows, nothing shown; the mesh does what it was told', async () => {
-    // What the vault would deliver, written where the agent looks for it.
-    const token = join(nodeRoot, '.mesh', 'proxy', 'secrets', 'token');
-    mkdirSync(dirname(token), { recursive: true });
-    writeFileSync(token, 'UPSTREAM_TOKEN=t0k3n\n', { mode: 0o600 });
+    // A vault comes up and makes the token for alpha, by the keys alpha's agent holds: the next pass fetches it.
+    vault = openTestVault(t.nc, { prefix: t.names.prefix, controllerKey: t.controllerKey.publicKey });
+    const alpha = { node: 'alpha', signingKey: hostKey(join(root, 'agent')).publicKey, sealingKey: nodeIdentity(join(root, 'agent')).publicKey };
+    await makeSecret(t.nc, { prefix: t.names.prefix, controller: t.controllerKey, secret: 'alpha-proxy/token', purpose: 'token of alpha/proxy', version: 1, recipients: [alpha] });
 
     const cleared = await waitFor('the hold cleared', async () => {
       const found = await heldFacts();

@@ -1,8 +1,8 @@
-import { chmodSync, chownSync, mkdirSync, readFileSync, rmdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, rmdirSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ModuleBusIdentity } from '../../domain/bus/module-identity.js';
 import { Refusal } from '../../domain/refusal.js';
-import { writeFileAtomic } from '../atomic-write.js';
+import { readOrUndefined, writeFileAtomic } from '../atomic-write.js';
 import { applied, held, refused, type Outcome } from '../outcome.js';
 import { sha256 } from '../resource-identity.js';
 import { resolveOwner } from '../system-users.js';
@@ -19,13 +19,6 @@ export type AskBusIdentity = (module: string) => Promise<ModuleBusIdentity>;
 
 const FILE_MODE = 0o600;
 
-const readOrUndefined = (path: string): Buffer | undefined => {
-  try {
-    return readFileSync(path);
-  } catch {
-    return undefined;
-  }
-};
 
 export const busIdentityDriver = (context: DriverContext, ask: AskBusIdentity): Driver<'bus-identity'> => ({
   async apply({ resource, record, identity, digest }: Applying<'bus-identity'>): Promise<Outcome> {

@@ -5,6 +5,7 @@ import { allEnrolmentTokens, allNodes } from '../nodes/state.js';
 import { allOperators } from '../operators/state.js';
 import { heldBy, seatById, seatNamed } from '../seats/state.js';
 import { busIdentityToolSubject, requiresMeshBus } from './module-identity.js';
+import { vaultToolSubject } from '../secrets/vault-wire.js';
 import { consumedSubjects, eventSubject, foldSnapshotBucket, moduleConsumerName, moduleInbox, SEAT_HOLDERS_CONSUMER, seatStreamName } from './subjects.js';
 
 // The bus's user list, composed from the log (design 25 §4, design 28, design 32 §2): one account,
@@ -201,6 +202,9 @@ const hostUser = (wire: BusWire, node: string, publicKey: string): BusUser => ({
         // its modules' bus identities: the answer is sealed to the node that asked about, so asking
         // is no privilege (module-identity.ts)
         busIdentityToolSubject(wire.prefix),
+        // the secrets its modules need: the request is signed by this host's key and the answer
+        // sealed to the node, so asking is no privilege either (src/vault/vault.ts)
+        vaultToolSubject(wire.prefix, 'fetch'),
       ],
     },
     subscribe: { allow: [`${wire.prefix}.node.${node}.declare`, `${hostInbox(node)}.>`] },
@@ -252,6 +256,8 @@ const moduleUser = (state: MeshState, wire: BusWire, node: string, module: strin
       publish.add(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${SEAT_HOLDERS_CONSUMER}`);
       publish.add(`$JS.ACK.${stream}.${SEAT_HOLDERS_CONSUMER}.>`);
     }
+    // the vault takes make requests only from the controller the log began with: it reads that key from the log's first commit
+    if (seat.name === 'mesh-vault') publish.add(`$JS.API.STREAM.MSG.GET.${wire.logStream}`);
     serves = true;
   }
   for (const used of manifest.uses) {

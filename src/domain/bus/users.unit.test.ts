@@ -77,8 +77,13 @@ describe('the bus user list, composed from the log', () => {
     expect(showcase?.permissions.publish.allow).toContain('$JS.ACK.EVENTS.beta_showcase.>');
     expect(showcase?.permissions.allowResponses).toBe(false);
     const host = users.find((u) => u.name === 'host alpha');
-    // its reports, its own declaration, and asking for its modules' identities (sealed to whoever they belong to)
-    expect(host?.permissions.publish.allow).toEqual(['mesh.control.alpha.>', '$JS.API.DIRECT.GET.NODES.mesh.node.alpha.declare', 'mesh.seat.mesh-controller.tool.bus-identity']);
+    // its reports, its own declaration, and asking for its modules' identities and secrets (sealed to whoever they belong to)
+    expect(host?.permissions.publish.allow).toEqual(['mesh.control.alpha.>', '$JS.API.DIRECT.GET.NODES.mesh.node.alpha.declare', 'mesh.seat.mesh-controller.tool.bus-identity', 'mesh.seat.mesh-vault.tool.fetch']);
+    // the vault's holder serves its seat's tools and reads the log's first commit (the controller's key), nothing more of the log
+    const vault = users.find((u) => u.name === 'module vault on alpha');
+    expect(vault?.permissions.subscribe.allow).toContain('mesh.seat.mesh-vault.>');
+    expect(vault?.permissions.publish.allow.filter((s) => s.startsWith('$JS.'))).toEqual(['$JS.API.STREAM.MSG.GET.LOG']);
+    expect(vault?.permissions.allowResponses).toBe(true);
     const controllerUser = users[0];
     expect(controllerUser?.permissions.publish.deny).toEqual(['$JS.API.STREAM.DELETE.>', '$JS.API.STREAM.PURGE.>', '$JS.API.STREAM.MSG.DELETE.>']);
     // the snapshot writer may purge its own bucket's stream (a snapshot replaced) and touch no other

@@ -3,8 +3,9 @@ import type { MeshState } from '../mesh/state.js';
 import { knownContractFields } from './contracts.js';
 
 // The closed vocabulary of references (docs/manifest.md, "References"): `${<requirement>}` or
-// `${<requirement>.<field>}`, where what the requirement is decides which fields it has. Anything
-// else — another form (`${route:web}`, `${answer:store.bucket}`), a name that is not a requirement
+// `${<requirement>.<field>}`, where what the requirement is decides which fields it has, and
+// `${route:<name>}`, the public URL of a route the module contributes (issue 122). Anything
+// else — another form (`${answer:store.bucket}`), a name that is not a requirement
 // of the module, a field its kind or its contract lacks — the composer could not fill, and issue
 // 122 of the seeds is what happens when it is sent on as text. So registration refuses it.
 
@@ -17,6 +18,8 @@ const text = (value: unknown): string | undefined => (typeof value === 'string' 
 const ANY_REFERENCE = /\$\{([^}]*)\}/g;
 const NAME_FIELD = /^([a-z][a-z0-9-]*)(?:\.([A-Za-z0-9_-]+))?$/;
 const KIND_FORM = /^([A-Za-z][A-Za-z0-9_-]*):/;
+/** `${route:web}`: the public URL of the module's route `web`. */
+export const ROUTE_REFERENCE = /^\$\{route:([a-z0-9-]+)\}$/;
 
 export interface Reference {
   /** as written, `${db.host}` */
@@ -91,6 +94,7 @@ export const referenceSites = (raw: Raw): { what: string; value: string; contain
     texts(`resources.processes.${i}.env`, record(p).env);
   });
   list(resources.files).forEach((f, i) => texts(`resources.files.${i}.template`, record(f).template));
+  list(resources.regions).forEach((r, i) => texts(`resources.regions.${i}.template`, record(r).template));
   list(resources.runOnce).forEach((s, i) => texts(`resources.runOnce.${i}.command`, record(s).command, -1));
   texts('resources.prepare.command', record(resources.prepare).command);
   list(raw.provides).forEach((p, i) => texts(`provides.${i}.answers`, record(p).answers, undefined, true));
@@ -104,10 +108,16 @@ export const referenceProblems = (raw: Raw, state: MeshState): Problem[] => {
   const requirements = new Map(list(raw.requires).flatMap((r) => (text(record(r).name) ? [[text(record(r).name) as string, record(r)] as const] : [])));
   const names = [...requirements.keys()].join(', ') || 'none';
   const containers = list(record(raw.resources).containers).map((c) => new Set(list(record(c).mounts).flatMap((m) => (text(record(m).from) ? [text(record(m).from) as string] : []))));
+  const routes = list(raw.routes).flatMap((r) => (text(record(r).name) ? [text(record(r).name) as string] : []));
   const problems: Problem[] = [];
   for (const site of referenceSites(raw)) {
     const { references, unknownForms } = parseReferences(site.value);
     for (const whole of unknownForms) {
+      const route = ROUTE_REFERENCE.exec(whole)?.[1];
+      if (route !== undefined) {
+        if (!routes.includes(route)) problems.push({ what: site.what, why: `${whole} names "${route}", which is no route of this module, so it has no public URL`, remedy: routes.length > 0 ? `write one of: ${routes.map((r) => `\${route:${r}}`).join(', ')}` : `contribute the route in routes ({ "name": "${route}", "port": "http-port" })` });
+        continue;
+      }
       const kind = KIND_FORM.exec(whole.slice(2))?.[1];
       problems.push({
         what: site.what,

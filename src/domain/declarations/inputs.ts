@@ -4,6 +4,10 @@ import { manifestOf } from '../catalogue/state.js';
 import type { MeshState } from '../mesh/state.js';
 import { nodeNamed } from '../nodes/state.js';
 import { seatById, seatNamed } from '../seats/state.js';
+import { proxyHolder } from '../routes/grants.js';
+import { hasGrants } from '../routes/state.js';
+import { perConsumerProvider } from '../secrets/wanted.js';
+import type { AssignmentState } from '../assignments/state.js';
 
 // Which nodes' declarations an event can change, as a controller-runtime reconciler maps a watched
 // object to the keys it enqueues. A node's declaration is composed from its own record (root,
@@ -19,6 +23,8 @@ const MODULE = 'module:';
 const moduleKey = (module: string): string => `${MODULE}${module}`;
 const provisionKey = (provision: string): string => `provision:${provision}`;
 const seatKey = (seat: string): string => `seat:${seat}`;
+/** every route of the mesh: what the routes file on mesh-proxy's node is composed from */
+const ROUTES = 'routes';
 
 /** What one event changes among the declarations' inputs: nodes to compose again, inputs whose readers must be, or everything. */
 export interface Touched {
@@ -36,6 +42,8 @@ export class DeclarationInputs {
   private readonly readers = new Map<string, Set<string>>();
   /** module → the provisions its manifest provided when last seen, so a registration that drops one still reaches its consumers */
   private readonly provided = new Map<string, string[]>();
+  /** consumer assignment → the nodes of the providers that apply its per-consumer secrets */
+  private readonly appliers = new Map<string, string[]>();
   /** node → where it was last placed, so a node added again somewhere else is told apart from a new one */
   private readonly placed = new Map<string, { address: string | null; root: string }>();
 
@@ -54,6 +62,12 @@ export class DeclarationInputs {
         const seat = typeof claim === 'string' ? claim : claim.seat;
         inputs.add(seatKey(seatNamed(state.seats, seat)?.id ?? seat));
       }
+    }
+    // The routes file reads every granted route, and the vault that answers their secrets.
+    if (proxyHolder(state)?.node === node) {
+      inputs.add(ROUTES).add(provisionKey('secret'));
+      const vault = seatNamed(state.seats, 'mesh-vault');
+      if (vault) inputs.add(seatKey(vault.id));
     }
     this.forget(node);
     this.readBy.set(node, inputs);
@@ -94,14 +108,24 @@ export class DeclarationInputs {
       case 'assignment.created':
       case 'assignment.removed': {
         const data = event.data;
-        return { nodes: [data.node], inputs: this.provisionsOf(state, data.module).map(provisionKey), all: false };
+        // A provider that makes this consumer a secret applies it: its node is declared it too (and undeclared it).
+        const key = `${data.node}/${data.module}`;
+        const appliers = event.type === 'assignment.created' ? secretAppliersOf(event.data) : (this.appliers.get(key) ?? []);
+        if (event.type === 'assignment.created' && appliers.length > 0) this.appliers.set(key, appliers);
+        else this.appliers.delete(key);
+        return { nodes: [data.node, ...appliers], inputs: [...this.provisionsOf(state, data.module).map(provisionKey), ...(this.routesOf(state, data.module) ? [ROUTES] : [])], all: false };
       }
+      case 'route.public-name-granted':
+        // `${route:…}` of the module on its node, and the routes file.
+        return { nodes: [event.data.node], inputs: [ROUTES], all: false };
+      case 'node.public-domain-set':
+        return { nodes: [event.data.node], inputs: [], all: false };
       case 'module.registered': {
         const module = event.data.module;
         const before = this.provided.get(module) ?? [];
         const now = this.provisionsOf(state, module, true);
         const seats = manifestOf(state.catalogue, module)?.seats.map((s) => seatKey(seatNamed(state.seats, s.name)?.id ?? s.name)) ?? [];
-        return { nodes: [], inputs: [moduleKey(module), ...[...new Set([...before, ...now])].map(provisionKey), ...seats], all: false };
+        return { nodes: [], inputs: [moduleKey(module), ...[...new Set([...before, ...now])].map(provisionKey), ...seats, ...(this.routesOf(state, module) ? [ROUTES] : [])], all: false };
       }
       case 'seat.defined':
       case 'seat.renamed': {
@@ -128,6 +152,7 @@ export class DeclarationInputs {
       }
       case 'node.enrolled':
       case 'node.removed':
+      case 'fact.capabilities':
         return { nodes: [event.data.node], inputs: [], all: false };
       case 'build.succeeded':
       case 'module.rollout-set': {
@@ -140,9 +165,23 @@ export class DeclarationInputs {
     }
   }
 
+  /** Whether a module contributes routes, or was granted names for some (a definition that dropped them still changes the file). */
+  private routesOf(state: MeshState, module: string): boolean {
+    if ((manifestOf(state.catalogue, module)?.routes ?? []).length > 0) return true;
+    return hasGrants(state.routes, module);
+  }
+
   private provisionsOf(state: MeshState, module: string, remember = false): string[] {
     const provisions = manifestOf(state.catalogue, module)?.provides.map((p) => p.provision) ?? this.provided.get(module) ?? [];
     if (remember || !this.provided.has(module)) this.provided.set(module, provisions);
     return provisions;
   }
 }
+
+/** The nodes of the providers that apply a consumer's per-consumer secrets. */
+const secretAppliersOf = (assignment: AssignmentState): string[] =>
+  assignment.resolutions.flatMap((resolution) => {
+    if (resolution.answer.kind !== 'secret') return [];
+    const provider = perConsumerProvider(assignment, { ...resolution, answer: resolution.answer });
+    return provider && provider.node !== assignment.node ? [provider.node] : [];
+  });

@@ -24,10 +24,11 @@ import { decideEnrolNode, decideIssueEnrolmentToken, enrolNodeSchema, issueEnrol
 import { addOperatorSchema, decideAddOperator, decideRevokeOperator, revokeOperatorSchema, type AddOperator, type RevokeOperator } from '../operators/operators.js';
 import { decideDefineSystemSeat, decideHandOverSeat, decideRenameSeat, defineSystemSeatSchema, handOverSeatSchema, renameSeatSchema, type DefineSystemSeat, type HandOverSeat, type RenameSeat } from '../seats/decider.js';
 import type { MeshState } from './state.js';
+import { decideSetNodeDomain, setNodeDomainSchema, type SetNodeDomain } from '../routes/decider.js';
 
 // Every command the mesh takes, and the one place that routes it to its rule.
 
-export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | CordonNode | UncordonNode | RemoveNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit;
+export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | CordonNode | UncordonNode | RemoveNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit | SetNodeDomain;
 
 /** Every command's schema, told apart by `type`: a command body as it arrives is read against the one its type names. */
 export const meshCommandSchema = z.discriminatedUnion('type', [
@@ -52,6 +53,7 @@ export const meshCommandSchema = z.discriminatedUnion('type', [
   addOperatorSchema,
   revokeOperatorSchema,
   voidCommitSchema,
+  setNodeDomainSchema,
 ]);
 
 /**
@@ -102,6 +104,8 @@ export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decis
       return decideRevokeOperator(command, state);
     case 'void-commit':
       return decideVoidCommit(command);
+    case 'set-node-domain':
+      return decideSetNodeDomain(command, state);
     case 'move-source':
     case 'move-module':
     case 'submit-build':

@@ -9,6 +9,9 @@ import { factsSlice } from '../facts/state.js';
 import { nodesSlice } from '../nodes/state.js';
 import { operatorsSlice } from '../operators/state.js';
 import { seatsSlice } from '../seats/state.js';
+import { secretsSlice } from '../secrets/state.js';
+
+import { routesSlice } from '../routes/state.js';
 
 // The mesh as the log says it is: a composition of slices, each folding the events it declared
 // (src/domain/<slice>/state.ts). The composition itself keeps only what belongs to the log: the
@@ -24,6 +27,9 @@ const slices = {
   builds: buildsSlice,
   facts: factsSlice,
   declarations: declarationsSlice,
+  secrets: secretsSlice,
+
+  routes: routesSlice,
 };
 
 type SliceName = keyof typeof slices;
@@ -49,6 +55,9 @@ export const emptyMeshState = (): MeshState => ({
   builds: slices.builds.empty(),
   facts: slices.facts.empty(),
   declarations: slices.declarations.empty(),
+  secrets: slices.secrets.empty(),
+
+  routes: slices.routes.empty(),
 });
 
 type Fold = (state: MeshState, event: StoredMeshEvent) => void;
@@ -71,6 +80,9 @@ const foldsByType: ReadonlyMap<MeshEventType, readonly Fold[]> = (() => {
     partOf(slices.builds, (state) => state.builds),
     partOf(slices.facts, (state) => state.facts),
     partOf(slices.declarations, (state) => state.declarations),
+    partOf(slices.secrets, (state) => state.secrets),
+
+    partOf(slices.routes, (state) => state.routes),
   ]) {
     for (const type of types) table.set(type, [...(table.get(type) ?? []), fold]);
   }

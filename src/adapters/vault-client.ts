@@ -1,0 +1,74 @@
+import { randomBytes } from 'node:crypto';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { canonicalJson } from '../domain/canonical.js';
+import { Refusal } from '../domain/refusal.js';
+import { deliveredSchema, fetchAnswerSchema, makeAnswerSchema, vaultToolSubject, type FetchRequest, type MakeRequest, type Recipient } from '../domain/secrets/vault-wire.js';
+import { UnavailableError } from '../errors.js';
+import { signBytes, type Identity } from './identity.js';
+import { open } from './sealing.js';
+
+// Both sides of asking the vault (src/vault/vault.ts): the controller has a secret made, a node's
+// agent fetches one. Every request is signed and carries a fresh nonce; what comes back is
+// checked before it is believed.
+
+const sign = <T>(request: T, key: Pick<Identity, 'secretKey'>) => ({ request, signature: signBytes(key, new TextEncoder().encode(canonicalJson(request))) });
+
+const ask = async (nc: NatsConnection, subject: string, body: unknown, timeoutMs: number, what: Record<string, unknown>): Promise<unknown> => {
+  try {
+    return JSON.parse((await nc.request(subject, JSON.stringify(body), { timeout: timeoutMs })).string());
+  } catch (cause) {
+    // The same words however it failed (no responders, a timeout): an agent's hold states its reason once, not per pass.
+    throw new UnavailableError('no vault answered', { ...what, detail: (cause as Error).message }, { cause });
+  }
+};
+
+export interface MakeAsk {
+  prefix: string;
+  /** the controller's own key: the vault makes secrets only on requests it signed */
+  controller: Pick<Identity, 'secretKey'>;
+  secret: string;
+  purpose: string;
+  version: number;
+  recipients: Recipient[];
+  now?: Date;
+  timeoutMs?: number;
+}
+
+/** Whether the vault made a value (false: it held that version already); a Refusal or UnavailableError when not. */
+export const makeSecret = async (nc: NatsConnection, ask_: MakeAsk): Promise<{ made: boolean }> => {
+  const request: MakeRequest = { secret: ask_.secret, purpose: ask_.purpose, version: ask_.version, recipients: ask_.recipients, at: (ask_.now ?? new Date()).toISOString(), nonce: randomBytes(16).toString('base64') };
+  const raw = await ask(nc, vaultToolSubject(ask_.prefix, 'make'), sign(request, ask_.controller), ask_.timeoutMs ?? 5_000, { secret: ask_.secret });
+  const answer = makeAnswerSchema.safeParse(raw);
+  if (!answer.success) throw new Refusal(`making ${ask_.secret}`, [{ what: 'answer', why: 'not a vault answer', remedy: 'run a vault of the same version as the controller' }]);
+  if (!answer.data.ok) throw new Refusal(`making ${ask_.secret}`, answer.data.refused);
+  return { made: answer.data.made };
+};
+
+export interface FetchAsk {
+  prefix: string;
+  node: string;
+  secret: string;
+  /** the node's host key: the vault knows the node by it */
+  hostKey: Pick<Identity, 'secretKey'>;
+  /** the node's tweetnacl box secret key (enrolment-client.ts nodeIdentity) */
+  sealingSecretKey: string;
+  now?: Date;
+  timeoutMs?: number;
+}
+
+/** The secret's value and version, opened; a Refusal (the vault said no, or the answer does not add up) or an UnavailableError (nobody answered). */
+export const fetchSecret = async (nc: NatsConnection, ask_: FetchAsk): Promise<{ version: number; value: string }> => {
+  const request: FetchRequest = { secret: ask_.secret, node: ask_.node, at: (ask_.now ?? new Date()).toISOString(), nonce: randomBytes(16).toString('base64') };
+  const raw = await ask(nc, vaultToolSubject(ask_.prefix, 'fetch'), sign(request, ask_.hostKey), ask_.timeoutMs ?? 5_000, { secret: ask_.secret, node: ask_.node });
+  const subject = `fetching ${ask_.secret} for ${ask_.node}`;
+  const answer = fetchAnswerSchema.safeParse(raw);
+  if (!answer.success) throw new Refusal(subject, [{ what: 'answer', why: 'not a vault answer', remedy: 'run a vault of the same version as the agent' }]);
+  if (!answer.data.ok) throw new Refusal(subject, answer.data.refused);
+  const opened = open(answer.data.sealed, ask_.sealingSecretKey);
+  if (opened === undefined) throw new Refusal(subject, [{ what: 'answer', why: "it is not sealed to this node's key", remedy: 'check that this agent runs with the state folder it enrolled with' }]);
+  const delivered = deliveredSchema.safeParse(JSON.parse(opened));
+  if (!delivered.success) throw new Refusal(subject, [{ what: 'answer', why: 'the sealed value is not a delivery', remedy: 'run a vault of the same version as the agent' }]);
+  const { secret, node, nonce, version, value } = delivered.data;
+  if (secret !== ask_.secret || node !== ask_.node || nonce !== request.nonce) throw new Refusal(subject, [{ what: 'answer', why: `it answers another request (${secret} for ${node})`, remedy: 'ask again' }]);
+  return { version, value };
+};

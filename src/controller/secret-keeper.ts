@@ -1,0 +1,127 @@
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { Logger } from 'pino';
+import type { Identity } from '../adapters/identity.js';
+import { makeSecret } from '../adapters/vault-client.js';
+import { sha256Digest } from '../domain/canonical.js';
+import type { MeshState } from '../domain/mesh/state.js';
+import { nodeNamed } from '../domain/nodes/state.js';
+import { Refusal } from '../domain/refusal.js';
+import { decideRecordSecret } from '../domain/secrets/decider.js';
+import { secretNamed } from '../domain/secrets/state.js';
+import type { Recipient } from '../domain/secrets/vault-wire.js';
+import { wantedSecrets, type WantedSecret } from '../domain/secrets/wanted.js';
+import type { MeshService } from './mesh-service.js';
+
+// The controller's side of the vault: every secret the assignments name is had made by the vault
+// (the one maker of the mesh's secrets, ADR 0113) and told who may fetch it — each recipient node
+// by the keys it enrolled with — and only once the vault has answered does the log record it
+// (`secret.made`, `secret.shared`: name, purpose, recipients, version; never a value). A vault
+// that does not answer is asked again, backing off, and nothing is recorded meanwhile: the agents
+// hold the secret's resource, saying it waits for the vault. Runs on the writer.
+
+export interface SecretKeeperView {
+  mesh(): MeshState;
+  isCaughtUp(): boolean;
+  onChange(listener: (change: unknown, caughtUp: boolean) => void): void;
+}
+
+export interface SecretKeeperOptions {
+  prefix: string;
+  /** signs what the vault is asked to make: the key the log's commits are signed with */
+  controller: Pick<Identity, 'secretKey'>;
+  actor: string;
+  logger: Logger;
+  retryMs?: { first: number; most: number };
+}
+
+export class SecretKeeper {
+  /** what the vault last confirmed for each secret (version and recipients with their keys): asked again only when it changes */
+  private readonly told = new Map<string, string>();
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private retry: NodeJS.Timeout | undefined;
+  private backoff: number;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly view: SecretKeeperView,
+    private readonly mesh: MeshService,
+    private readonly options: SecretKeeperOptions,
+  ) {
+    this.backoff = options.retryMs?.first ?? 1_000;
+  }
+
+  start(): void {
+    this.view.onChange((_change, caughtUp) => {
+      if (caughtUp) this.schedule();
+    });
+    if (this.view.isCaughtUp()) this.schedule();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retry);
+    await this.running?.catch(() => undefined);
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.pass()
+      .catch((error: unknown) => this.options.logger.error({ err: error }, 'secrets not kept this pass'))
+      .finally(() => {
+        this.running = undefined;
+        if (this.again) {
+          this.again = false;
+          this.schedule();
+        }
+      });
+  }
+
+  /** One pass: every wanted secret whose version or recipients the vault has not confirmed, asked for. */
+  private async pass(): Promise<void> {
+    const state = this.view.mesh();
+    let unanswered = 0;
+    for (const wanted of wantedSecrets(state).values()) {
+      if (this.stopped) return;
+      const version = secretNamed(state.secrets, wanted.secret)?.version ?? 1;
+      const recipients = recipientsOf(state, wanted);
+      const digest = sha256Digest({ version, recipients, purpose: wanted.purpose });
+      if (this.told.get(wanted.secret) === digest) continue;
+      try {
+        const { made } = await makeSecret(this.nc, { prefix: this.options.prefix, controller: this.options.controller, secret: wanted.secret, purpose: wanted.purpose, version, recipients });
+        const command = { secret: wanted.secret, purpose: wanted.purpose, recipients: wanted.recipients, version };
+        const decision = decideRecordSecret(command, state);
+        if (decision.events.length > 0) {
+          await this.mesh.appendDecided({
+            subject: `recording secret ${wanted.secret}`,
+            decide: (now) => decideRecordSecret(command, now),
+            metadata: { commandId: `secret:${wanted.secret}:${version}:${digest.slice(7, 23)}`, actor: this.options.actor },
+          });
+        }
+        this.told.set(wanted.secret, digest);
+        this.options.logger.info({ secret: wanted.secret, version, recipients: wanted.recipients, made }, made ? 'the vault made a secret' : 'the vault holds the secret for its recipients');
+      } catch (error) {
+        unanswered++;
+        if (error instanceof Refusal) this.options.logger.error({ secret: wanted.secret, refused: error.problems }, 'the vault refused to make a secret');
+        else this.options.logger.warn({ secret: wanted.secret, err: error }, 'the vault did not answer; asking again later');
+      }
+    }
+    if (unanswered > 0 && !this.stopped) {
+      clearTimeout(this.retry);
+      this.retry = setTimeout(() => this.schedule(), this.backoff);
+      this.backoff = Math.min(this.backoff * 2, this.options.retryMs?.most ?? 30_000);
+    } else this.backoff = this.options.retryMs?.first ?? 1_000;
+  }
+}
+
+/** The recipients the vault can serve: those of the wanted nodes that have enrolled (their keys are in the log). */
+const recipientsOf = (state: MeshState, wanted: WantedSecret): Recipient[] =>
+  wanted.recipients.flatMap((name) => {
+    const node = nodeNamed(state.nodes, name);
+    return node?.publicKey && node.busKey ? [{ node: name, signingKey: node.busKey, sealingKey: node.publicKey }] : [];
+  });

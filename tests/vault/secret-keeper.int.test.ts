@@ -1,0 +1,83 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { pino } from 'pino';
+import { MeshService } from '../../src/controller/mesh-service.js';
+import { MeshView } from '../../src/controller/mesh-view.js';
+import { SecretKeeper } from '../../src/controller/secret-keeper.js';
+import { tokenVerifier } from '../../src/domain/nodes/enrolment.js';
+import type { StoredMeshEvent } from '../../src/domain/registry.js';
+import { fixtureManifest } from '../helpers/given.js';
+import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
+import { fetchAs, openTestVault, testNode, type TestNode } from '../helpers/vault.js';
+
+// The controller's side: every secret the assignments name is made by the vault, told who may
+// have it by the keys each node enrolled with, and recorded in the log — name, purpose,
+// recipients, version — once the vault has answered. A vault that is not up yet is asked again.
+// A provider's per-consumer secret goes to the consumer's node and to the provider's.
+
+describe('the secrets the assignments name', () => {
+  let t: TestMesh;
+  let view: MeshView;
+  let keeper: SecretKeeper;
+  let vault: ReturnType<typeof openTestVault> | undefined;
+  const alpha = testNode('alpha');
+  const beta = testNode('beta');
+
+  const enrol = async (node: TestNode) => {
+    const tokenId = randomBytes(8).toString('hex');
+    await t.run({ type: 'issue-enrolment-token', tokenId, verifier: tokenVerifier('s'), node: node.name, expiresAt: new Date(Date.now() + 3_600_000).toISOString() });
+    await t.run({ type: 'enrol-node', node: node.name, tokenId, secret: 's', publicKey: node.sealing.publicKey, busKey: node.host.publicKey, now: new Date().toISOString() });
+  };
+  const secretEvents = async (): Promise<StoredMeshEvent[]> => {
+    const events: StoredMeshEvent[] = [];
+    for await (const event of t.log.read()) if (event.type.startsWith('secret.')) events.push(event);
+    return events;
+  };
+
+  beforeAll(async () => {
+    t = await openTestMesh();
+    for (const name of ['local-bus', 'vault', 'postgres', 'gitea']) await t.run({ type: 'register-module', manifest: fixtureManifest(name) });
+    for (const node of ['alpha', 'beta']) await t.run({ type: 'add-node', node });
+    const assign = (module: string, node: string, hold: string[]) => t.run({ type: 'assign', module, node, hold, pins: {}, values: {}, placements: {} });
+    await assign('local-bus', 'alpha', ['mesh-broker']);
+    await assign('vault', 'alpha', ['mesh-vault']);
+    await assign('postgres', 'alpha', ['mesh-store']);
+    await assign('gitea', 'beta', ['mesh-git']);
+    await enrol(alpha);
+    view = new MeshView(t.newLog(), { logger: pino({ level: 'silent' }) });
+    view.start();
+    keeper = new SecretKeeper(t.nc, view, new MeshService(t.newLog(), {}, view), { prefix: t.names.prefix, controller: t.controllerKey, actor: 'controller', logger: pino({ level: 'silent' }), retryMs: { first: 100, most: 500 } });
+    keeper.start();
+  });
+  afterAll(async () => {
+    await keeper?.stop();
+    await view?.stop();
+    vault?.remove();
+    await t.close();
+  });
+
+  it('records nothing while no vault answers, then each secret once the vault has made it', async () => {
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await secretEvents()).toEqual([]);
+    vault = openTestVault(t.nc, { prefix: t.names.prefix, controllerKey: t.controllerKey.publicKey });
+    const made = await waitFor('both secrets recorded', async () => ((await secretEvents()).length === 2 ? secretEvents() : undefined));
+    expect(made.map((e) => e.data).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual([
+      { secret: 'alpha-postgres/superuser', purpose: 'superuser of alpha/postgres', recipients: ['alpha'], version: 1 },
+      { secret: 'postgres-database/beta-gitea', purpose: 'the postgres-database login of beta/gitea at alpha/postgres', recipients: ['alpha', 'beta'], version: 1 },
+    ]);
+    expect(made.map((e) => e.actor)).toEqual(['controller', 'controller']);
+  });
+
+  it('hands a per-consumer secret to the provider’s node and, once it has enrolled, the consumer’s', async () => {
+    const atProvider = await fetchAs(t.nc, t.names.prefix, alpha, 'postgres-database/beta-gitea');
+    // beta is named but has no keys in the log yet: the vault cannot know it
+    await expect(fetchAs(t.nc, t.names.prefix, beta, 'postgres-database/beta-gitea')).rejects.toMatchObject({ problems: [expect.objectContaining({ why: expect.stringContaining('node beta is not a recipient') })] });
+    await enrol(beta);
+    const atConsumer = await waitFor('beta served', async () => fetchAs(t.nc, t.names.prefix, beta, 'postgres-database/beta-gitea').catch(() => undefined));
+    expect(atConsumer).toEqual(atProvider);
+    // the provider's superuser goes to its own node alone
+    await expect(fetchAs(t.nc, t.names.prefix, beta, 'alpha-postgres/superuser')).rejects.toMatchObject({ problems: [expect.objectContaining({ why: expect.stringContaining('node beta is not a recipient') })] });
+    // the log changed nothing for it: the names were recorded already, the keys are the vault's business
+    expect((await secretEvents()).length).toBe(2);
+  });
+});
