@@ -44,10 +44,14 @@ describe('planning a command against the mesh', () => {
     expect(mesh.refusal({ type: 'unassign', module: 'gitea', node: 'lab1' }).length).toBeGreaterThan(0);
   });
 
-  it('says nothing of a node whose declaration would not change', () => {
-    const result = plan(foundation(), assignGitea);
-    // novox's provisions answer gitea, but what novox is told to run stays the same.
-    expect(result.nodes.map((n) => n.node)).toEqual(['lab1']);
+  it("names a provider's node whose declaration the assignment reaches, and says nothing of a node it does not", () => {
+    const mesh = foundation().node('idle');
+    const result = plan(mesh, assignGitea);
+    expect(result.nodes.map((n) => n.node)).toEqual(['lab1', 'novox']);
+    // postgres on novox is told the new consumer's secret; idle is told nothing new.
+    expect(result.nodes.find((n) => n.node === 'novox')?.modules).toEqual([
+      { module: 'postgres', change: 'changed', fields: [], resources: [{ key: 'postgres/consumer-lab1-gitea', kind: 'secret', change: 'added', fields: [] }] },
+    ]);
   });
 
   it('decides steps in turn: a drain unassigns, then the node is removed and left absent', () => {
