@@ -81,7 +81,7 @@ describe('mesh completion', () => {
     expect(printed.stdout.trim()).toBe(bashCompletion(program).trim());
     expect(complete(printed.stdout, ['mesh', 'no'])).toEqual(['node']);
     expect(complete(printed.stdout, ['mesh', 'node', ''])).toEqual(['add', 'list', 'show', 'cordon', 'uncordon', 'domain', 'remove', 'token']);
-    expect(complete(printed.stdout, ['mesh', '--json', 'node', 'show', '--'])).toEqual(['--json', '--at-least', '--output', '--help']);
+    expect(complete(printed.stdout, ['mesh', '--json', 'node', 'show', '--'])).toEqual(['--json', '--at-least', '--at', '--output', '--help']);
     expect(complete(printed.stdout, ['mesh', 'seat', 'handover', 'x', '--t'])).toEqual(['--to']);
   });
 

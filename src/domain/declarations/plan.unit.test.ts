@@ -44,13 +44,14 @@ describe('planning a command against the mesh', () => {
     expect(mesh.refusal({ type: 'unassign', module: 'gitea', node: 'lab1' }).length).toBeGreaterThan(0);
   });
 
-  it('says nothing of a node whose declaration would not change, and names the provider\'s node only for the consumer\'s secret it applies', () => {
-    const result = plan(foundation().node('spare'), assignGitea);
-    // spare runs nothing and is told nothing new; novox's postgres is told the login it makes for gitea, and nothing else.
+  it("names a provider's node whose declaration the assignment reaches, and says nothing of a node it does not", () => {
+    const mesh = foundation().node('idle');
+    const result = plan(mesh, assignGitea);
     expect(result.nodes.map((n) => n.node)).toEqual(['lab1', 'novox']);
-    const novox = result.nodes.find((n) => n.node === 'novox');
-    const changes = novox?.modules.flatMap((m) => m.resources.map((r) => [m.module, r.key, r.change]));
-    expect(changes).toEqual([['postgres', expect.stringContaining('gitea'), 'added']]);
+    // postgres on novox is told the new consumer's secret; idle is told nothing new.
+    expect(result.nodes.find((n) => n.node === 'novox')?.modules).toEqual([
+      { module: 'postgres', change: 'changed', fields: [], resources: [{ key: 'postgres/consumer-lab1-gitea', kind: 'secret', change: 'added', fields: [] }] },
+    ]);
   });
 
   it('decides steps in turn: a drain unassigns, then the node is removed and left absent', () => {
