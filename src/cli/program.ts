@@ -19,6 +19,7 @@ import { defineProjections } from './projections.js';
 import { defineSeats } from './seats.js';
 import { defineTrust } from './trust.js';
 import { defineStatus } from './status.js';
+import { defineSecret } from './secret.js';
 import { defineVault } from './vault.js';
 import { helpFooter, verbsOf } from './verbs.js';
 
@@ -89,7 +90,7 @@ export const meshProgram = (): Command => {
     .configureOutput({ outputError: () => undefined })
     .showSuggestionAfterError(true)
     .configureHelp({ helpWidth: TABLE_WIDTH });
-  for (const define of [defineDev, defineLog, defineHistory, defineOperator, defineAudit, defineModule, defineEvents, defineSeats, defineTrust, defineStatus, defineNode, defineAssign, defineBuilds, defineBuilder, defineVault, defineController, defineAgent, defineProjections, defineCompletion]) {
+  for (const define of [defineDev, defineLog, defineHistory, defineOperator, defineAudit, defineModule, defineEvents, defineSeats, defineTrust, defineStatus, defineNode, defineAssign, defineBuilds, defineBuilder, defineVault, defineSecret, defineController, defineAgent, defineProjections, defineCompletion]) {
     define(program);
   }
   // `mesh --help` lists every verb and sub-verb, not only the first words.

@@ -8,9 +8,11 @@ import { modulesProjection } from './mesh/modules.js';
 import { nodesProjection } from './mesh/nodes.js';
 import { operatorsProjection } from './mesh/operators.js';
 import { routesProjection } from './mesh/routes.js';
+import { secretsProjection } from './mesh/secrets.js';
+import { trustProjection } from './mesh/trust.js';
 import { seatsProjection } from './mesh/seats.js';
 import type { ProjectionDefinition } from './projection.js';
 import type { MeshEvent } from '../domain/registry.js';
 
 /** Every projection the control plane maintains. */
-export const meshProjections = (): ProjectionDefinition<MeshEvent>[] => [auditProjection, nodesProjection, modulesProjection, seatsProjection, assignmentsProjection, buildsProjection, factsProjection, holdsProjection, operatorsProjection, declarationsProjection, routesProjection];
+export const meshProjections = (): ProjectionDefinition<MeshEvent>[] => [auditProjection, nodesProjection, modulesProjection, seatsProjection, assignmentsProjection, buildsProjection, factsProjection, holdsProjection, operatorsProjection, declarationsProjection, routesProjection, secretsProjection, trustProjection];

@@ -26,6 +26,7 @@ const TABLE_VERBS = (names: { node: string; module: string }): Record<string, { 
   'operator list': { args: ['operator', 'list'], headers: [/^OPERATOR\s+STATE\s+PUBLIC KEY$/m] },
   'projections status': { args: ['projections', 'status'], headers: [/^PROJECTION\s+STATUS\s+VERSION\s+CHECKPOINT\s+HEAD\s+LAG\s+LAG\(s\)\s+STALL$/m] },
   graph: { args: ['graph'], headers: [/^MODULE\s+VERSION\s+STATE$/m] },
+  'secret status': { args: ['secret', 'status'], headers: [/^SECRET\s+VERSION\s+ROTATION\s+RECIPIENTS\s+PURPOSE$/m] },
   status: { args: ['status'], headers: [/^ {2}NODE\s+AGENT\s+STATE\s+ASSIGNED$/m, /^ {2}NODE\s+HEARD\s+DECLARATION\s+RUNNING$/m] },
 });
 

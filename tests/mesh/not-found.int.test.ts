@@ -16,7 +16,7 @@ import { dropSchemas, freshSchemas, openPool, testDatabaseUrl } from '../project
 const NAME_NOTHING_THAT_MUST_EXIST = new Set([
   'dev', 'dev up', 'dev down', 'dev status', 'log', 'log void', 'operator', 'operator key', 'operator add', 'operator list', 'audit', 'audit verify',
   'module', 'module register', 'module list', 'events', 'events dangling', 'seats', 'seat', 'status', 'node', 'node add', 'node list', 'node token',
-  'builder', 'controller', 'agent', 'projections', 'projections status', 'completion',
+  'builder', 'controller', 'agent', 'projections', 'projections status', 'completion', 'vault', 'secret', 'secret status',
 ]);
 
 /** Each verb's not-found case: the arguments, and what the message must name. */

@@ -1,4 +1,6 @@
 import { jetstreamManager } from '@nats-io/jetstream';
+import { secretAggregate } from '../../src/domain/secrets/events.js';
+import { TRUST_AGGREGATE } from '../../src/domain/trust/events.js';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { sourceAggregate } from '../../src/domain/builds/events.js';
 import { encodeCommit } from '../../src/adapters/eventlog/codec.js';
@@ -191,6 +193,16 @@ export const writeMeshLog = async (
       // A hold stated, narrowed with another reason, ended: the module's whole set each time.
       const holding = round % 10 === 0 ? [] : [{ resource: 'agent/x', kind: 'secret', reason: `waiting for the vault to deliver x${round % 3}` }, ...(round % 15 === 5 ? [] : [{ resource: 'agent/y', kind: 'process', reason: null }])];
       record(`fact.${node}`, [{ type: 'fact.held', data: { ...where, resources: holding } }], `facts-d-${round}`, 'controller');
+      // A secret the vault made, named with its recipients (never a value), some of them shared with a second node after.
+      const secret = `test-login/n${round % 4}-agent`;
+      record(secretAggregate(secret), [{ type: 'secret.made', data: { secret, purpose: `the login of round ${round}`, recipients: [node], version: round } }], `secret-made-${round}`, 'controller');
+      if (round % 10 === 5) record(secretAggregate(secret), [{ type: 'secret.shared', data: { secret, recipients: [...new Set([node, 'n1'])].sort(), version: round } }], `secret-shared-${round}`, 'controller');
+      // What an agent said it applies, stated again when it changed; a trust root set, then rotated.
+      if (round % 25 === 5) record(`fact.${node}`, [{ type: 'fact.capabilities', data: { node, capabilities: round % 50 === 5 ? ['region'] : ['region', 'service', 'trust-anchor'] } }], `facts-e-${round}`, 'controller');
+      if (round % 40 === 10) {
+        const fingerprint = `sha256:${round.toString(16).padStart(64, 'a')}`;
+        record(TRUST_AGGREGATE, [{ type: 'trust.root-set', data: { certificate: `-----BEGIN CERTIFICATE-----\nround${round}\n-----END CERTIFICATE-----\n`, fingerprint, subject: `CN=mesh root ${round}`, validTo: '2036-01-01T00:00:00.000Z' } }], `trust-root-${round}`);
+      }
       record(`fact.${node}`, [{ type: 'fact.report-mismatch', data: { node, declarationSequence: round, sent: 2, answered: 1, missing: ['agent/x'], unexpected: [] } }], `facts-c-${round}`, 'controller');
       // A source moved, a build submitted for it, its outcome (byte-identical rebuilds among them), an outcome for no build.
       const commit = round.toString(16).padStart(12, 'a');

@@ -19,6 +19,7 @@ import { FAST } from '../agent/harness.js';
 import { testDatabaseUrl } from '../helpers/database.js';
 import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
+import { runMesh } from '../helpers/cli.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 import { openTestVault } from '../helpers/vault.js';
 import { dropSchemas, freshSchemas } from '../projections/harness.js';
@@ -38,6 +39,7 @@ describe('no secret value anywhere but the vault and the files of the nodes it n
   let pool: pg.Pool;
   let wire: Subscription;
   const heard: string[] = [];
+  let env: Record<string, string>;
   const agents: Agent[] = [];
   const schemas = freshSchemas();
   const root = join(meshHome(), 'tmp', uniqueName('scan-'));
@@ -82,7 +84,7 @@ describe('no secret value anywhere but the vault and the files of the nodes it n
     t = await openTestMesh();
     pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 2 });
     wire = t.nc.subscribe(`${t.names.prefix}.>`, { callback: (error, message) => void (error ?? heard.push(`${message.subject} ${new TextDecoder().decode(message.data)}`)) });
-    await t.startControlPlane(schemas);
+    env = await t.startControlPlane(schemas);
     await t.run({ type: 'register-module', manifest: { name: 'test-vault', provides: [{ provision: 'secret' }], canHold: ['mesh-vault'], resources: {} } });
     await t.run({
       type: 'register-module',
@@ -161,5 +163,17 @@ describe('no secret value anywhere but the vault and the files of the nodes it n
       Object.entries(planted).filter(([, value]) => texts.some((text) => text.includes(value))).map(([what]) => `${what} in ${place}`),
     );
     expect(found).toEqual([]);
+  });
+
+  it('mesh secret status names each secret, its version and recipients, and no value', async () => {
+    const status = await runMesh(['secret', 'status', '--json'], env);
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout)).toEqual([
+      { secret: 'beta-app/token', purpose: 'token of beta/app', version: 1, recipients: ['beta'], seq: expect.any(Number), rotation: null },
+      { secret: 'test-login/beta-app', purpose: 'the test-login login of beta/app at alpha/logins', version: 1, recipients: ['alpha', 'beta'], seq: expect.any(Number), rotation: null },
+    ]);
+    const table = await runMesh(['secret', 'status'], env);
+    expect(table.stdout.split('\n')[0]).toMatch(/^SECRET +VERSION +ROTATION +RECIPIENTS +PURPOSE/);
+    expect(table.stdout).toMatch(/test-login\/beta-app +1 +none +alpha, beta +the test-login login/);
   });
 });
