@@ -93,9 +93,17 @@ describe('the mesh projections', () => {
 
     // A removed node's row stays, marked; the fold keeps only the nodes in the mesh.
     const nodeRows = await rows(schemas, 'nodes');
+    // A node's public domain is in the routes projection's public_domains.
+    const domains = new Map((await rows(schemas, 'public_domains')).map((r) => [r.node as string, r.domain as string]));
     const nodes = nodeRows
       .filter((r) => r.removed_seq === null)
-      .map((r) => [r.name as string, { name: r.name, root: r.root, address: r.address, ...(r.public_key ? { publicKey: r.public_key } : {}), ...(r.cordoned ? { cordoned: true } : {}) }] as [string, unknown]);
+      .map(
+        (r) =>
+          [
+            r.name as string,
+            { name: r.name, root: r.root, address: r.address, ...(r.public_key ? { publicKey: r.public_key } : {}), ...(r.cordoned ? { cordoned: true } : {}), ...(domains.has(r.name as string) ? { publicDomain: domains.get(r.name as string) } : {}) },
+          ] as [string, unknown],
+      );
     expect(byKey(nodes)).toEqual(sorted(state.nodes.byName));
     expect(nodeRows.filter((r) => r.removed_seq !== null).map((r) => r.name)).toEqual(['ghost']);
 

@@ -2,7 +2,7 @@ import { foldingProjection } from './folding.js';
 import { RowImage } from './rows.js';
 
 // `public_domains`, `public_names` and `consumer_answers`, as evolveMesh folds
-// node.public-domain-set, route.public-name-granted, consumer.answered and assignment.removed: a
+// node.public-domain-set (node.removed forgets it), route.public-name-granted, consumer.answered and assignment.removed: a
 // node's domain is stated afresh; a grant replaces the name its assignment was granted before for
 // the same name asked for; an answer replaces the one before; an assignment removed takes its names
 // and its answers with it.
@@ -20,7 +20,7 @@ interface Batch {
 export const routesProjection = foldingProjection<Batch>({
   name: 'routes',
   version: 1,
-  types: ['node.public-domain-set', 'route.public-name-granted', 'consumer.answered', 'assignment.removed'],
+  types: ['node.public-domain-set', 'node.removed', 'route.public-name-granted', 'consumer.answered', 'assignment.removed'],
   open: async (events, tx) => {
     const batch = { domains: new RowImage<DomainRow>('public_domains', ['node']), names: new RowImage<NameRow>('public_names', ['public_name']), answers: new RowImage<AnswerRow>('consumer_answers', ['node', 'module', 'requirement']) };
     const assignments = events.flatMap((e) => (e.type === 'route.public-name-granted' || e.type === 'assignment.removed' ? [{ node: e.data.node, module: e.data.module }] : e.type === 'consumer.answered' ? [e.data.consumer] : []));
@@ -40,6 +40,10 @@ export const routesProjection = foldingProjection<Batch>({
     switch (event.type) {
       case 'node.public-domain-set':
         batch.domains.set({ node: event.data.node, domain: event.data.domain, changed_seq: event.seq });
+        break;
+      case 'node.removed':
+        // Added again, it is a new machine with no domain (the nodes slice forgets it too).
+        batch.domains.delete({ node: event.data.node });
         break;
       case 'route.public-name-granted': {
         const data = event.data;
