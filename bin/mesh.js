@@ -14,7 +14,7 @@ const newestSource = (dir) => {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) newest = Math.max(newest, newestSource(path));
-    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
+    else if (entry.name.endsWith('.ts') || entry.name.endsWith('.tsx')) newest = Math.max(newest, statSync(path).mtimeMs);
   }
   return newest;
 };

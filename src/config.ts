@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { userInfo, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { clusterSizeFrom, streamReplicas } from './adapters/nats/replicas.js';
 
 // Configuration comes from the environment, falling back to what `mesh dev up` recorded, falling
 // back to the local stack's default addresses: `npx mesh dev up` then any verb works with no flags.
@@ -15,7 +16,7 @@ export const meshHome = (env: NodeJS.ProcessEnv = process.env): string =>
 export const devStackDir = (env: NodeJS.ProcessEnv = process.env): string =>
   resolve(env.MESH_DEV_DIR ?? join(meshHome(env), 'dev'));
 
-export const DEFAULT_PORTS = { nats: 14222, natsMonitor: 18222, postgres: 15432, http: 18080 } as const;
+export const DEFAULT_PORTS = { nats: 14222, natsMonitor: 18222, postgres: 15432, http: 18080, natsCluster: 14240 } as const;
 
 /** Where a stack keeps its PostgreSQL password files (src/adapters/database-logins.ts). */
 export const stackSecretsDir = (stackDir: string): string => join(stackDir, 'secrets');
@@ -26,6 +27,8 @@ export interface StackAddresses {
   databaseUrl: string;
   /** the controller's page and API, once it serves them */
   httpPort?: number;
+  /** how many nats-servers the bus has (MESH_NATS_CLUSTER_SIZE) */
+  natsClusterSize?: number;
 }
 
 export const stackFile = (dir: string): string => join(dir, 'stack.json');
@@ -59,11 +62,16 @@ export interface MeshConfig extends StackAddresses {
   controllerKeyFile: string;
   /** the local stack's PostgreSQL password files, one per role */
   secretsDir: string;
+  /** copies of each of the control plane's streams: 3 on a cluster of three or more servers, else 1 */
+  replicas: number;
 }
 
 export const loadConfig = (env: NodeJS.ProcessEnv = process.env): MeshConfig => {
   const recorded = recordedAddresses(devStackDir(env));
+  const natsClusterSize = clusterSizeFrom(env.MESH_NATS_CLUSTER_SIZE ?? recorded.natsClusterSize);
   return {
+    natsClusterSize,
+    replicas: streamReplicas(natsClusterSize),
     natsUrl: env.MESH_NATS_URL ?? recorded.natsUrl ?? `nats://127.0.0.1:${DEFAULT_PORTS.nats}`,
     databaseUrl: env.MESH_DATABASE_URL ?? recorded.databaseUrl ?? `postgres://127.0.0.1:${DEFAULT_PORTS.postgres}/mesh`,
     meshName: env.MESH_NAME ?? 'local',

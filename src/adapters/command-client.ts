@@ -1,7 +1,8 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import { errors as natsErrors } from '@nats-io/nats-core';
 import type { CommandResult } from '../controller/mesh-service.js';
-import { toolSubject, type ToolAnswer } from '../controller/tool-server.js';
+import { planToolSubject, toolSubject, type PlanAnswer, type RefusedAnswer, type ToolAnswer } from '../controller/tool-server.js';
+import type { MeshPlan } from '../domain/declarations/plan.js';
 import type { MeshCommand } from '../domain/mesh/commands.js';
 import { Refusal } from '../domain/refusal.js';
 import { commandTooLarge, DEFAULT_MAX_PAYLOAD } from '../domain/operators/command-size.js';
@@ -41,11 +42,40 @@ export const sendSignedCommand = async (nc: NatsConnection, config: { operatorKe
   return outcomeOf(answer, command.type);
 };
 
+/**
+ * `--plan`: the commands signed as they would be sent, asked of the controller's plan tool for the
+ * last one's verb (a drain's unassigns come before its removal). Nothing is appended.
+ */
+export const sendSignedPlan = async (nc: NatsConnection, config: { operatorKeyFile: string; subjectPrefix: string }, commands: readonly { command: MeshCommand; commandId: string }[]): Promise<MeshPlan & { commandIds: string[] }> => {
+  const key = loadOperatorKey(config.operatorKeyFile);
+  const signed = commands.map(({ command, commandId }) => signCommand(key, commandId, command, new Date()));
+  for (const one of signed) {
+    const tooLarge = commandTooLarge(one, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
+    if (tooLarge) throw tooLarge;
+  }
+  const verb = commands[commands.length - 1]?.command.type ?? 'command';
+  const subject = planToolSubject(verb, config.subjectPrefix);
+  let answer: PlanAnswer;
+  try {
+    answer = JSON.parse((await nc.request(subject, JSON.stringify({ commands: signed }), { timeout: COMMAND_TIMEOUT_MS })).string()) as PlanAnswer;
+  } catch (error) {
+    const noController = error instanceof natsErrors.RequestError && error.isNoResponders();
+    throw new UnavailableError(noController ? `no controller answers ${subject}: is the control plane running? (npx mesh dev up)` : `the controller did not answer the plan of ${verb} in ${COMMAND_TIMEOUT_MS / 1000} s`, { subject }, { cause: error });
+  }
+  if (!answer.ok) throw refusedError(answer, verb);
+  const { ok: _ok, ...plan } = answer;
+  return plan;
+};
+
 /** A tool's answer as its caller takes it: the outcome, or the refusal or error it names, thrown. */
 export const outcomeOf = (answer: ToolAnswer, verb: string): CommandAnswer => {
   if (answer.ok) return { summary: answer.summary, seq: answer.seq, duplicate: answer.duplicate, events: answer.events };
+  throw refusedError(answer, verb);
+};
+
+const refusedError = (answer: RefusedAnswer, verb: string): Error => {
   const { code, ...details } = answer.error;
-  if ((code === 'refused' || code === 'not_found') && answer.refused.length > 0) throw new Refusal(typeof details.subject === 'string' ? details.subject : verb, answer.refused);
-  throw new MeshError(code as MeshErrorCode, answer.refused.map((r) => r.why).join('; '), details);
+  if ((code === 'refused' || code === 'not_found') && answer.refused.length > 0) return new Refusal(typeof details.subject === 'string' ? details.subject : verb, answer.refused);
+  return new MeshError(code as MeshErrorCode, answer.refused.map((r) => r.why).join('; '), details);
 };
 

@@ -7,6 +7,7 @@ import { fetchSecret } from '../adapters/vault-client.js';
 import { connectNats } from '../adapters/nats/connect.js';
 import type { ModuleBusIdentity } from '../domain/bus/module-identity.js';
 import { hostInbox } from '../domain/bus/users.js';
+import { CAPABILITY_KINDS } from '../domain/declarations/capabilities.js';
 import { declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
 import { aliveSubject, reportSubject, type Report } from '../domain/reports/report.js';
 import { UnavailableError } from '../errors.js';
@@ -18,6 +19,10 @@ import { containerDriver } from './drivers/container.js';
 import { directoryDriver } from './drivers/directory.js';
 import type { DriverContext } from './drivers/driver.js';
 import { fileDriver } from './drivers/file.js';
+import { regionDriver } from './drivers/region.js';
+import { serviceDriver } from './drivers/service.js';
+import { trustAnchorDriver, trustStore, type TrustStore } from './drivers/trust-anchor.js';
+import { commandServiceManager, serviceManagerCommand } from './service-manager.js';
 import { processDriver, type ProcessDriver } from './drivers/process.js';
 import { runOnceDriver, type RunOnceDriver } from './drivers/run-once.js';
 import { secretDriver } from './drivers/secret.js';
@@ -52,6 +57,15 @@ export interface AgentOptions {
   token?: string;
   /** joins the mesh before the agent connects as the node (enrolment); nothing by default */
   enrol?: (request: EnrolRequest) => Promise<void>;
+  /**
+   * the kinds beyond every agent's that it says it applies, in its heartbeat: all it has drivers
+   * for unless told fewer (an agent standing in for an older host says none)
+   */
+  capabilities?: readonly string[];
+  /** the service manager's command, as its words (service-manager.ts): systemctl unless MESH_SERVICE_MANAGER says otherwise */
+  serviceManager?: readonly string[];
+  /** where the machine's trust anchors go and how its bundles are refreshed: MESH_TRUST_DIR and MESH_TRUST_REFRESH, else Debian's */
+  trustStore?: TrustStore;
   /** every report, as it is handed to the outbox */
   onReport?: (report: Report) => void;
 }
@@ -113,6 +127,9 @@ export class Agent {
         {
           directory: directoryDriver(context),
           file: fileDriver(context),
+          region: regionDriver(context),
+          'trust-anchor': trustAnchorDriver(context, this.options.trustStore ?? trustStore()),
+          service: serviceDriver(context, commandServiceManager(this.options.serviceManager ?? serviceManagerCommand())),
           secret: secretDriver(context, (secret) => this.fetchSecret(secret)),
           'bus-identity': busIdentityDriver(context, (module) => this.askBusIdentity(module)),
           process: this.processes,
@@ -213,7 +230,7 @@ export class Agent {
 
   private heartbeat(): void {
     if (!this.nc || !this.connected) return;
-    const body = { node: this.node, at: new Date().toISOString(), sequence: this.declaration?.sequence ?? null, digest: this.declaration?.digest ?? null };
+    const body = { node: this.node, at: new Date().toISOString(), sequence: this.declaration?.sequence ?? null, digest: this.declaration?.digest ?? null, capabilities: this.options.capabilities ?? CAPABILITY_KINDS };
     this.nc.publish(aliveSubject(this.node, this.wire.prefix), JSON.stringify(body));
   }
 

@@ -4,6 +4,8 @@ import type { ResourceOutcome } from '../domain/reports/report.js';
 import type { Driver } from './drivers/driver.js';
 import type { ProcessDriver } from './drivers/process.js';
 import type { RunOnceDriver } from './drivers/run-once.js';
+import type { ServiceDriver } from './drivers/service.js';
+import { sha256Digest } from '../domain/canonical.js';
 import { refused, type Outcome } from './outcome.js';
 import type { ResourceRecord } from './records.js';
 import { matchRecords, resourceDigest, resourceIdentity, type Desired, type Matching } from './resource-identity.js';
@@ -18,6 +20,9 @@ import type { RecordStore } from './state-folder.js';
 export interface Drivers {
   directory: Driver<'directory'>;
   file: Driver<'file'>;
+  region: Driver<'region'>;
+  service: ServiceDriver;
+  'trust-anchor': Driver<'trust-anchor'>;
   secret: Driver<'secret'>;
   'bus-identity': Driver<'bus-identity'>;
   process: ProcessDriver;
@@ -25,7 +30,7 @@ export interface Drivers {
   container: Driver<'container'>;
 }
 
-const STOPS_FIRST: Record<ResourceRecord['kind'], number> = { process: 0, container: 0, 'run-once': 0, file: 1, secret: 1, 'bus-identity': 1, directory: 2 };
+const STOPS_FIRST: Record<ResourceRecord['kind'], number> = { process: 0, container: 0, 'run-once': 0, service: 0, file: 1, region: 1, 'trust-anchor': 1, secret: 1, 'bus-identity': 1, directory: 2 };
 
 export class Reconciler {
   constructor(
@@ -65,6 +70,12 @@ export class Reconciler {
         return this.drivers.directory.undeclare(record);
       case 'file':
         return this.drivers.file.undeclare(record);
+      case 'region':
+        return this.drivers.region.undeclare(record);
+      case 'service':
+        return this.drivers.service.undeclare(record);
+      case 'trust-anchor':
+        return this.drivers['trust-anchor'].undeclare(record);
       case 'secret':
         return this.drivers.secret.undeclare(record);
       case 'bus-identity':
@@ -91,7 +102,7 @@ export class Reconciler {
         continue;
       }
       try {
-        outcomes.set(resource.key, await this.applyOne(desired, matching.records.get(resource.key), gateOf(resource, assignment, outcomes)));
+        outcomes.set(resource.key, await this.applyOne(desired, matching.records.get(resource.key), gateOf(resource, assignment, outcomes), byKey));
       } catch (error) {
         this.logger.warn({ key: resource.key, err: error }, 'could not apply');
         outcomes.set(resource.key, refused(`could not apply: ${(error as Error).message}`));
@@ -99,7 +110,7 @@ export class Reconciler {
     }
   }
 
-  private applyOne({ resource, identity, digest }: Desired, found: ResourceRecord | undefined, gate: string | null): Promise<Outcome> {
+  private applyOne({ resource, identity, digest }: Desired, found: ResourceRecord | undefined, gate: string | null, byKey: ReadonlyMap<string, Desired>): Promise<Outcome> {
     // Identities differ between kinds, so a matched record is of the resource's kind.
     const common = { identity, digest, gate };
     switch (resource.kind) {
@@ -107,6 +118,14 @@ export class Reconciler {
         return this.drivers.directory.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'directory' }> | undefined });
       case 'file':
         return this.drivers.file.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'file' }> | undefined });
+      case 'region':
+        return this.drivers.region.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'region' }> | undefined });
+      case 'service': {
+        const triggers = sha256Digest(resource.reloadOn.map((key) => byKey.get(key)?.digest ?? null));
+        return this.drivers.service.apply({ ...common, resource, triggers, record: found as Extract<ResourceRecord, { kind: 'service' }> | undefined });
+      }
+      case 'trust-anchor':
+        return this.drivers['trust-anchor'].apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'trust-anchor' }> | undefined });
       case 'secret':
         return this.drivers.secret.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'secret' }> | undefined });
       case 'bus-identity':

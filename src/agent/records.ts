@@ -29,6 +29,37 @@ export interface FileRecord extends RecordBase {
   found: boolean;
 }
 
+/** `marker`: the id between its markers; `before`: the region that stood under them before the first apply (put back on undeclare). */
+export interface RegionRecord extends RecordBase {
+  kind: 'region';
+  path: string;
+  marker: string;
+  before: string | null;
+}
+
+/**
+ * `found`: the unit as the agent first found it (ADR 0118, R118.2), never overwritten: running,
+ * and enabled at boot (null until a declaration set it). `started`: whether the agent ever started
+ * it. `triggers`: the digest of what it
+ * reloads on, as last applied.
+ */
+export interface ServiceRecord extends RecordBase {
+  kind: 'service';
+  unit: string;
+  found: { running: boolean; enabled: boolean | null };
+  /** the mesh has started it since: only then does undeclaring a unit found stopped stop it */
+  started: boolean;
+  triggers: string;
+}
+
+/** `refreshed`: whether the machine's bundles were rebuilt after it was last written. */
+export interface TrustAnchorRecord extends RecordBase {
+  kind: 'trust-anchor';
+  path: string;
+  written: string;
+  refreshed: boolean;
+}
+
 /** `written`: sha256 of the file as the agent wrote it from the vault's answer; `version`: the secret's version it holds. */
 export interface SecretRecord extends RecordBase {
   kind: 'secret';
@@ -78,6 +109,6 @@ export interface ContainerRecord extends RecordBase {
   name: string;
 }
 
-export type ResourceRecord = DirectoryRecord | FileRecord | SecretRecord | BusIdentityRecord | ProcessRecord | RunOnceRecord | ContainerRecord;
+export type ResourceRecord = DirectoryRecord | FileRecord | RegionRecord | ServiceRecord | TrustAnchorRecord | SecretRecord | BusIdentityRecord | ProcessRecord | RunOnceRecord | ContainerRecord;
 
 export type RecordOf<K extends ResourceKind> = Extract<ResourceRecord, { kind: K }>;

@@ -9,6 +9,8 @@ import type { ResourceRecord } from './records.js';
 // the key is only preferred among equals. So renaming a key stops nothing the new key still
 // runs, and a change of any field that makes it a different thing replaces it.
 //
+// - service: the unit; two resources acting on one unit are refused as two on one path are.
+// - region: the file and its markers (the key), since a shared file holds a region per module.
 // - directory, file, secret, bus-identity: the kind and the path. The same path under a new key (or with a new
 //   mode or content) is the same thing, converged in place; data is never moved or re-created.
 // - process, container, run-once: the sha256 of the whole declaration except its key, plus the
@@ -21,7 +23,7 @@ export const sha256 = (text: string | Buffer): string => `sha256:${createHash('s
 /** Every field of the resource but its key: the key is where it is filed, not what it is. */
 export const resourceDigest = (resource: Resource): string => sha256Digest({ ...resource, key: undefined });
 
-const PATH_KINDS: ReadonlySet<Resource['kind']> = new Set(['directory', 'file', 'secret', 'bus-identity']);
+const PATH_KINDS: ReadonlySet<Resource['kind']> = new Set(['directory', 'file', 'secret', 'bus-identity', 'service']);
 
 export const resourceIdentity = (resource: Resource, digests: ReadonlyMap<string, string>): string => {
   switch (resource.kind) {
@@ -30,6 +32,15 @@ export const resourceIdentity = (resource: Resource, digests: ReadonlyMap<string
     case 'secret':
     case 'bus-identity':
       return `${resource.kind}:${resource.path}`;
+    // Several modules may each own a region of one shared file: the file and the markers say which.
+    case 'region':
+      return `region:${resource.path}#${resource.key}`;
+    // A unit is what it is whatever its settings: a renamed id, or a changed state, acts on the same unit (ADR 0118).
+    case 'service':
+      return `service:${resource.unit}`;
+    // Its file is named for its key (the agent decides where): a rotated root is the same anchor, rewritten.
+    case 'trust-anchor':
+      return `trust-anchor:${resource.key}`;
     case 'process':
     case 'container':
       return sha256Digest({ self: resourceDigest(resource), restartOn: resource.restartOn.map((key) => digests.get(key) ?? null) });

@@ -5,8 +5,10 @@ import { rolloutPolicyOf } from '../domain/builds/state.js';
 import { nodesAssigned } from '../projections/mesh/assignments.js';
 import { readRollout } from '../projections/mesh/builds.js';
 import { describeGraph } from './graph-read.js';
+import { AT_OPTION, atFlag, withMeshAt } from './at.js';
+import { graphAt } from './at-reads.js';
 import { readGraph } from '../projections/mesh/graph.js';
-import { printResult, withMesh } from './mesh-session.js';
+import { printResult, withMesh, PLAN_OPTION } from './mesh-session.js';
 import { output } from './output.js';
 import { withReads } from './reads.js';
 import { run, verb, WIDE_OPTION } from './verbs.js';
@@ -19,23 +21,26 @@ export const defineBuilds = (mesh: CommandUnknownOpts): void => {
     .argument('<module>', 'the module to build')
     .option('--register-only', 'record the version it builds; roll it out to no node')
     .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
     .action(run(buildCommand));
   verb(mesh, 'graph', {
     summary: 'the module graph: each module, its newest version and whether it must be rebuilt',
-    example: ['mesh graph', 'mesh graph app', 'mesh graph --reaches base', 'mesh graph --stale'],
+    example: ['mesh graph', 'mesh graph app', 'mesh graph --reaches base', 'mesh graph --stale', 'mesh graph app --at 1200'],
     exits: [5, 6, 7],
   })
     .argument('[module]', 'one module in full: versions, builds, what it is built on and what stands on it')
     .option('--reaches <module>', 'what a change to this module reaches')
     .option('--stale', 'only what must be rebuilt, and why')
+    .option(...AT_OPTION)
     .option(...WIDE_OPTION)
     .action(run(graphCommand));
 };
 
-const buildCommand = async (module: string, values: { json?: true; registerOnly?: true; commandId?: string }): Promise<number> => {
+const buildCommand = async (module: string, values: { json?: true; registerOnly?: true; commandId?: string; plan?: true }): Promise<number> => {
   const out = output(values.json ?? false);
   const registerOnly = values.registerOnly ?? false;
-  const result = await withMesh(async ({ mesh, metadata }) => mesh.execute({ type: 'submit-build', module, buildId: randomUUID(), registerOnly, requestedBy: 'operator' }, metadata(values.commandId)));
+  const result = await withMesh(async ({ mesh, metadata }) => mesh.execute({ type: 'submit-build', module, buildId: randomUUID(), registerOnly, requestedBy: 'operator' }, metadata(values.commandId)), { plan: values.plan });
+  if (result.plan) return printResult(out, result);
   // What the build will do once built, as the projections say it once they hold the submission.
   return withReads(['assignments', 'builds'], { atLeast: result.seq }, async (session) => {
     const nodes = (await nodesAssigned(session, module)).sort();
@@ -60,26 +65,26 @@ const buildCommand = async (module: string, values: { json?: true; registerOnly?
 interface CommandFlags {
   json?: true;
   commandId?: string;
+  plan?: true;
 }
 
 export const moduleMoved = (module: string, commit: string, values: CommandFlags): Promise<number> =>
-  withMesh(async ({ mesh, metadata, config }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'move-module', module, commit, heardFrom: config.actor }, metadata(values.commandId))));
+  withMesh(async ({ mesh, metadata, config }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'move-module', module, commit, heardFrom: config.actor }, metadata(values.commandId))), { plan: values.plan });
 
 export const moduleRollout = (module: string, policy: RolloutPolicy, values: CommandFlags): Promise<number> =>
-  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'set-rollout-policy', module, policy }, metadata(values.commandId))));
+  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'set-rollout-policy', module, policy }, metadata(values.commandId))), { plan: values.plan });
 
 /** The projections `mesh graph` reads. */
 const GRAPH_PROJECTIONS = ['modules', 'builds', 'seats'];
 
-const graphCommand = async (module: string | undefined, values: { json?: true; reaches?: string; stale?: true; output?: string }): Promise<number> => {
+const graphCommand = async (module: string | undefined, values: { json?: true; reaches?: string; stale?: true; output?: string; at?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
+  const question = values.reaches ? { kind: 'reaches' as const, module: values.reaches } : values.stale ? { kind: 'stale' as const } : module ? { kind: 'module' as const, module } : { kind: 'all' as const };
+  const at = atFlag(values.at);
+  if (at) return withMeshAt(at, async (mesh) => describeGraph(graphAt(mesh.state), question, out, mesh));
   // Answered from the projections, once they hold everything the log held when asked.
-  return withReads(GRAPH_PROJECTIONS, {}, async ({ db, schemas }) => {
-    const graph = await readGraph(db, schemas.read);
-    const question = values.reaches ? { kind: 'reaches' as const, module: values.reaches } : values.stale ? { kind: 'stale' as const } : module ? { kind: 'module' as const, module } : { kind: 'all' as const };
-    return describeGraph(graph, question, out);
-  });
+  return withReads(GRAPH_PROJECTIONS, {}, async ({ db, schemas }) => describeGraph(await readGraph(db, schemas.read), question, out));
 };
 
 export const moduleKeep = (module: string, values: CommandFlags & { reason: string }): Promise<number> =>
-  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'keep-version', module, reason: values.reason }, metadata(values.commandId))));
+  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'keep-version', module, reason: values.reason }, metadata(values.commandId))), { plan: values.plan });

@@ -41,6 +41,7 @@ import { DeclarationPublisher } from '../controller/declaration-publisher.js';
 import { buildApp } from '../controller/http/app.js';
 import { FactFeed } from '../controller/http/fact-feed.js';
 import { heldReaders, overviewSource } from '../controller/http/overview-source.js';
+import { consoleSource } from '../controller/http/console/source.js';
 import { ToolServer } from '../controller/tool-server.js';
 import { meshProjections } from '../projections/catalogue.js';
 import { CommitReader } from '../projections/commit-reader.js';
@@ -82,7 +83,8 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
   const metrics = new PrometheusMetrics({ processMetrics: true });
   const controllerKey = loadIdentityFile(config.controllerKeyFile, 'the controller signs the log and speaks on the bus with it; `npx mesh dev up` makes it, or set MESH_CONTROLLER_KEY');
   const nc = await connectNats(config.natsUrl, { name: 'mesh-controller', persistent: true, identity: { key: controllerKey, inbox: CONTROLLER_INBOX } });
-  const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
+  // Every stream at the replicas the bus's size gives: 3 on a cluster, 1 on a single server.
+  const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix, replicas: config.replicas };
   const busFile = busUsersFileFromEnv();
   if (!busFile) logger.warn('MESH_BUS_USERS_FILE is not set: the bus user list is not composed by this controller, so the server enforces whatever it was given');
   const busAuthority = busFile
@@ -118,7 +120,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
     return connecting;
   };
   const snapshots = new FoldSnapshots({
-    store: new FoldSnapshotStore(nc, { logStream: config.logStream, fold: 'mesh', writer: snapshotWriterBus }),
+    store: new FoldSnapshotStore(nc, { logStream: config.logStream, fold: 'mesh', writer: snapshotWriterBus, replicas: config.replicas }),
     log,
     stream: config.logStream,
     codeVersion: foldCodeVersion(),
@@ -155,6 +157,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
     subject: writerLeaseSubject(config.subjectPrefix),
     holder: `${hostname()}:${process.pid}`,
     ...leaseSettings,
+    replicas: config.replicas,
     logger: logger.child({ component: 'writer-lease' }),
   });
   // An operator's build is looked at by a holder of mesh-build-machine before it is submitted.
@@ -172,8 +175,13 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
     const seats = begun.held ? { held: begun.held } : await defineSystemSeats(mesh, { meshName: config.meshName, actor: 'controller' });
     const held = begun.held ?? seats.held;
     if (held) logger.error({ seq: held.seq, aggregate: held.aggregate, problem: held.problem }, `the log holds readers at seq ${held.seq}; the controller starts and serves reads, and decides nothing until an operator voids it`);
+    // Commands first: they need only the view and the writer, and a takeover is measured to them.
+    // What follows from them (declarations, bus users) is composed once the controller's first pass
+    // runs, a moment later, as after any start.
+    tools.serveAsWriter();
+    logger.info({ component: 'writer-lease' }, 'serving as the mesh writer');
     const controller = new Controller(nc, view, log, {
-      names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix },
+      names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix, replicas: config.replicas },
       actor: 'controller',
       logger,
       mesh,
@@ -212,13 +220,12 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
     await reports.start();
     writing.push(reports);
     const builds = new BuildCoordinator(nc, view, mesh, {
-      names: { nodes: config.nodesStream, control: config.controlStream, prefix: config.subjectPrefix },
+      names: { nodes: config.nodesStream, control: config.controlStream, prefix: config.subjectPrefix, replicas: config.replicas },
       actor: 'controller',
       logger: logger.child({ component: 'builds' }),
     });
     await builds.start();
     writing.push(builds);
-    tools.serveAsWriter();
   };
   let leaseLost: string | undefined;
   const stopping = new Promise<void>((resolve) => {
@@ -265,7 +272,23 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
       }));
     },
   });
+  // The console reads as the CLI does: the projections' read views, NODES, the log.
+  const pages = consoleSource({
+    pool,
+    readSchema: schemasFromEnv().read,
+    publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix }),
+    statusSchema: statusSchemaFromEnv(),
+    heartbeatThresholdMs: heartbeatThresholdMs(),
+    prefix: config.subjectPrefix,
+    holds: () => heldReaders({ 'the controller': view.held(), 'the fact feed': facts.held() }),
+    store: () => store.state(),
+    projections: projectionBuilds,
+    log: newLog(),
+    logSource: { nc, ...settings },
+    recentFacts: () => facts.latest(),
+  });
   const http = buildApp({
+    console: pages,
     overview: overviewOfMesh,
     onFact: (listener) => facts.subscribe(listener),
     recentFacts: () => facts.latest(),

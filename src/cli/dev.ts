@@ -1,5 +1,6 @@
 import { devStackDir, loadConfig } from '../config.js';
-import { portFromEnv, stackDown, stackPorts, stackStatus, stackUp, type StackStatus } from '../dev/stack.js';
+import { ValidationError } from '../errors.js';
+import { portFromEnv, recordedClusterSize, stackDown, stackPorts, stackStatus, stackUp, type StackStatus } from '../dev/stack.js';
 import { DEMO_NODES } from '../dev/demo.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { group, run, verb } from './verbs.js';
@@ -7,20 +8,22 @@ import { output, say } from './output.js';
 
 export const defineDev = (mesh: CommandUnknownOpts): void => {
   const dev = group(mesh, 'dev', 'the local stack: NATS, PostgreSQL and the controller on loopback ports');
-  verb(dev, 'up', { summary: 'start the local stack (idempotent); with --demo, the demo\'s agents and modules too', example: ['mesh dev up', 'mesh dev up --demo'], exits: [1, 6] })
+  verb(dev, 'up', { summary: 'start the local stack (idempotent); with --demo, the demo\'s agents and modules too', example: ['mesh dev up', 'mesh dev up --demo', 'mesh dev up --cluster 3'], exits: [1, 2, 3, 6] })
     .option('--demo', 'raise the demo mesh too, and wait until it does what it was told')
-    .action(run((values: { json?: true; demo?: true }) => devCommand('up', values)));
+    .option('--cluster <servers>', 'run the bus as a JetStream cluster of this many nats-servers on loopback (1 or 3; the stack keeps what it was first raised with)')
+    .action(run((values: { json?: true; demo?: true; cluster?: string }) => devCommand('up', values)));
   verb(dev, 'down', { summary: 'stop what `mesh dev up` started; the data stays', example: 'mesh dev down', exits: [] }).action(run((values: { json?: true }) => devCommand('down', values)));
   verb(dev, 'status', { summary: 'describe the stack and the log; exits 1 unless everything is up', example: 'mesh dev status --json', exits: [1] }).action(run((values: { json?: true }) => devCommand('status', values)));
 };
 
-const devCommand = async (sub: 'up' | 'down' | 'status', values: { json?: true; demo?: true }): Promise<number> => {
+const devCommand = async (sub: 'up' | 'down' | 'status', values: { json?: true; demo?: true; cluster?: string }): Promise<number> => {
   const out = output(values.json ?? false);
   const config = loadConfig();
   const dir = devStackDir();
   const options = {
     dir,
     ports: stackPorts(dir),
+    cluster: clusterFlag(values.cluster) ?? recordedClusterSize(dir),
     meshName: config.meshName,
     actor: config.actor,
     logStream: config.logStream,
@@ -72,6 +75,13 @@ const devCommand = async (sub: 'up' | 'down' | 'status', values: { json?: true; 
   }
 };
 
+/** --cluster: one server, or a cluster of three (JetStream needs a majority: two would survive nothing). */
+const clusterFlag = (raw: string | undefined): number | undefined => {
+  if (raw === undefined) return undefined;
+  if (raw !== '1' && raw !== '3') throw new ValidationError(`--cluster ${raw}: the local stack runs 1 nats-server or a cluster of 3`, { field: 'cluster', value: raw });
+  return Number(raw);
+};
+
 /** Waits, showing progress, until the controller's overview says the mesh does what it was told (or a minute passes). */
 const waitForHealth = async (pageUrl: string, say: (line: string) => void): Promise<{ healthy: boolean; problems: string[] }> => {
   const deadline = Date.now() + 60_000;
@@ -94,7 +104,11 @@ const waitForHealth = async (pageUrl: string, say: (line: string) => void): Prom
 const printStatus = (status: StackStatus): void => {
   const line = (text: string): void => void process.stdout.write(`${text}\n`);
   line(`stack data:  ${status.dir}`);
-  line(`nats-server: ${status.nats.running ? `running, pid ${status.nats.pid}, ${status.nats.url} (monitor :${status.nats.monitorPort})` : `not running (${status.nats.url})`}`);
+  if (status.natsMembers) {
+    for (const [i, member] of status.natsMembers.entries()) {
+      line(`nats-server ${i + 1}/${status.natsMembers.length}: ${member.running ? `running, pid ${member.pid}, ${member.url} (monitor :${member.monitorPort})` : `not running (${member.url})`}`);
+    }
+  } else line(`nats-server: ${status.nats.running ? `running, pid ${status.nats.pid}, ${status.nats.url} (monitor :${status.nats.monitorPort})` : `not running (${status.nats.url})`}`);
   line(`controller:  ${status.controller.running ? `running, pid ${status.controller.pid} (log ${status.controller.logFile})` : 'not running'}`);
   for (const agent of status.agents) line(`agent ${agent.node}: running, pid ${agent.pid} (log ${agent.logFile})`);
   line(`postgresql:  ${status.postgres.running ? `running, pid ${status.postgres.pid}, ${status.postgres.url}` : `not running (${status.postgres.url})`}`);

@@ -43,9 +43,11 @@ const related = (aggregate: string): string[] => {
 export const readHistory = async (
   log: EventLog<MeshEvent>,
   aggregate: string,
-  options: { onPassed?: (passed: PassedCommit) => void; seatIdOf?: (name: string) => Promise<string | undefined> } = {},
+  options: { onPassed?: (passed: PassedCommit) => void; seatIdOf?: (name: string) => Promise<string | undefined>; fromSeq?: number } = {},
 ): Promise<StoredMeshEvent[]> => {
   const onPassed = options.onPassed ?? warnPassed;
+  // From a sequence: what happened since a reader last asked (the console keeps the rest).
+  const from = options.fromSeq !== undefined ? { fromSeq: options.fromSeq } : {};
   const events: StoredMeshEvent[] = [];
   const told = new Set<number>();
   const pass = (passed: PassedCommit): void => {
@@ -59,18 +61,18 @@ export const readHistory = async (
     if (!options.seatIdOf) throw new Error(`the history of ${aggregate} needs a way to find the seat by its name`);
     const seatId = await options.seatIdOf(name);
     if (seatId === undefined) throw new NotFoundError(`no seat ${name} is known, by that name or a former one`, { aggregate, seat: name });
-    for await (const event of log.read({ aggregate: `seat.${seatId}`, onPassed: pass })) events.push(event);
-    for await (const event of log.read({ aggregate: 'assignment', onPassed: pass })) {
+    for await (const event of log.read({ aggregate: `seat.${seatId}`, onPassed: pass, ...from })) events.push(event);
+    for await (const event of log.read({ aggregate: 'assignment', onPassed: pass, ...from })) {
       if (heldSeatOf(event) === seatId) events.push(event);
     }
   } else {
-    for (const filter of related(aggregate)) for await (const event of log.read({ aggregate: filter, onPassed: pass })) events.push(event);
+    for (const filter of related(aggregate)) for await (const event of log.read({ aggregate: filter, onPassed: pass, ...from })) events.push(event);
     // A handover is filed under the seat, but it changed what the node (or module) it took the seat
     // from, and the one it gave it to, holds.
     const [kind, ...id] = aggregate.split('.');
     const name = id.join('.');
     if (kind === 'node' || kind === 'module') {
-      for await (const event of log.read({ aggregate: 'seat', onPassed: pass })) if (handedOverAt(event, kind, name)) events.push(event);
+      for await (const event of log.read({ aggregate: 'seat', onPassed: pass, ...from })) if (handedOverAt(event, kind, name)) events.push(event);
     }
   }
   return events.sort((a, b) => a.seq - b.seq || a.index - b.index);

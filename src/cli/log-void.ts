@@ -7,11 +7,11 @@ import { output } from './output.js';
 // at, lets them pass it. Signed like every command and decided by the controller, which refuses a
 // sequence the log does not hold and a commit that reads and verifies (exit 3).
 
-export const voidCommand = async (raw: string, values: { json?: true; reason: string; commandId?: string }): Promise<number> => {
+export const voidCommand = async (raw: string, values: { json?: true; reason: string; commandId?: string; plan?: true }): Promise<number> => {
   const usage = 'usage: mesh log void SEQ --reason "why the commit is passed by"';
   const parsed = parseSequence(raw);
   if ('why' in parsed) throw new ValidationError(`${usage}: SEQ is the log sequence readers are held at (\`mesh status\` names it); ${parsed.why}`, { field: 'seq', value: raw });
   const reason = values.reason.trim();
   if (!reason) throw new ValidationError(`${usage}: a void says why (--reason)`, { field: '--reason' });
-  return runCommand(output(values.json ?? false), { type: 'void-commit', seq: parsed.seq, reason }, values.commandId);
+  return runCommand(output(values.json ?? false), { type: 'void-commit', seq: parsed.seq, reason }, values.commandId, { plan: values.plan });
 };

@@ -1,19 +1,18 @@
+import { PLAN_OPTION } from './mesh-session.js';
 import { loadConfig } from '../config.js';
 import { connectAsOperator } from './bus-connection.js';
 import { heldError, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
-import { filterSubjectOf } from '../adapters/eventlog/subjects.js';
 import type { StoredEvent } from '../domain/events/envelope.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { sequenceFlag } from './flags.js';
 import { collect, run, verb, WIDE_OPTION } from './verbs.js';
 import { eventsOf, voidsIn } from './log-read.js';
 import { matchingRows, type LogQuery } from '../projections/audit.js';
 import { voidCommand } from './log-void.js';
 import { output, TABLE_WIDTH, type Output } from './output.js';
 import { withReads } from './reads.js';
-import { ValidationError } from '../errors.js';
+import { eventFilter, logAskOf } from './log-filters.js';
 
 // `mesh log`: the audit trail. The audit projection answers which events match, once it has
 // reached the log's head (so the read sees every write before it); the log supplies what each
@@ -46,6 +45,7 @@ export const defineLog = (mesh: CommandUnknownOpts): void => {
     .argument('<seq>', 'the log sequence readers are held at (`mesh status` names it)')
     .requiredOption('--reason <text>', 'why the commit is passed by')
     .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
     .action(run(voidCommand));
 };
 
@@ -65,14 +65,13 @@ interface LogFlags {
 const logCommand = async (values: LogFlags): Promise<number> => {
   const out = output(values.json ?? false, values.output);
   const config = loadConfig();
-  const fromSeq = sequenceFlag('--since', values.since) ?? 1;
-  const want = { types: values.type, actor: values.actor, correlation: values.correlation, after: timeFlag('after', values.after), before: timeFlag('before', values.before) };
-  const aggregate = values.aggregate;
-  if (aggregate !== undefined) filterSubjectOf(config.logSubjectPrefix, aggregate); // refuses a malformed filter before anything is read
+  // Refuses a malformed filter before anything is read.
+  const want = logAskOf(values, config.logSubjectPrefix);
+  const { fromSeq, aggregate } = want;
   const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
 
   const readTo = await withReads(['audit'], {}, async ({ db, nc, view, seq }) => {
-    const query: LogQuery = { ...want, fromSeq, toSeq: seq, aggregate };
+    const query: LogQuery = { ...want, toSeq: seq };
     // The header goes out once the first page has been answered, so a refusal prints nothing.
     let headed = out.json;
     const head = (): void => {
@@ -122,29 +121,6 @@ const logCommand = async (values: LogFlags): Promise<number> => {
     process.off('SIGTERM', onSignal);
     await nc.close();
   }
-};
-
-const timeFlag = (name: string, value: string | undefined): number | undefined => {
-  if (value === undefined) return undefined;
-  const time = Date.parse(value);
-  if (Number.isNaN(time)) throw new ValidationError(`--${name} "${value}" is not a time: write it as ISO 8601, e.g. 2026-12-02T14:00:00Z`, { field: `--${name}` });
-  return time;
-};
-
-/** Which events a reader asked for: types, an actor (a trailing * matches a prefix), a correlation, a time window. */
-export const eventFilter = (want: { types: string[]; actor?: string | undefined; correlation?: string | undefined; after?: number | undefined; before?: number | undefined }) => {
-  const types = new Set(want.types);
-  const actor = want.actor;
-  const actorMatches = (value: string): boolean => !actor || (actor.endsWith('*') ? value.startsWith(actor.slice(0, -1)) : value === actor);
-  return (event: StoredEvent): boolean => {
-    if (types.size > 0 && !types.has(event.type)) return false;
-    if (!actorMatches(event.actor)) return false;
-    if (want.correlation && event.correlationId !== want.correlation) return false;
-    const time = Date.parse(event.time);
-    if (want.after !== undefined && time < want.after) return false;
-    if (want.before !== undefined && time > want.before) return false;
-    return true;
-  };
 };
 
 // A row of the log in 100 columns: sequence, time to the second, aggregate and version, type,

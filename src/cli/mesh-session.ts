@@ -3,7 +3,9 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { loadConfig, type MeshConfig } from '../config.js';
 import { connectAsOperator } from './bus-connection.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
-import { sendSignedCommand, type CommandAnswer } from '../adapters/command-client.js';
+import { sendSignedCommand, sendSignedPlan, type CommandAnswer } from '../adapters/command-client.js';
+import type { MeshPlan } from '../domain/declarations/plan.js';
+import { printPlan } from './plan-output.js';
 import { commandMetadataSchema, type CommandMetadata } from '../domain/events/envelope.js';
 import { ValidationError } from '../errors.js';
 import type { MeshCommand } from '../domain/mesh/commands.js';
@@ -14,9 +16,14 @@ import type { Output } from './output.js';
 // request is never persisted; the events it causes are). Reads never fold the log here: they read
 // the projections (reads.ts).
 
+/** What a command answered: carried out, or, with --plan, what it would do (nothing appended). */
+export type MeshAnswer = CommandAnswer & { plan?: MeshPlan };
+
 export interface MeshClient {
-  /** signs the command and has the controller decide it */
-  execute(command: MeshCommand, metadata: CommandMetadata): Promise<CommandAnswer>;
+  /** signs the command and has the controller decide it; with --plan, has it planned instead */
+  execute(command: MeshCommand, metadata: CommandMetadata): Promise<MeshAnswer>;
+  /** signs the commands and has the controller plan them in turn, appending nothing */
+  plan(steps: readonly { command: MeshCommand; metadata: CommandMetadata }[]): Promise<MeshPlan>;
 }
 
 export interface MeshSession {
@@ -32,7 +39,14 @@ const commandIdFlag = (value: string): string => {
   return parsed.data;
 };
 
-export const withMesh = async <T>(work: (session: MeshSession) => Promise<T>): Promise<T> => {
+/** A plan, as a command's answer: no sequence appended at, no events stored. */
+const planAnswer = (plan: MeshPlan): MeshAnswer => ({ summary: plan.summaries.join('; '), seq: plan.seq, duplicate: false, events: [], plan });
+
+/** `--plan` on a mutating verb (docs/decisions.md, "Plans"). */
+export const PLAN_OPTION = ['--plan', 'say what it would do to each node\'s declaration, and append nothing (exit 0: it would be carried out; 3: refused)'] as const;
+
+/** With `plan`, every command the session sends is planned instead of carried out. */
+export const withMesh = async <T>(work: (session: MeshSession) => Promise<T>, options: { plan?: boolean | undefined } = {}): Promise<T> => {
   const config = loadConfig();
   const nc = await connectAsOperator(config, 'mesh-cli');
   try {
@@ -40,7 +54,11 @@ export const withMesh = async <T>(work: (session: MeshSession) => Promise<T>): P
     await verifyLogStream(await jetstreamManager(nc), settings, config.natsUrl);
     return await work({
       config,
-      mesh: { execute: (command, metadata) => sendSignedCommand(nc, config, command, metadata.commandId) },
+      mesh: {
+        execute: async (command, metadata) =>
+          options.plan ? planAnswer(await sendSignedPlan(nc, config, [{ command, commandId: metadata.commandId }])) : sendSignedCommand(nc, config, command, metadata.commandId),
+        plan: (steps) => sendSignedPlan(nc, config, steps.map(({ command, metadata }) => ({ command, commandId: metadata.commandId }))),
+      },
       metadata: (commandId) => ({ commandId: commandId === undefined ? randomUUID() : commandIdFlag(commandId), actor: config.actor }),
     });
   } finally {
@@ -48,11 +66,12 @@ export const withMesh = async <T>(work: (session: MeshSession) => Promise<T>): P
   }
 };
 
-export const printResult = (out: Output, result: CommandAnswer): number => {
+export const printResult = (out: Output, result: MeshAnswer): number => {
+  if (result.plan) return printPlan(out, result.plan);
   if (out.json) out.data({ ok: true, summary: result.summary, seq: result.seq, duplicate: result.duplicate, events: result.events });
   else out.line(`${result.summary}${result.events.length > 0 ? ` (log seq ${result.seq})` : ''}`);
   return 0;
 };
 
-export const runCommand = (out: Output, command: MeshCommand, commandId?: string): Promise<number> =>
-  withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute(command, metadata(commandId))));
+export const runCommand = (out: Output, command: MeshCommand, commandId?: string, options: { plan?: boolean | undefined } = {}): Promise<number> =>
+  withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute(command, metadata(commandId))), options);

@@ -1,6 +1,7 @@
 import { Refusal } from '../domain/refusal.js';
 import { assignmentsOf } from '../projections/mesh/assignments.js';
 import { printResult, withMesh } from './mesh-session.js';
+import { printPlan } from './plan-output.js';
 import type { Output } from './output.js';
 import { withReads } from './reads.js';
 
@@ -13,9 +14,14 @@ import { withReads } from './reads.js';
 /** `--command-id ID`: each step its own id under it, so the whole drain retried acts once. */
 const stepId = (commandId: string | undefined, step: string): string | undefined => (commandId === undefined ? undefined : `${commandId}.${step}`);
 
-export const drainAndRemove = async (out: Output, node: string, commandId?: string): Promise<number> => {
+export const drainAndRemove = async (out: Output, node: string, commandId?: string, options: { plan?: boolean | undefined } = {}): Promise<number> => {
   const modules = (await withReads(['assignments'], {}, (session) => assignmentsOf(session, node))).map((a) => a.module);
   return withMesh(async ({ mesh, metadata }) => {
+    // Planned as one: each unassign decided on the mesh the ones before it leave, then the removal.
+    if (options.plan) {
+      const steps = [...modules.map((module) => ({ command: { type: 'unassign' as const, module, node }, metadata: metadata(stepId(commandId, `unassign.${module}`)) })), { command: { type: 'remove-node' as const, node }, metadata: metadata(stepId(commandId, 'remove')) }];
+      return printPlan(out, await mesh.plan(steps));
+    }
     let pending = modules;
     while (pending.length > 0) {
       const refused: Refusal[] = [];

@@ -1,9 +1,11 @@
 import { machineOverview } from './machine-overview.js';
+import { AT_OPTION, atFlag, withMeshAt } from './at.js';
+import { nodeShowAt } from './at-reads.js';
 import { NotFoundError, RefusedError } from '../errors.js';
 import { newEnrolmentToken } from '../adapters/enrolment-tokens.js';
 import { TOKEN_TTL_MAX } from '../domain/nodes/token-limits.js';
 import { durationFlag } from './flags.js';
-import { printResult, runCommand, withMesh } from './mesh-session.js';
+import { printResult, runCommand, withMesh, PLAN_OPTION } from './mesh-session.js';
 import { drainAndRemove } from './node-remove.js';
 import { output, proseLine, table } from './output.js';
 import { group, run, verb, WIDE_OPTION } from './verbs.js';
@@ -17,11 +19,12 @@ import { OVERVIEW_PROJECTIONS } from '../projections/mesh/overview.js';
 import { holdingsOf } from '../projections/mesh/seats.js';
 
 // mesh node add NAME [--root PATH] [--address HOST] | list | show NAME | token [--node NAME] [--ttl 1h]
-// mesh node cordon NAME | uncordon NAME | remove NAME [--drain]
+// mesh node cordon NAME | uncordon NAME | domain NAME DOMAIN | remove NAME [--drain]
 
 interface CommandFlags {
   json?: true;
   commandId?: string;
+  plan?: true;
 }
 
 export const defineNode = (mesh: CommandUnknownOpts): void => {
@@ -31,37 +34,53 @@ export const defineNode = (mesh: CommandUnknownOpts): void => {
     .option('--root <path>', 'where its agent keeps what it runs (default /var/lib/mesh)')
     .option('--address <host>', 'the host it is reached at')
     .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
     .action(run(nodeAdd));
   verb(node, 'list', { summary: 'every node, its root and what it is told to run', example: 'mesh node list', exits: [6, 7] })
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
     .option(...WIDE_OPTION)
     .action(run(nodeList));
-  verb(node, 'show', { summary: 'one node: what it runs, the seats it holds, what it holds back and why, its last facts', example: 'mesh node show alpha --json', exits: [5, 6, 7] })
+  verb(node, 'show', { summary: 'one node: what it runs, the seats it holds, what it holds back and why, its last facts', example: ['mesh node show alpha --json', 'mesh node show alpha --at 2026-12-04T09:00:00Z'], exits: [5, 6, 7] })
     .argument('<name>', 'the node')
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .option(...AT_OPTION)
     .option(...WIDE_OPTION)
     .action(run(nodeShow));
   verb(node, 'cordon', { summary: 'the node takes no new assignment; what it runs keeps running', example: 'mesh node cordon lab1', exits: [3, 4, 5, 6] })
     .argument('<name>', 'the node')
     .option('--command-id <id>', 'a retry with the same id acts once')
-    .action(run((name: string, values: CommandFlags) => runCommand(output(values.json ?? false), { type: 'cordon-node', node: name }, values.commandId)));
+    .option(...PLAN_OPTION)
+    .action(run((name: string, values: CommandFlags) => runCommand(output(values.json ?? false), { type: 'cordon-node', node: name }, values.commandId, { plan: values.plan })));
   verb(node, 'uncordon', { summary: 'the node takes new assignments again', example: 'mesh node uncordon lab1', exits: [3, 4, 5, 6] })
     .argument('<name>', 'the node')
     .option('--command-id <id>', 'a retry with the same id acts once')
-    .action(run((name: string, values: CommandFlags) => runCommand(output(values.json ?? false), { type: 'uncordon-node', node: name }, values.commandId)));
+    .option(...PLAN_OPTION)
+    .action(run((name: string, values: CommandFlags) => runCommand(output(values.json ?? false), { type: 'uncordon-node', node: name }, values.commandId, { plan: values.plan })));
+  verb(node, 'domain', {
+    summary: "the DNS domain the node's public names are under: a route web of a module on it is web.DOMAIN; its modules' routes are granted their names again",
+    example: 'mesh node domain lab1 example.org',
+    exits: [3, 4, 5, 6],
+  })
+    .argument('<name>', 'the node')
+    .argument('<domain>', 'a DNS name in lower case, e.g. example.org')
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
+    .action(run((name: string, domain: string, values: CommandFlags) => runCommand(output(values.json ?? false), { type: 'set-node-domain', node: name, domain }, values.commandId, { plan: values.plan })));
   verb(node, 'remove', {
     summary: 'take a node out of the mesh: refused while modules are assigned to it, unless --drain unassigns each first; its bus identity and tokens are retired',
-    example: ['mesh node remove lab1', 'mesh node remove lab1 --drain'],
+    example: ['mesh node remove lab1', 'mesh node remove lab1 --drain', 'mesh node remove lab1 --drain --plan'],
     exits: [3, 4, 5, 6],
   })
     .argument('<name>', 'the node')
     .option('--drain', 'unassign every module on it first (each its own command and event), then remove it')
     .option('--command-id <id>', 'a retry with the same id acts once (with --drain, each step is <id>.<step>)')
+    .option(...PLAN_OPTION)
     .action(run(nodeRemove));
   verb(node, 'token', { summary: 'an enrolment token for a node\'s agent, shown once', example: ['mesh node token --node lab1 --ttl 2h', 'MESH_ENROL_TOKEN=$(mesh node token --node lab1) mesh agent --node lab1'], exits: [3, 6] })
     .option('--node <name>', 'the only node the token may join as (default: any)')
     .option('--ttl <duration>', 'how long the token stays good, from 1s to 30d', '1h')
     .option('--command-id <id>', 'a retry with the same id is refused: the secret was shown once')
+    .option(...PLAN_OPTION)
     .action(run(nodeToken));
 };
 
@@ -69,13 +88,14 @@ const nodeAdd = (name: string, values: CommandFlags & { root?: string; address?:
   const out = output(values.json ?? false);
   return withMesh(async ({ mesh, metadata }) =>
     printResult(out, await mesh.execute({ type: 'add-node', node: name, ...(values.root ? { root: values.root } : {}), ...(values.address ? { address: values.address } : {}) }, metadata(values.commandId))),
+    { plan: values.plan },
   );
 };
 
 const nodeRemove = (name: string, values: CommandFlags & { drain?: true }): Promise<number> => {
   const out = output(values.json ?? false);
-  if (!values.drain) return runCommand(out, { type: 'remove-node', node: name }, values.commandId);
-  return drainAndRemove(out, name, values.commandId);
+  if (!values.drain) return runCommand(out, { type: 'remove-node', node: name }, values.commandId, { plan: values.plan });
+  return drainAndRemove(out, name, values.commandId, { plan: values.plan });
 };
 
 const nodeList = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
@@ -88,8 +108,10 @@ const nodeList = (values: { json?: true; atLeast?: string; output?: string }): P
   });
 };
 
-const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
+const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?: string; at?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
+  const at = atFlag(values.at);
+  if (at) return withMeshAt(at, async (mesh) => nodeShowAt(out, mesh, name));
   return withReads([...new Set([...OVERVIEW_PROJECTIONS, 'facts'])], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const node = await readNode(session, name);
     if (!node) {
@@ -156,6 +178,8 @@ const nodeToken = (values: CommandFlags & { node?: string; ttl: string }): Promi
   return withMesh(async ({ mesh, metadata }) => {
     const meta = metadata(values.commandId);
     const result = await mesh.execute({ type: 'issue-enrolment-token', tokenId, verifier, publicKey, node: values.node ?? null, expiresAt }, meta);
+    // A plan shows no token: none is made.
+    if (result.plan) return printResult(out, result);
     // The token printed is the one recorded: a duplicate answer recorded another (command-reuse.ts refuses that case, naming it).
     if (result.duplicate) throw new RefusedError(`command ${meta.commandId} had already made a token at log seq ${result.seq}; its secret was shown once and cannot be shown again: make a new token without --command-id`, { field: '--command-id', seq: result.seq });
     if (out.json) out.data({ ok: true, token, tokenId, node: values.node ?? null, expiresAt, seq: result.seq });
@@ -164,5 +188,5 @@ const nodeToken = (values: CommandFlags & { node?: string; ttl: string }): Promi
       process.stderr.write(`${result.summary}. Start the node's agent with: MESH_ENROL_TOKEN=${token} npx mesh agent --node ${values.node ?? 'NAME'}\n`);
     }
     return 0;
-  });
+  }, { plan: values.plan });
 };

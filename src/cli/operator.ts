@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { createOperatorKey } from '../adapters/operator-keys.js';
 import { devStackDir } from '../config.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { printResult, withMesh } from './mesh-session.js';
+import { printResult, withMesh, PLAN_OPTION } from './mesh-session.js';
 import { output, table } from './output.js';
 import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import { atLeastFlag, withReads } from './reads.js';
@@ -23,10 +23,12 @@ export const defineOperator = (mesh: CommandUnknownOpts): void => {
     .argument('<name>', 'the operator')
     .requiredOption('--key <public-key>', 'the public key `mesh operator key` printed')
     .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
     .action(run(operatorAdd));
   verb(operator, 'revoke', { summary: 'refuse an operator\'s commands from now on', example: 'mesh operator revoke grace', exits: [3, 4, 5, 6] })
     .argument('<name>', 'the operator')
     .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
     .action(run(operatorRevoke));
   verb(operator, 'list', { summary: 'every operator, active or revoked, and its public key', example: 'mesh operator list', exits: [6, 7] })
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
@@ -46,11 +48,11 @@ const operatorKey = async (name: string, values: { json?: true; out?: string }):
   return 0;
 };
 
-const operatorAdd = (name: string, values: { json?: true; key: string; commandId?: string }): Promise<number> =>
-  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'add-operator', operator: name, publicKey: values.key }, metadata(values.commandId))));
+const operatorAdd = (name: string, values: { json?: true; key: string; commandId?: string; plan?: true }): Promise<number> =>
+  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'add-operator', operator: name, publicKey: values.key }, metadata(values.commandId))), { plan: values.plan });
 
-const operatorRevoke = (name: string, values: { json?: true; commandId?: string }): Promise<number> =>
-  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'revoke-operator', operator: name }, metadata(values.commandId))));
+const operatorRevoke = (name: string, values: { json?: true; commandId?: string; plan?: true }): Promise<number> =>
+  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'revoke-operator', operator: name }, metadata(values.commandId))), { plan: values.plan });
 
 const operatorList = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);

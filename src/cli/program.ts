@@ -17,6 +17,7 @@ import { defineOperator } from './operator.js';
 import { TABLE_WIDTH } from './output.js';
 import { defineProjections } from './projections.js';
 import { defineSeats } from './seats.js';
+import { defineTrust } from './trust.js';
 import { defineStatus } from './status.js';
 import { defineSecret } from './secret.js';
 import { defineVault } from './vault.js';
@@ -26,8 +27,10 @@ import { helpFooter, verbsOf } from './verbs.js';
 // what it parsed on it).
 
 const ENVIRONMENT = `Every verb takes --json (one JSON document per line on stdout); commands take --command-id ID
-(a retry with the same id acts once). Reads wait until the projections have reached the log's head,
-or --at-least SEQ (a command's reply says its seq), for MESH_READ_TIMEOUT_MS (10000).
+(a retry with the same id acts once) and --plan (say what each node's declaration would become,
+append nothing). Reads wait until the projections have reached the log's head, or --at-least SEQ
+(a command's reply says its seq), for MESH_READ_TIMEOUT_MS (10000); status, node show, seats,
+module show and graph take --at SEQ|TIME to answer as the mesh was then, folded from the log.
 
 Addresses come from MESH_NATS_URL and MESH_DATABASE_URL, else from the local stack. Commands are
 signed with MESH_OPERATOR_KEY (by default .mesh/dev/operator.key). Reads log in to PostgreSQL as
@@ -87,7 +90,7 @@ export const meshProgram = (): Command => {
     .configureOutput({ outputError: () => undefined })
     .showSuggestionAfterError(true)
     .configureHelp({ helpWidth: TABLE_WIDTH });
-  for (const define of [defineDev, defineLog, defineHistory, defineOperator, defineAudit, defineModule, defineEvents, defineSeats, defineStatus, defineNode, defineAssign, defineBuilds, defineBuilder, defineVault, defineSecret, defineController, defineAgent, defineProjections, defineCompletion]) {
+  for (const define of [defineDev, defineLog, defineHistory, defineOperator, defineAudit, defineModule, defineEvents, defineSeats, defineTrust, defineStatus, defineNode, defineAssign, defineBuilds, defineBuilder, defineVault, defineSecret, defineController, defineAgent, defineProjections, defineCompletion]) {
     define(program);
   }
   // `mesh --help` lists every verb and sub-verb, not only the first words.

@@ -1,11 +1,13 @@
 import { ValidationError } from '../errors.js';
 import type { AssignmentRef } from '../domain/seats/events.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { printResult, withMesh } from './mesh-session.js';
-import { output, table } from './output.js';
+import { printResult, withMesh, PLAN_OPTION } from './mesh-session.js';
+import { output, table, type Output } from './output.js';
 import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import { atLeastFlag, withReads } from './reads.js';
-import { findSeat, holderAt, readHoldings, readSeatSet } from '../projections/mesh/seats.js';
+import { findSeat, holderAt, readHoldings, readSeatSet, type SeatRead } from '../projections/mesh/seats.js';
+import { AT_OPTION, asOfData, asOfLine, atFlag, withMeshAt, type AsOf } from './at.js';
+import { holdingsAt, nodesAt, seatSetAt, type HoldingRead } from './at-reads.js';
 import { nodeNames } from '../projections/mesh/nodes.js';
 
 // mesh seats | mesh seat handover SEAT --to NODE/MODULE [--from NODE/MODULE|none] | mesh seat rename SEAT NEW
@@ -28,72 +30,80 @@ const currentHolder = (seat: string, node: string): Promise<AssignmentRef | null
   });
 
 export const defineSeats = (mesh: CommandUnknownOpts): void => {
-  verb(mesh, 'seats', { summary: 'every seat: its scope, what it delivers, who declared it, its holder', example: ['mesh seats', 'mesh seats --json'], exits: [6, 7] })
+  verb(mesh, 'seats', { summary: 'every seat: its scope, what it delivers, who declared it, its holder', example: ['mesh seats', 'mesh seats --json', 'mesh seats --at 1200'], exits: [6, 7] })
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .option(...AT_OPTION)
     .option(...WIDE_OPTION)
     .action(run(seatsCommand));
   const seat = group(mesh, 'seat', 'one seat: hand it over, rename it');
   verb(seat, 'handover', {
     summary: 'move a seat to another holder in one event; refused if it moved since you looked',
-    example: ['mesh seat handover mesh-git --to lab1/forge', 'mesh seat handover mesh-git --to lab1/forge --from novox/gitea'],
+    example: ['mesh seat handover mesh-git --to lab1/forge', 'mesh seat handover mesh-git --to lab1/forge --from novox/gitea', 'mesh seat handover mesh-git --to lab1/forge --plan'],
     exits: [3, 4, 5, 6],
   })
     .argument('<seat>', 'the seat, by any of its names')
     .requiredOption('--to <node/module>', 'the assignment that takes it')
     .option('--from <node/module|none>', 'the holder you hand it over from (default: its holder now)')
     .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
     .action(run(seatHandover));
   verb(seat, 'rename', { summary: 'rename a seat; the old name keeps resolving', example: 'mesh seat rename mesh-git mesh-forge', exits: [3, 4, 5, 6] })
     .argument('<seat>', 'the seat, by any of its names')
     .argument('<new-name>', 'the name it goes by from now on')
     .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
     .action(run(seatRename));
 };
 
-const seatsCommand = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
+const seatsCommand = (values: { json?: true; atLeast?: string; output?: string; at?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
-  return withReads(['seats', 'nodes'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
-    const seats = (await readSeatSet(session)).sort((a, b) => (a.scope === b.scope ? a.name.localeCompare(b.name) : a.scope === 'mesh' ? -1 : 1));
-    const holdings = await readHoldings(session);
-    const nodes = (await nodeNames(session)).sort((a, b) => a.localeCompare(b));
-    const heldBy = (seat: string, scopeKey: string): AssignmentRef | undefined => {
-      const held = holdings.find((h) => h.seat_id === seat && h.scope_key === scopeKey);
-      return held ? { node: held.node, module: held.module } : undefined;
-    };
-    const rows = seats.flatMap((seat) => {
-      const base = { seat: seat.name, aliases: seat.aliases, scope: seat.scope, delivers: seat.delivers, definer: seat.definer === 'system' ? 'mesh' : (seat.definer_module ?? ''), protocol: seat.protocol };
-      if (seat.scope === 'mesh') return [{ ...base, holder: heldBy(seat.id, 'mesh') ?? null }];
-      const held = nodes.flatMap((node) => {
-        const holder = heldBy(seat.id, node);
-        return holder ? [{ ...base, holder }] : [];
-      });
-      return held.length > 0 ? held : [{ ...base, holder: null }];
-    });
-    // A holding whose seat has left the set (its declarer dropped it) is shown, never hidden.
-    const inSet = new Set(seats.map((s) => s.id));
-    const outside = holdings
-      .filter((h) => !inSet.has(h.seat_id))
-      .map((h) => ({ seat: h.seat_id, aliases: [] as string[], scope: h.scope_key === 'mesh' ? 'mesh' : 'node', delivers: null, definer: 'outside the set', protocol: null, holder: { node: h.node, module: h.module } }));
-    if (out.json) {
-      out.data({ seats: rows, outsideTheSet: outside });
-      return 0;
-    }
-    const holderOf = (row: (typeof rows)[number]): string => (row.holder ? `${row.holder.node}/${row.holder.module}` : row.scope === 'node' ? 'unheld on every node' : 'unheld');
-    table(out, ['SEAT', 'SCOPE', 'DELIVERS', 'DECLARED BY', 'HOLDER'], [
-      ...rows.map((row) => [row.aliases.length > 0 ? `${row.seat} (was ${row.aliases.join(', ')})` : row.seat, row.scope, row.delivers ?? 'nothing', row.definer, holderOf(row)]),
-      ...outside.map((row) => [row.seat, row.scope, 'not known', 'outside the set', `${row.holder.node}/${row.holder.module}`]),
-    ]);
-    return 0;
-  });
+  const at = atFlag(values.at);
+  if (at) return withMeshAt(at, async (mesh) => printSeats(out, seatSetAt(mesh.state), holdingsAt(mesh.state), nodesAt(mesh.state), mesh));
+  return withReads(['seats', 'nodes'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => printSeats(out, await readSeatSet(session), await readHoldings(session), await nodeNames(session)));
 };
 
-const seatHandover = async (seat: string, values: { json?: true; to: string; from?: string; commandId?: string }): Promise<number> => {
+/** The seat set and its holders, as `mesh seats` prints them; `asOf` heads an answer about the past. */
+const printSeats = (out: Output, seatSet: readonly SeatRead[], holdings: readonly HoldingRead[], nodeList: readonly string[], asOf?: AsOf): number => {
+  const seats = [...seatSet].sort((a, b) => (a.scope === b.scope ? a.name.localeCompare(b.name) : a.scope === 'mesh' ? -1 : 1));
+  const nodes = [...nodeList].sort((a, b) => a.localeCompare(b));
+  const heldBy = (seat: string, scopeKey: string): AssignmentRef | undefined => {
+    const held = holdings.find((h) => h.seat_id === seat && h.scope_key === scopeKey);
+    return held ? { node: held.node, module: held.module } : undefined;
+  };
+  const rows = seats.flatMap((seat) => {
+    const base = { seat: seat.name, aliases: seat.aliases, scope: seat.scope, delivers: seat.delivers, definer: seat.definer === 'system' ? 'mesh' : (seat.definer_module ?? ''), protocol: seat.protocol };
+    if (seat.scope === 'mesh') return [{ ...base, holder: heldBy(seat.id, 'mesh') ?? null }];
+    const held = nodes.flatMap((node) => {
+      const holder = heldBy(seat.id, node);
+      return holder ? [{ ...base, holder }] : [];
+    });
+    return held.length > 0 ? held : [{ ...base, holder: null }];
+  });
+  // A holding whose seat has left the set (its declarer dropped it) is shown, never hidden.
+  const inSet = new Set(seats.map((s) => s.id));
+  const outside = holdings
+    .filter((h) => !inSet.has(h.seat_id))
+    .map((h) => ({ seat: h.seat_id, aliases: [] as string[], scope: h.scope_key === 'mesh' ? 'mesh' : 'node', delivers: null, definer: 'outside the set', protocol: null, holder: { node: h.node, module: h.module } }));
+  if (out.json) {
+    out.data({ ...(asOf ? asOfData(asOf) : {}), seats: rows, outsideTheSet: outside });
+    return 0;
+  }
+  if (asOf) out.line(asOfLine(asOf));
+  const holderOf = (row: (typeof rows)[number]): string => (row.holder ? `${row.holder.node}/${row.holder.module}` : row.scope === 'node' ? 'unheld on every node' : 'unheld');
+  table(out, ['SEAT', 'SCOPE', 'DELIVERS', 'DECLARED BY', 'HOLDER'], [
+    ...rows.map((row) => [row.aliases.length > 0 ? `${row.seat} (was ${row.aliases.join(', ')})` : row.seat, row.scope, row.delivers ?? 'nothing', row.definer, holderOf(row)]),
+    ...outside.map((row) => [row.seat, row.scope, 'not known', 'outside the set', `${row.holder.node}/${row.holder.module}`]),
+  ]);
+  return 0;
+};
+
+const seatHandover = async (seat: string, values: { json?: true; to: string; from?: string; commandId?: string; plan?: true }): Promise<number> => {
   const out = output(values.json ?? false);
   const to = assignmentRefFlag('--to', values.to);
   // The holder this operator is handing over from: given, or as the mesh is now.
   const expectedHolder = values.from !== undefined ? (values.from === 'none' ? null : assignmentRefFlag('--from', values.from)) : await currentHolder(seat, to.node);
-  return withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute({ type: 'hand-over-seat', seat, to, expectedHolder }, metadata(values.commandId))));
+  return withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute({ type: 'hand-over-seat', seat, to, expectedHolder }, metadata(values.commandId))), { plan: values.plan });
 };
 
-const seatRename = (seat: string, newName: string, values: { json?: true; commandId?: string }): Promise<number> =>
-  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'rename-seat', seat, to: newName }, metadata(values.commandId))));
+const seatRename = (seat: string, newName: string, values: { json?: true; commandId?: string; plan?: true }): Promise<number> =>
+  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'rename-seat', seat, to: newName }, metadata(values.commandId))), { plan: values.plan });

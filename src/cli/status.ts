@@ -6,7 +6,7 @@ import { meshProjections } from '../projections/catalogue.js';
 import { CommitReader } from '../projections/commit-reader.js';
 import { readRefusals, type StatedRefusal } from '../projections/mesh/declarations.js';
 import { readNodesWithModules } from '../projections/mesh/nodes.js';
-import { OVERVIEW_PROJECTIONS } from '../projections/mesh/overview.js';
+import { notKnownFromProjections, OVERVIEW_PROJECTIONS } from '../projections/mesh/overview.js';
 import { unheldMeshSeats } from '../projections/mesh/seats.js';
 import { allHealthy, projectionsStatus, type BuildState } from '../projections/status.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
@@ -15,6 +15,9 @@ import { output, proseLine, say, table, type Output } from './output.js';
 import { durationFlag } from './flags.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { machineOverview } from './machine-overview.js';
+import { AT_OPTION, atFlag, withMeshAt } from './at.js';
+import { statusAt } from './at-reads.js';
+import { ValidationError } from '../errors.js';
 
 // `mesh status`: the overview. What each projection has folded, each node and what it is told to
 // run, the seats nobody holds, and the declarations the controller could not compose. Absence is
@@ -43,10 +46,11 @@ const describeProjection = (s: BuildState): string => {
 export const defineStatus = (mesh: CommandUnknownOpts): void => {
   verb(mesh, 'status', {
     summary: 'the overview: projections, nodes and what they run, machines, unheld seats, refusals, what is not known',
-    example: ['mesh status', 'mesh status --json', 'mesh status --wait 60s'],
+    example: ['mesh status', 'mesh status --json', 'mesh status --wait 60s', 'mesh status --at 1200', 'mesh status --at 2026-12-04T09:00:00Z'],
     exits: [1, 6],
   })
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
+    .option(...AT_OPTION)
     .option('--wait <duration>', 'ask again until the mesh does what it was told, up to this long (e.g. 60s); then print the overview')
     .option(...WIDE_OPTION)
     .action(run(statusCommand));
@@ -60,10 +64,16 @@ interface StatusFlags {
   atLeast?: string;
   output?: string;
   wait?: string;
+  at?: string;
 }
 
 const statusCommand = async (values: StatusFlags): Promise<number> => {
   const out = output(values.json ?? false, values.output);
+  const at = atFlag(values.at);
+  if (at) {
+    if (values.wait !== undefined) throw new ValidationError('--at asks about the past and --wait about the future: give one of them', { field: '--at' });
+    return withMeshAt(at, async (mesh) => statusAt(out, mesh));
+  }
   if (values.wait === undefined) return statusOnce(out, values);
   // --wait: the overview is asked again, quietly, until the mesh does what it was told or the
   // time is up; only the last answer is printed (an agent still joining is not yet a fault).
@@ -100,11 +110,8 @@ const statusOnce = (out: Output, values: StatusFlags): Promise<number> => {
       if (behind) unknown.push(`the tables below are older than the log: ${behind.message}`);
 
       const nodes = serving('nodes') ? await readNodesWithModules(session, { assignments: serving('assignments') }) : [];
-      if (!serving('nodes')) unknown.push('which nodes there are: the nodes projection is not built');
-      for (const node of nodes) if (!node.enrolled) unknown.push(`what runs on ${node.name}: no agent has enrolled as it, so nothing reports from it`);
-
+      unknown.push(...notKnownFromProjections(serving, nodes));
       const unheld = serving('seats') ? await unheldMeshSeats(session) : [];
-      if (!serving('seats')) unknown.push('who holds which seat: the seats projection is not built');
 
       const refusals: Refusal[] = [];
       if (serving('declarations')) {
@@ -119,12 +126,11 @@ const statusOnce = (out: Output, values: StatusFlags): Promise<number> => {
           }
           refusals.push({ ...refusal, resolved });
         }
-      } else unknown.push('whether any declaration was refused: the declarations projection is not built');
+      }
 
       const refused = refusals.filter((r) => r.resolved !== true);
       // The machines: heard from, applying their newest declaration, nothing held, refused or crash-looping.
       const missing = OVERVIEW_PROJECTIONS.filter((name) => !serving(name));
-      if (missing.length > 0) unknown.push(`what the machines are doing: the ${missing.join(', ')} projection${missing.length > 1 ? 's are' : ' is'} not built`);
       const machines = missing.length === 0 ? await machineOverview(session) : NOT_JUDGED;
       const healthy = allHealthy(states) && !behind && refused.length === 0 && machines.healthy;
       if (out.json) {

@@ -67,7 +67,7 @@ export class BuildCoordinator {
   async start(): Promise<void> {
     const jsm = await jetstreamManager(this.nc);
     await assertControlStreams(jsm, this.options.names);
-    await assertBuildWire(this.nc, jsm, { prefix: this.options.names.prefix, ackWaitMs: this.options.ackWaitMs ?? 60_000 });
+    await assertBuildWire(this.nc, jsm, { prefix: this.options.names.prefix, ackWaitMs: this.options.ackWaitMs ?? 60_000, ...(this.options.names.replicas ? { replicas: this.options.names.replicas } : {}) });
     const stream = eventsStreamName(this.options.names);
     // nats-server 2.9 has no multi-subject filters: the recorder reads all of EVENTS and keeps
     // what concerns builds and branches (mesh-build-machine's and mesh-git's events, a module's pushed).

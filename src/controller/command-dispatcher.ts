@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { verifySignature } from '../adapters/operator-keys.js';
 import { decideMeshCommand, parseMeshCommand, type MeshCommand } from '../domain/mesh/commands.js';
 import type { SubmitBuild } from '../domain/builds/decider.js';
@@ -12,6 +13,10 @@ import { operatorNamed } from '../domain/operators/state.js';
 import { commandCarriedOut } from '../domain/mesh/command-index.js';
 import type { SourceProbe } from './source-probe.js';
 import { commandOutcomeOf, type CommandMetrics } from './metrics.js';
+import type { MeshPlan } from '../domain/declarations/plan.js';
+
+/** A plan's request: the signed commands it is of, decided in turn (a drain is its unassigns, then the removal). */
+const planRequestSchema = z.object({ commands: z.array(z.unknown()).min(1).max(1000) });
 
 // The one place an operator's command enters the control plane, whatever carried it (a tool call
 // on the bus, the HTTP API): its signature is checked against the key the log holds for the
@@ -27,6 +32,8 @@ export const OPERATOR_COMMANDS: ReadonlySet<string> = new Set<MeshCommand['type'
   'cordon-node',
   'uncordon-node',
   'remove-node',
+  'set-node-domain',
+  'answer-consumer',
   'assign',
   'unassign',
   'issue-enrolment-token',
@@ -38,6 +45,7 @@ export const OPERATOR_COMMANDS: ReadonlySet<string> = new Set<MeshCommand['type'
   'set-rollout-policy',
   'keep-version',
   'void-commit',
+  'set-trust-root',
 ]);
 
 export class CommandDispatcher {
@@ -69,6 +77,32 @@ export class CommandDispatcher {
   }
 
   private async decide(input: unknown, verb?: string): Promise<CommandResult> {
+    const { command, signed, metadata } = await this.checked(input, verb);
+    if (command.type === 'submit-build' && this.options.probe) return this.submitBuild(command, signed, metadata, this.options.probe);
+    return this.mesh.execute(command, metadata, { signed });
+  }
+
+  /**
+   * `mesh … --plan`: what the signed commands (one, or a drain's steps) would do, each checked as
+   * carrying it out checks it, decided in turn on a copy of the mesh at the log's head. Appends
+   * nothing; a refusal is thrown as carrying it out would throw it. A build's source is not probed.
+   */
+  async plan(input: unknown, verb: string): Promise<MeshPlan & { commandIds: string[] }> {
+    const body = planRequestSchema.safeParse(input);
+    if (!body.success) throw new ValidationError(`a plan is { commands: [signed command, …] }: ${body.error.issues[0]?.message ?? 'malformed'}`, { field: 'commands' });
+    const checked = [];
+    for (const [index, signed] of body.data.commands.entries()) checked.push(await this.checked(signed, index === body.data.commands.length - 1 ? verb : undefined));
+    const first = checked[0] as Awaited<ReturnType<CommandDispatcher['checked']>>;
+    const plan = await this.mesh.plan(
+      checked.map((c) => c.command),
+      first.metadata,
+      (this.options.now ?? (() => new Date()))(),
+    );
+    return { ...plan, commandIds: checked.map((c) => c.metadata.commandId) };
+  }
+
+  /** A signed command, checked: its shape, its operator and signature, its type's schema, the entry checks. */
+  private async checked(input: unknown, verb?: string): Promise<{ command: MeshCommand; signed: SignedCommand; metadata: { commandId: string; actor: string } }> {
     const parsed = signedCommandSchema.safeParse(input);
     if (!parsed.success) {
       const unsigned = typeof input === 'object' && input !== null && !('signature' in input);
@@ -101,9 +135,7 @@ export class CommandDispatcher {
     const command = parseMeshCommand(signed.command);
     const refused = entryRefusal(signed, command, { maxPayload: this.options.maxPayload ?? DEFAULT_MAX_PAYLOAD, now: (this.options.now ?? (() => new Date()))() });
     if (refused) throw refused;
-    const metadata = { commandId: signed.commandId, actor: `operator:${signed.operator}` };
-    if (command.type === 'submit-build' && this.options.probe) return this.submitBuild(command, signed, metadata, this.options.probe);
-    return this.mesh.execute(command, metadata, { signed });
+    return { command, signed, metadata: { commandId: signed.commandId, actor: `operator:${signed.operator}` } };
   }
 
   /**

@@ -29,6 +29,8 @@ export interface ControllerNames {
   controlStream: string;
   /** subject prefix of NODES and CONTROL: `mesh` */
   prefix: string;
+  /** copies the bus keeps of each stream (streamReplicas): 1 when absent */
+  replicas?: number;
 }
 
 export interface ControllerOptions {
@@ -101,7 +103,12 @@ export class Controller {
   }
 
   async start(): Promise<void> {
-    await assertControlStreams(await jetstreamManager(this.nc), { nodes: this.options.names.nodesStream, control: this.options.names.controlStream, prefix: this.options.names.prefix });
+    await assertControlStreams(await jetstreamManager(this.nc), {
+      nodes: this.options.names.nodesStream,
+      control: this.options.names.controlStream,
+      prefix: this.options.names.prefix,
+      ...(this.options.names.replicas ? { replicas: this.options.names.replicas } : {}),
+    });
     this.view.onChange((change, caughtUp) => {
       if (change.kind === 'event') {
         const touched = this.inputs.touched(this.view.mesh(), change.event);

@@ -41,6 +41,13 @@ export class DeclarationPublisher {
     return head;
   }
 
+  /** The declaration NODES holds for `node` now, in full (the console shows it), or null when none was sent. */
+  async lastDeclaration(node: string): Promise<Declaration | null> {
+    const jsm = await this.jsm;
+    const message = await jsm.streams.getMessage(this.names.nodesStream, { last_by_subj: declarationSubject(node, this.names.prefix) });
+    return message ? declarationSchema.parse(message.json()) : null;
+  }
+
   async publish(composed: ComposedDeclaration, derivedFromSeq: number): Promise<PublishOutcome> {
     for (let attempt = 1; ; attempt++) {
       const last = await this.lastPublished(composed.node);

@@ -14,6 +14,7 @@ import { commandCarriedOut, recentCommand, type CommandAt } from '../domain/mesh
 import type { Decision } from '../domain/decision.js';
 import type { MeshWriter } from './mesh-writer.js';
 import type { FoldSnapshots, FoldStart } from './fold-snapshots.js';
+import { planMesh, type MeshPlan } from '../domain/declarations/plan.js';
 
 // Where a mesh command meets the log. Every rule of the mesh reads more than one aggregate (a seat
 // is declared once across modules; an assignment resolves against every provider), so a command is
@@ -212,6 +213,20 @@ export class MeshService {
   async execute(command: MeshCommand, metadata: CommandMetadata, options: { signed?: SignedCommand } = {}): Promise<CommandResult> {
     if (command.type === 'void-commit') return this.voidCommit(command, metadata, options);
     return this.appendDecided({ subject: `${command.type} (command ${metadata.commandId})`, decide: (state) => decideMeshCommand(command, state), metadata, ...options });
+  }
+
+  /**
+   * What `commands` would do, decided in turn against the mesh at the log's head as it is carried
+   * out, on a copy: what would be appended and each node's declaration before and after. Appends
+   * nothing. A void is judged by what the log holds at its sequence, as carrying it out would.
+   */
+  async plan(commands: readonly MeshCommand[], metadata: CommandMetadata, now: Date): Promise<MeshPlan> {
+    const { state, held } = await this.view();
+    const voids = commands.filter((command) => command.type === 'void-commit');
+    const found = new Map(await Promise.all(voids.map(async (command) => [command.seq, await this.log.inspect(command.seq)] as const)));
+    if (held && voids.length === 0) throw new LogHeldRefusal(held, `planning ${commands.map((c) => c.type).join(', ')}`);
+    const steps = commands.map((command) => (at: MeshState) => decideMeshCommand(command.type === 'void-commit' ? { ...command, found: found.get(command.seq) } : command, at));
+    return planMesh(state, steps, metadata, now.toISOString());
   }
 
   /**

@@ -7,10 +7,11 @@ import type { EventLog } from '../adapters/eventlog/event-log.js';
 import type { MeshEvent, StoredMeshEvent } from '../domain/registry.js';
 import type { MeshService } from './mesh-service.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
-import { deriveFacts } from '../domain/facts/derive.js';
+import { deriveCapabilities, deriveFacts } from '../domain/facts/derive.js';
+import { nodeNamed } from '../domain/nodes/state.js';
 import { factAggregate, factSubject } from '../domain/facts/events.js';
 import type { MeshState } from '../domain/mesh/state.js';
-import { reportSchema, type Report } from '../domain/reports/report.js';
+import { heartbeatSchema, reportSchema, type Report } from '../domain/reports/report.js';
 import { ConcurrencyError } from '../errors.js';
 import { ensureNodeStatus, recordHeartbeats, recordReport } from './node-status.js';
 import type { ReportMetrics } from './metrics.js';
@@ -54,6 +55,8 @@ export class ReportIngester {
   private readonly beats = new Map<string, Date>();
   private running: Promise<void> | undefined;
   private readonly declarations = new Map<string, Declaration>();
+  /** node → the capabilities being stated for it now */
+  private readonly capabilitiesInFlight = new Map<string, string>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -91,7 +94,10 @@ export class ReportIngester {
       callback: (error, message) => {
         if (error) return;
         const node = message.subject.split('.').at(-2);
-        if (node) this.beats.set(node, new Date());
+        if (!node) return;
+        this.beats.set(node, new Date());
+        const beat = heartbeatSchema.safeParse(safeJson(message.data));
+        if (beat.success && beat.data.node === node && beat.data.capabilities) this.noteCapabilities(node, beat.data.capabilities);
       },
     });
     this.flushTimer = setInterval(() => void this.flushHeartbeats(), 1_000);
@@ -147,24 +153,40 @@ export class ReportIngester {
     }
   }
 
-  private async stateFacts(declaration: Declaration, report: Report): Promise<void> {
+  private stateFacts(declaration: Declaration, report: Report): Promise<void> {
+    const commandId = `report:${report.node}:${report.sequence}:${createHash('sha256').update(JSON.stringify(report)).digest('hex').slice(0, 16)}`;
+    return this.appendFacts(report.node, `the facts of report ${report.sequence} from ${report.node}`, (state) => deriveFacts(state, declaration, report), {
+      commandId,
+      causationId: `report:${report.node}:${report.sequence}`,
+    });
+  }
+
+  /** A heartbeat naming capabilities other than those stated: stated once (one in flight per node and set). */
+  private noteCapabilities(node: string, capabilities: readonly string[]): void {
+    const state = this.options.state();
+    if (!nodeNamed(state.nodes, node) || deriveCapabilities(state, node, capabilities).length === 0) return;
+    const said = JSON.stringify([...new Set(capabilities)].sort());
+    if (this.capabilitiesInFlight.get(node) === said) return;
+    this.capabilitiesInFlight.set(node, said);
+    const commandId = `capabilities:${node}:${createHash('sha256').update(said).digest('hex').slice(0, 16)}:${state.seq}`;
+    this.appendFacts(node, `the capabilities ${node} reported`, (now) => deriveCapabilities(now, node, capabilities), { commandId, causationId: `heartbeat:${node}` })
+      .catch((error: unknown) => this.options.logger.warn({ err: error, node }, 'capabilities not stated yet; the next heartbeat tries again'))
+      .finally(() => this.capabilitiesInFlight.delete(node));
+  }
+
+  private async appendFacts(node: string, subject: string, derive: (state: MeshState) => MeshEvent[], ids: { commandId: string; causationId: string }): Promise<void> {
     const held = this.options.held?.();
     // The report waits in CONTROL (handed back) until the fold reads past the commit holding it.
     if (held) throw new Error(`the controller's fold is held at log seq ${held.seq} (${held.problem}); the report waits until an operator voids it`);
-    const aggregate = factAggregate(report.node);
-    const commandId = `report:${report.node}:${report.sequence}:${createHash('sha256').update(JSON.stringify(report)).digest('hex').slice(0, 16)}`;
-    const metadata = { commandId, actor: this.options.actor, causationId: `report:${report.node}:${report.sequence}` };
+    const aggregate = factAggregate(node);
+    const metadata = { ...ids, actor: this.options.actor };
     let result: { seq: number; events: StoredMeshEvent[] };
     if (this.options.mesh) {
-      result = await this.options.mesh.appendDecided({
-        subject: `the facts of report ${report.sequence} from ${report.node}`,
-        decide: (state) => ({ aggregate, events: deriveFacts(state, declaration, report), summary: `facts of ${report.node}` }),
-        metadata,
-      });
+      result = await this.options.mesh.appendDecided({ subject, decide: (state) => ({ aggregate, events: derive(state), summary: `facts of ${node}` }), metadata });
       if (result.events.length === 0) return;
     } else {
       const state = this.options.state();
-      const facts = deriveFacts(state, declaration, report);
+      const facts = derive(state);
       if (facts.length === 0) return;
       try {
         result = await this.log.append(aggregate, facts, state.versions.get(aggregate) ?? 0, metadata);
@@ -180,7 +202,7 @@ export class ReportIngester {
       await this.js.publish(factSubject(event.type, this.options.names.prefix), JSON.stringify(event), { msgID: event.id });
     }
     this.options.metrics?.factsStated(result.events.map((e) => e.type));
-    this.options.logger.info({ node: report.node, facts: result.events.map((e) => e.type), seq: result.seq }, 'facts stated');
+    this.options.logger.info({ node, facts: result.events.map((e) => e.type), seq: result.seq }, 'facts stated');
   }
 
   private async outstanding(node: string): Promise<Declaration | undefined> {
@@ -194,3 +216,11 @@ export class ReportIngester {
     return declaration;
   }
 }
+
+const safeJson = (data: Uint8Array): unknown => {
+  try {
+    return JSON.parse(new TextDecoder().decode(data)) as unknown;
+  } catch {
+    return undefined;
+  }
+};

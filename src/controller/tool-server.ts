@@ -4,6 +4,7 @@ import { Refusal, type Problem } from '../domain/refusal.js';
 import { MeshError } from '../errors.js';
 import { OPERATOR_COMMANDS, type CommandDispatcher } from './command-dispatcher.js';
 import { serveTool, WRITER_QUEUE } from './serve-tool.js';
+import type { MeshPlan } from '../domain/declarations/plan.js';
 
 // The mesh's own verbs as the mesh-controller seat's tools (ADR 0132): core request/reply on
 // `<prefix>.seat.mesh-controller.tool.<verb>`, never persisted (what a call decides is). Every
@@ -14,6 +15,12 @@ export const toolSubject = (verb: string, prefix = 'mesh'): string => `${prefix}
 /** Where the controller that is the mesh's writer takes the calls the others pass on. */
 export const writerToolSubject = (verb: string, prefix = 'mesh'): string => `${prefix}.seat.mesh-controller.tool.writer.${verb}`;
 
+/**
+ * `mesh … --plan`: the same verbs, decided without appending. Any controller answers (each folds
+ * the log), so a plan never waits on the writer.
+ */
+export const planToolSubject = (verb: string, prefix = 'mesh'): string => `${prefix}.seat.mesh-controller.tool.plan.${verb}`;
+
 /** How long a standing-by controller waits for the writer's answer to a call it passed on. */
 const PASSED_ON_TIMEOUT_MS = 30_000;
 
@@ -21,7 +28,11 @@ export type ToolAnswer =
   | { ok: true; summary: string; seq: number; duplicate: boolean; events: unknown[] }
   | { ok: false; refused: Problem[]; error: { code: string } & Record<string, unknown> };
 
-export const refusalAnswer = (error: unknown): ToolAnswer => {
+export type RefusedAnswer = Extract<ToolAnswer, { ok: false }>;
+
+export type PlanAnswer = ({ ok: true } & MeshPlan & { commandIds: string[] }) | RefusedAnswer;
+
+export const refusalAnswer = (error: unknown): RefusedAnswer => {
   if (error instanceof Refusal) return { ok: false, refused: [...error.problems], error: { code: error.code, subject: error.subject } };
   if (error instanceof MeshError) return { ok: false, refused: [{ what: String(error.details.field ?? error.code), why: error.message, remedy: '' }], error: { code: error.code, ...error.details } };
   return { ok: false, refused: [{ what: 'internal', why: (error as Error)?.message ?? String(error), remedy: 'look at the controller log' }], error: { code: 'internal' } };
@@ -52,6 +63,7 @@ export class ToolServer {
   start(): void {
     for (const verb of OPERATOR_COMMANDS) {
       this.subscriptions.push(serveTool(this.nc, toolSubject(verb, this.options.prefix), (payload) => this.answer(verb, payload)));
+      this.subscriptions.push(serveTool(this.nc, planToolSubject(verb, this.options.prefix), (payload) => this.plan(verb, payload)));
     }
   }
 
@@ -115,6 +127,15 @@ export class ToolServer {
         ],
         error: { code: 'unavailable' },
       };
+    }
+  }
+
+  private async plan(verb: string, payload: Uint8Array): Promise<PlanAnswer> {
+    try {
+      return { ok: true, ...(await this.dispatcher.plan(JSON.parse(new TextDecoder().decode(payload)), verb)) };
+    } catch (error) {
+      if (!(error instanceof MeshError)) this.options.logger.error({ err: error, verb }, 'plan failed');
+      return refusalAnswer(error);
     }
   }
 

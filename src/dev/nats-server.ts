@@ -23,6 +23,14 @@ export interface NatsServerOptions {
    * enforces it from its first start, and reloaded live when the controller rewrites it.
    */
   usersFile?: string;
+  /** a member of a JetStream cluster on loopback: its route port, and the route ports of the others */
+  cluster?: NatsClusterMember;
+}
+
+export interface NatsClusterMember {
+  name: string;
+  routePort: number;
+  peerRoutePorts: number[];
 }
 
 export interface NatsServerStatus {
@@ -61,11 +69,37 @@ const writeConfig = (options: NatsServerOptions): void => {
     `jetstream {`,
     `  store_dir: "${p.store}"`,
     `}`,
+    ...(options.cluster ? clusterBlock(options.cluster) : []),
     options.usersFile ? `include ${JSON.stringify(relative(options.dir, options.usersFile))}` : '',
     options.extraConfig ?? '',
     ``,
   ].join('\n');
   writeFileSync(p.config, config);
+};
+
+// Routes are solicited to every other member; a member that is not up yet is retried, so the
+// three may start in any order. On one machine, loopback needs no route authorization; across
+// machines docs/operations.md says what to add (TLS and a route user).
+const clusterBlock = (cluster: NatsClusterMember): string[] => [
+  `cluster {`,
+  `  name: ${cluster.name}`,
+  `  listen: 127.0.0.1:${cluster.routePort}`,
+  `  routes: [`,
+  ...cluster.peerRoutePorts.map((port) => `    nats-route://127.0.0.1:${port}`),
+  `  ]`,
+  `}`,
+];
+
+/**
+ * Whether the server's JetStream is current with the cluster's meta leader (a single server: that
+ * it runs): before that a stream cannot be created on it.
+ */
+export const natsJetStreamReady = async (monitorPort: number): Promise<boolean> => {
+  try {
+    return (await fetch(`http://127.0.0.1:${monitorPort}/healthz`)).ok;
+  } catch {
+    return false;
+  }
 };
 
 export const natsServerStatus = (options: Pick<NatsServerOptions, 'dir' | 'port' | 'monitorPort'>): NatsServerStatus => {
@@ -99,10 +133,11 @@ export const startNatsServer = async (options: NatsServerOptions): Promise<NatsS
   for (const [port, role] of [
     [options.port, 'NATS client'],
     [options.monitorPort, 'NATS monitoring'],
+    ...(options.cluster ? [[options.cluster.routePort, 'NATS cluster routes'] as const] : []),
   ] as const) {
     if (await isListening(port)) {
       throw new RefusedError(
-        `port ${port} (${role}) on 127.0.0.1 is already taken by another process; stop it, or choose another port with MESH_DEV_NATS_PORT / MESH_DEV_NATS_MONITOR_PORT`,
+        `port ${port} (${role}) on 127.0.0.1 is already taken by another process; stop it, or choose another port with MESH_DEV_NATS_PORT / MESH_DEV_NATS_MONITOR_PORT${options.cluster ? ' / MESH_DEV_NATS_CLUSTER_PORT' : ''}`,
         { port, role },
       );
     }

@@ -32,8 +32,12 @@ export interface AttackOutcome {
 
 type Attempt = (nc: NatsConnection) => void | Promise<unknown>;
 
+// A handshake on a busy machine can take seconds; an attack not tried is reported as untried, so
+// patience here only costs time when the server is really away.
+const CONNECT_TIMEOUT_MS = 15_000;
+
 const connectAs = (url: string, key: Pick<Identity, 'secretKey'> | undefined, inbox: string | undefined, name: string) =>
-  connect({ servers: url, name, maxReconnectAttempts: 0, timeout: 3_000, ...(key ? { authenticator: busAuthenticator(key) } : {}), ...(inbox ? { inboxPrefix: inbox } : {}) });
+  connect({ servers: url, name, maxReconnectAttempts: 0, timeout: CONNECT_TIMEOUT_MS, ...(key ? { authenticator: busAuthenticator(key) } : {}), ...(inbox ? { inboxPrefix: inbox } : {}) });
 
 /**
  * Connects as the identity and tries one thing: refused when the server says so (a permissions

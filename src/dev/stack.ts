@@ -22,7 +22,9 @@ import { meshEventRegistry } from '../domain/registry.js';
 import { controllerStatus, startController, stopController } from './controller-process.js';
 import { ensureFirstOperator, firstOperatorName } from './first-operator.js';
 import { demoAgentsStatus, raiseDemo, stopDemo } from './demo.js';
-import { natsEnforcesUsers, natsPidFile, natsServerStatus, startNatsServer, stopNatsServer, type NatsServerStatus } from './nats-server.js';
+import { natsEnforcesUsers, natsJetStreamReady, natsPidFile, natsServerStatus, natsUrl, startNatsServer, stopNatsServer, type NatsServerOptions, type NatsServerStatus } from './nats-server.js';
+import { waitFor } from './ports.js';
+import { streamReplicas } from '../adapters/nats/replicas.js';
 import { postgresStatus, startPostgres, stopPostgres, type PostgresStatus } from './postgres.js';
 
 // The local stack: a nats-server and a PostgreSQL cluster of the project's own, each on a
@@ -35,6 +37,11 @@ export interface StackPorts {
   postgres: number;
   /** the controller's page and API */
   http: number;
+  /**
+   * With a cluster: the first of the ports its members' routes, and the other members' client and
+   * monitoring ports, take (2 + 3 × (servers − 1) … for three: seven in a row)
+   */
+  natsCluster?: number;
 }
 
 export interface StackOptions {
@@ -43,6 +50,8 @@ export interface StackOptions {
   /** raise the demo mesh too: agents, the fixture catalogue, modules that run (npm start) */
   demo?: { greeterPort: number; callerPort: number };
   meshName: string;
+  /** how many nats-server processes form the bus: 1, or 3 for a JetStream cluster on loopback */
+  cluster?: number;
   /** the first operator's name, at genesis; the user's own name when absent */
   operatorName?: string;
   /**
@@ -59,6 +68,8 @@ export interface StackOptions {
 export interface StackStatus {
   dir: string;
   nats: NatsServerStatus;
+  /** every server of a cluster, the first being `nats` */
+  natsMembers?: NatsServerStatus[];
   postgres: PostgresStatus;
   controller: { running: boolean; pid?: number; logFile: string };
   /** the demo's agents, when it was raised */
@@ -89,15 +100,44 @@ export const stackPorts = (dir: string): StackPorts => {
     natsMonitor: portFromEnv('MESH_DEV_NATS_MONITOR_PORT') ?? recorded.natsMonitor ?? DEFAULT_PORTS.natsMonitor,
     postgres: portFromEnv('MESH_DEV_PG_PORT') ?? recorded.postgres ?? DEFAULT_PORTS.postgres,
     http: portFromEnv('MESH_DEV_HTTP_PORT') ?? recorded.http ?? DEFAULT_PORTS.http,
+    natsCluster: portFromEnv('MESH_DEV_NATS_CLUSTER_PORT') ?? recorded.natsCluster ?? DEFAULT_PORTS.natsCluster,
   };
 };
 
-const natsOptions = (options: Pick<StackOptions, 'dir' | 'ports'>) => ({
-  dir: join(options.dir, 'nats'),
-  port: options.ports.nats,
-  monitorPort: options.ports.natsMonitor,
-  usersFile: busFiles(options.dir).users,
-});
+/** How many servers the stack in `dir` was last raised with (1 when it never was). */
+export const recordedClusterSize = (dir: string): number => {
+  if (!existsSync(stackFile(dir))) return 1;
+  try {
+    return (JSON.parse(readFileSync(stackFile(dir), 'utf8')) as { natsClusterSize?: number }).natsClusterSize ?? 1;
+  } catch {
+    return 1;
+  }
+};
+
+type ServerLayout = Pick<StackOptions, 'dir' | 'ports' | 'cluster'>;
+
+/**
+ * The stack's nats-servers. The first keeps the single server's folder and ports, so a verb that
+ * knows one address reaches the cluster too; the others have folders and ports of their own and
+ * include the same composed user list, so every member enforces the same bus.
+ */
+export const natsMembers = (options: ServerLayout): NatsServerOptions[] => {
+  const size = options.cluster ?? 1;
+  const users = busFiles(options.dir).users;
+  const first = { dir: join(options.dir, 'nats'), port: options.ports.nats, monitorPort: options.ports.natsMonitor, usersFile: users };
+  if (size === 1) return [first];
+  const base = options.ports.natsCluster ?? DEFAULT_PORTS.natsCluster;
+  const routes = Array.from({ length: size }, (_, i) => base + i);
+  return routes.map((routePort, i) => ({
+    ...(i === 0 ? first : { dir: join(options.dir, `nats-${i + 1}`), port: base + size + 2 * (i - 1), monitorPort: base + size + 2 * (i - 1) + 1, usersFile: users }),
+    cluster: { name: 'mesh', routePort, peerRoutePorts: routes.filter((port) => port !== routePort) },
+  }));
+};
+
+const natsOptions = (options: ServerLayout) => natsMembers(options)[0]!;
+
+/** The bus's address as clients are given it: every member's, comma-separated. */
+const busUrl = (options: ServerLayout): string => natsMembers(options).map((member) => natsUrl(member.port)).join(',');
 
 /** The bus's half of the stack: the composed user list the server includes, and the hand-listed principals. */
 export const busFiles = (dir: string) => ({ users: join(dir, 'nats', 'bus-users.conf'), statics: join(dir, 'nats', 'static-users.json') });
@@ -133,12 +173,50 @@ const postgresOptions = (options: Pick<StackOptions, 'dir' | 'ports'>) => ({ dir
  * saves the seconds one would wait for the other. If either refuses (a port taken), the other is
  * stopped again when this call started it, so a refused `up` leaves nothing running.
  */
-const startServers = async (options: Pick<StackOptions, 'dir' | 'ports'>, say: (line: string) => void) => {
-  const [nats, postgres] = await Promise.allSettled([startNatsServer({ ...natsOptions(options), say }), startPostgres({ ...postgresOptions(options), say })]);
+const startServers = async (options: ServerLayout, say: (line: string) => void) => {
+  const [nats, postgres] = await Promise.allSettled([startBus(options, say), startPostgres({ ...postgresOptions(options), say })]);
   if (nats.status === 'fulfilled' && postgres.status === 'fulfilled') return { nats: nats.value, postgres: postgres.value };
-  if (nats.status === 'fulfilled' && nats.value.started) await stopNatsServer(natsOptions(options));
+  if (nats.status === 'fulfilled' && nats.value.started) await stopBus(options);
   if (postgres.status === 'fulfilled' && postgres.value.started) await stopPostgres(postgresOptions(options));
   throw nats.status === 'rejected' ? nats.reason : (postgres as PromiseRejectedResult).reason;
+};
+
+/**
+ * Every member at once (each solicits routes to the others), then, for a cluster, until each is
+ * current with the meta leader: streams cannot be created before. The first member's status
+ * stands for the bus, with the bus's whole address.
+ */
+const startBus = async (options: ServerLayout, say: (line: string) => void): Promise<NatsServerStatus & { started: boolean }> => {
+  const members = natsMembers(options);
+  const started = await Promise.allSettled(members.map((member) => startNatsServer({ ...member, say })));
+  const failed = started.find((result) => result.status === 'rejected');
+  if (failed) {
+    for (const [i, result] of started.entries()) if (result.status === 'fulfilled' && result.value.started) await stopNatsServer(members[i]!);
+    throw failed.reason;
+  }
+  const statuses = started.map((result) => (result as PromiseFulfilledResult<NatsServerStatus & { started: boolean }>).value);
+  if (members.length > 1) {
+    await waitFor(`the ${members.length} nats-servers to elect a JetStream meta leader`, async () => (await Promise.all(members.map((m) => natsJetStreamReady(m.monitorPort)))).every(Boolean), 60_000);
+    say(`JetStream cluster of ${members.length} servers formed (routes on ports ${members.map((m) => m.cluster?.routePort).join(', ')})`);
+  }
+  return { ...statuses[0]!, url: busUrl(options), started: statuses.some((s) => s.started) };
+};
+
+const stopBus = async (options: ServerLayout, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<boolean> => {
+  const stopped = await Promise.all(natsMembers(options).map((member) => stopNatsServer(member, signal)));
+  return stopped.some(Boolean);
+};
+
+/** A stack raised with one number of servers keeps it: its streams' replicas were chosen for it. */
+const refuseOtherClusterSize = (options: ServerLayout): void => {
+  const recorded = recordedClusterSize(options.dir);
+  const wanted = options.cluster ?? 1;
+  if (recorded !== wanted && existsSync(join(options.dir, 'nats', 'jetstream'))) {
+    throw new RefusedError(
+      `the stack in ${options.dir} was raised with ${recorded} nats-server${recorded === 1 ? '' : 's'}, not ${wanted}: its streams were made at ${streamReplicas(recorded)} replica${streamReplicas(recorded) === 1 ? '' : 's'} for that. Raise it as it was (mesh dev up${recorded === 1 ? '' : ` --cluster ${recorded}`}), or begin a new one (mesh dev down, then remove ${join(options.dir, 'nats*')})`,
+      { dir: options.dir, recorded, wanted },
+    );
+  }
 };
 
 export const stackUp = async (
@@ -149,6 +227,7 @@ export const stackUp = async (
   const controllerKeyFile = join(options.dir, 'controller.key');
   const controllerKey = ensureIdentityFile(controllerKeyFile);
   if (controllerKey.created) say(`the controller's key: ${controllerKeyFile} (it signs the log and is the controller on the bus)`);
+  refuseOtherClusterSize(options);
   prepareBus(options, controllerKey.identity);
   const running = natsServerStatus(natsOptions(options));
   if (running.running && !natsEnforcesUsers(running.dir)) {
@@ -162,7 +241,9 @@ export const stackUp = async (
   if (!nats.started) say(`nats-server already running on ${nats.url} (pid ${nats.pid})`);
   if (!postgres.started) say(`PostgreSQL already running on ${postgres.url} (pid ${postgres.pid})`);
 
-  const addresses: StackAddresses = { natsUrl: nats.url, databaseUrl: postgres.url, httpPort: options.ports.http };
+  const clusterSize = options.cluster ?? 1;
+  const replicas = streamReplicas(clusterSize);
+  const addresses: StackAddresses = { natsUrl: nats.url, databaseUrl: postgres.url, httpPort: options.ports.http, natsClusterSize: clusterSize };
   writeFileSync(stackFile(options.dir), `${JSON.stringify({ ...addresses, ports: options.ports }, null, 2)}\n`);
 
   // The stack's start-up is the control plane's: it speaks as the controller.
@@ -182,6 +263,7 @@ export const stackUp = async (
       meshName: options.meshName,
       actor: options.actor,
       controllerKey: key.publicKey,
+      replicas,
     }, mesh);
     if (bootstrap.held) say(`the log holds readers at seq ${bootstrap.held.seq} (${bootstrap.held.aggregate}): ${bootstrap.held.problem}; see \`npx mesh status\`, and \`npx mesh log void ${bootstrap.held.seq} --reason "…"\` once you have looked`);
     if (bootstrap.stream.created) say(`created the mesh log (stream ${options.logStream}, subjects ${options.logSubjectPrefix}.>)`);
@@ -191,7 +273,9 @@ export const stackUp = async (
     if (operator.created) say(`first operator ${operator.name}: signing key in ${operator.file} (readable by you alone)`);
     // The operator is on the bus as soon as the log names it, not only once the controller runs.
     const files = busFiles(options.dir);
-    const busFile = { file: files.users, serverPidFile: natsPidFile(natsOptions(options).dir), monitorUrl: `http://127.0.0.1:${options.ports.natsMonitor}` };
+    // Every member reloads the list (comma-separated, one pid file and monitor address per server).
+    const members = natsMembers(options);
+    const busFile = { file: files.users, serverPidFile: members.map((m) => natsPidFile(m.dir)).join(','), monitorUrl: members.map((m) => `http://127.0.0.1:${m.monitorPort}`).join(',') };
     await new BusAuthority({ file: busFile, wire: stackWire(options), controller: controllerKey.identity, statics: options.staticBusUsers ?? [], logger: pino({ level: 'silent' }) }).sync(
       await mesh.current(),
     );
@@ -201,6 +285,7 @@ export const stackUp = async (
       MESH_DATABASE_URL: addresses.databaseUrl,
       MESH_LOG_STREAM: options.logStream,
       MESH_LOG_SUBJECT_PREFIX: options.logSubjectPrefix,
+      MESH_NATS_CLUSTER_SIZE: String(clusterSize),
     };
     // A controller started while PostgreSQL still trusted every login connected as the superuser:
     // it starts again below with its own roles.
@@ -242,7 +327,7 @@ export const stackUp = async (
   }
 };
 
-export const stackDown = async (options: Pick<StackOptions, 'dir' | 'ports' | 'say'>): Promise<{ nats: boolean; postgres: boolean }> => {
+export const stackDown = async (options: Pick<StackOptions, 'dir' | 'ports' | 'say' | 'cluster'>): Promise<{ nats: boolean; postgres: boolean }> => {
   // What the stack started, in reverse: the demo's agents and what they run, the controller, the servers.
   const say = options.say ?? (() => undefined);
   await stopDemo(options.dir, say);
@@ -250,15 +335,19 @@ export const stackDown = async (options: Pick<StackOptions, 'dir' | 'ports' | 's
   say(controller ? 'controller stopped' : 'controller was not running');
   const postgres = await stopPostgres(postgresOptions(options));
   say(postgres ? 'PostgreSQL stopped' : 'PostgreSQL was not running');
-  const nats = await stopNatsServer(natsOptions(options));
-  say(nats ? 'nats-server stopped' : 'nats-server was not running');
+  const servers = natsMembers({ ...options, cluster: options.cluster ?? recordedClusterSize(options.dir) });
+  const nats = await stopBus({ ...options, cluster: servers.length });
+  say(nats ? (servers.length > 1 ? `${servers.length} nats-servers stopped` : 'nats-server stopped') : 'nats-server was not running');
   return { nats, postgres };
 };
 
-export const stackStatus = async (options: Pick<StackOptions, 'dir' | 'ports' | 'logStream'>): Promise<StackStatus> => {
-  const nats = natsServerStatus(natsOptions(options));
+export const stackStatus = async (options: Pick<StackOptions, 'dir' | 'ports' | 'logStream' | 'cluster'>): Promise<StackStatus> => {
+  const layout = { ...options, cluster: options.cluster ?? recordedClusterSize(options.dir) };
+  const members = natsMembers(layout).map((member) => natsServerStatus(member));
+  // The bus is up while a majority of its servers is: a cluster goes on with one member down.
+  const nats = { ...members[0]!, running: members.filter((m) => m.running).length * 2 > members.length, url: busUrl(layout) };
   const postgres = postgresStatus(postgresOptions(options));
-  const status: StackStatus = { dir: options.dir, nats, postgres, controller: controllerStatus(options.dir), agents: demoAgentsStatus(options.dir).filter((a) => a.running) };
+  const status: StackStatus = { dir: options.dir, nats, ...(members.length > 1 ? { natsMembers: members } : {}), postgres, controller: controllerStatus(options.dir), agents: demoAgentsStatus(options.dir).filter((a) => a.running) };
   if (!nats.running) return status;
   try {
     const operatorKey = join(options.dir, 'operator.key');

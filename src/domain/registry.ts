@@ -13,6 +13,9 @@ import { operatorEvents } from './operators/operators.js';
 import { projectionEvents } from './projections/events.js';
 import { seatEvents } from './seats/events.js';
 import { secretEvents } from './secrets/events.js';
+import { routeEvents } from './routes/events.js';
+import { trustEvents } from './trust/events.js';
+import { answerEvents } from './answers/events.js';
 
 const meshEventDefinitions = [
   ...meshEvents,
@@ -28,6 +31,9 @@ const meshEventDefinitions = [
   ...projectionEvents,
   ...logEvents,
   ...secretEvents,
+  ...routeEvents,
+  ...trustEvents,
+  ...answerEvents,
 ];
 
 /** Every event of the mesh at its current version: `type` says which, and `data` is as its schema parses it. */

@@ -8,7 +8,7 @@ import { meshEventRegistry } from './registry.js';
 // The map of the mesh's state, kept true by the code: each slice owns its state, other code reads
 // it through the slice's exported queries, and every event type has a home.
 
-const SLICES = ['catalogue', 'seats', 'nodes', 'assignments', 'operators', 'builds', 'facts', 'declarations', 'secrets'] as const;
+const SLICES = ['catalogue', 'seats', 'nodes', 'assignments', 'operators', 'builds', 'facts', 'declarations', 'secrets', 'routes', 'trust', 'answers'] as const;
 const SRC = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 const sourcesUnder = (dir: string): string[] =>

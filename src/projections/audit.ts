@@ -132,3 +132,13 @@ export async function* matchingRows(db: pg.Pool, view: string, query: LogQuery):
   }
 }
 
+
+/** The newest `limit` index rows matching `query`, in log order: what a page shows of a long log. */
+export const newestMatchingRows = async (db: Pick<pg.Pool, 'query'>, view: string, query: LogQuery, limit: number): Promise<IndexRow[]> => {
+  const { where, values } = auditWhere(query);
+  const page = await db.query<{ seq: string; event_index: number; event_id: string; type: string }>(
+    `SELECT seq, event_index, event_id, type FROM ${view} WHERE ${where} ORDER BY seq DESC, event_index DESC LIMIT ${Math.max(1, Math.floor(limit))}`,
+    values,
+  );
+  return page.rows.map((row) => ({ seq: Number(row.seq), index: row.event_index, id: row.event_id, type: row.type })).reverse();
+};

@@ -8,9 +8,10 @@ import { modulesProjection } from './mesh/modules.js';
 import { nodesProjection } from './mesh/nodes.js';
 import { operatorsProjection } from './mesh/operators.js';
 import { secretsProjection } from './mesh/secrets.js';
+import { routesProjection } from './mesh/routes.js';
 import { seatsProjection } from './mesh/seats.js';
 import type { ProjectionDefinition } from './projection.js';
 import type { MeshEvent } from '../domain/registry.js';
 
 /** Every projection the control plane maintains. */
-export const meshProjections = (): ProjectionDefinition<MeshEvent>[] => [auditProjection, nodesProjection, modulesProjection, seatsProjection, assignmentsProjection, buildsProjection, factsProjection, holdsProjection, operatorsProjection, declarationsProjection, secretsProjection];
+export const meshProjections = (): ProjectionDefinition<MeshEvent>[] => [auditProjection, nodesProjection, modulesProjection, seatsProjection, assignmentsProjection, buildsProjection, factsProjection, holdsProjection, operatorsProjection, declarationsProjection, routesProjection, secretsProjection];

@@ -1,7 +1,7 @@
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { ChainReader, heldError, StretchCheck, type CheckedCommit, type PassedCommit } from '../adapters/eventlog/chain-reader.js';
-import { deliveriesOf, lastSeqUnder } from '../adapters/eventlog/deliveries.js';
+import { DEFAULT_PATIENCE, deliveriesOf, lastSeqUnder } from '../adapters/eventlog/deliveries.js';
 import type { AnyEvent, StoredEvent } from '../domain/events/envelope.js';
 import type { EventRegistry } from '../domain/events/registry.js';
 import type { MeshError } from '../errors.js';
@@ -153,7 +153,7 @@ export class CommitReader<E extends AnyEvent = AnyEvent> {
     };
     const lastStored = async (): Promise<number> => lastSeqUnder(await this.jsm, this.source.stream, filter);
     try {
-      for await (const delivery of deliveriesOf(this.delivered(messages), lastStored)) {
+      for await (const delivery of deliveriesOf(this.delivered(messages), lastStored, DEFAULT_PATIENCE, messages)) {
         let held: UnreadableCommit | undefined;
         if (delivery.kind === 'idle') {
           // Nothing came after what the server promised: decide everything held back, and hand it on as idle.

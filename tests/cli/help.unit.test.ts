@@ -39,7 +39,7 @@ describe('mesh --help', () => {
     const sub = await runMesh(['node', 'shwo', 'alpha']);
     expect(sub.code).toBe(2);
     expect(sub.stderr).toContain('did you mean show?');
-    expect(sub.stderr).toContain('mesh node has: add, list, show, cordon, uncordon, remove, token');
+    expect(sub.stderr).toContain('mesh node has: add, list, show, cordon, uncordon, domain, remove, token');
     const json = await runMesh(['nod', '--json']);
     expect(json.code).toBe(2);
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, error: { code: 'validation', field: 'verb' } });
@@ -80,7 +80,7 @@ describe('mesh completion', () => {
     expect(printed.code).toBe(0);
     expect(printed.stdout.trim()).toBe(bashCompletion(program).trim());
     expect(complete(printed.stdout, ['mesh', 'no'])).toEqual(['node']);
-    expect(complete(printed.stdout, ['mesh', 'node', ''])).toEqual(['add', 'list', 'show', 'cordon', 'uncordon', 'remove', 'token']);
+    expect(complete(printed.stdout, ['mesh', 'node', ''])).toEqual(['add', 'list', 'show', 'cordon', 'uncordon', 'domain', 'remove', 'token']);
     expect(complete(printed.stdout, ['mesh', '--json', 'node', 'show', '--'])).toEqual(['--json', '--at-least', '--output', '--help']);
     expect(complete(printed.stdout, ['mesh', 'seat', 'handover', 'x', '--t'])).toEqual(['--to']);
   });

@@ -25,6 +25,7 @@ import { projectionsStatus } from '../../src/projections/status.js';
 import { ident } from '../../src/projections/sql.js';
 import { meshEventRegistry } from '../../src/domain/registry.js';
 import { fixtureManifest } from '../helpers/given.js';
+import { testConsoleSource, unreadConsole } from '../helpers/console.js';
 import { uniqueName } from '../helpers/names.js';
 import { testDatabaseUrl } from '../helpers/database.js';
 import { dropSchemas, freshSchemas, openPool, servingBuild, waitServingAt } from '../projections/harness.js';
@@ -68,6 +69,7 @@ describe("the controller's HTTP API", () => {
     const projections = () => projectionsStatus(pool, schemas, commits, meshProjections());
     const overview = overviewSource({ mesh: new MeshService(newLog()), publisher: new DeclarationPublisher(t.nc, { nodesStream: t.names.nodesStream, prefix: t.names.prefix }), pool, statusSchema: `status_${t.names.prefix}`, heartbeatThresholdMs: 15_000 });
     app = buildApp({
+      console: testConsoleSource(t, { pool, schemas, projections, facts: feed }),
       overview,
       onFact: (listener) => feed.subscribe(listener),
       recentFacts: () => feed.latest(),
@@ -143,6 +145,7 @@ describe("the controller's HTTP API", () => {
 
   it('answers a failure nobody meant with 500, and logs it', async () => {
     const failing = buildApp({
+      console: unreadConsole,
       overview: () => Promise.reject(new Error('the overview broke')),
       onFact: () => () => undefined,
       recentFacts: () => [],
@@ -284,7 +287,7 @@ describe("the controller's HTTP API", () => {
       at.push(match[2] ?? '');
       for (const method of (match[3] ?? '').split(', ').filter((m) => m !== '' && m !== 'HEAD')) served.push(`${method} ${at.join('')}`);
     }
-    const documented = Object.entries(document.paths).flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method.toUpperCase()} ${path.replace(/^\/api\/tools\/[a-z-]+$/, '/api/tools/:verb')}`));
+    const documented = Object.entries(document.paths).flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method.toUpperCase()} ${path.replace(/^\/api\/tools\/[a-z-]+$/, '/api/tools/:verb').replace(/\{([a-z]+)\}/g, ':$1')}`));
     expect([...new Set(documented)].sort()).toEqual([...new Set(served)].sort());
     expect(toolVerbs()).toEqual(expect.arrayContaining(['assign', 'add-node', 'void-commit']));
     for (const verb of toolVerbs()) {

@@ -140,10 +140,11 @@ describe("npm start's mesh, raised from a clean folder", () => {
 
     const alpha = page.locator('#nodes tbody tr', { hasText: 'alpha' });
     await expect(alpha.locator('td').nth(3).innerText()).resolves.toBe('greeter, local-bus');
-    await expect(alpha.locator('td').nth(4).innerText()).resolves.toBe('front-desk, mesh-broker');
+    await expect(alpha.locator('td').nth(4).innerText()).resolves.toBe('greeter, local-bus');
+    await expect(alpha.locator('td').nth(5).innerText()).resolves.toBe('front-desk, mesh-broker');
     const beta = page.locator('#nodes tbody tr', { hasText: 'beta' });
-    await expect(beta.locator('td').nth(3).innerText()).resolves.toBe('caller');
-    await expect(beta.locator('td').nth(4).innerText()).resolves.toBe('none');
+    await expect(beta.locator('td').nth(4).innerText()).resolves.toBe('caller');
+    await expect(beta.locator('td').nth(5).innerText()).resolves.toBe('none');
     await expect(alpha.locator('td').nth(2).innerText()).resolves.toMatch(/^the newest \(#\d+\)$/);
 
     const holder = async (seat: string) => page!.locator('#seats tbody tr').filter({ has: page!.locator('td:first-child', { hasText: new RegExp(`^${seat}$`) }) }).locator('td').nth(3).innerText();
@@ -153,7 +154,7 @@ describe("npm start's mesh, raised from a clean folder", () => {
     expect(await page.locator('#seat-summary').innerText()).toMatch(/^2 of \d+ seats held\./);
     // What the agents stated when they applied, from the log.
     await page.locator('#facts li', { hasText: 'beta/caller now runs' }).waitFor({ timeout: 30_000 });
-    await page.locator('#live', { hasText: 'live: a new fact shows here' }).waitFor({ timeout: 30_000 });
+    await page.locator('#live-note', { hasText: 'live: a new fact shows here' }).waitFor({ timeout: 30_000 });
     // Read-only: the page only ever asks.
     expect([...methods]).toEqual(['GET']);
   }, 120_000);
@@ -168,7 +169,7 @@ describe("npm start's mesh, raised from a clean folder", () => {
     expect(await page.evaluate(() => (globalThis as { loadedOnce?: boolean }).loadedOnce)).toBe(true);
     await waitFor('the second greeter to answer', () => httpText(`http://127.0.0.1:${ports.second}/`), 60_000);
     await page.locator('#verdict.healthy').waitFor({ timeout: 60_000 });
-    await waitFor('beta to show the greeter it now runs', async () => (await page!.locator('#nodes tbody tr', { hasText: 'beta' }).locator('td').nth(3).innerText()) === 'caller, greeter', 30_000);
+    await waitFor('beta to show the greeter it now runs', async () => (await page!.locator('#nodes tbody tr', { hasText: 'beta' }).locator('td').nth(4).innerText()) === 'caller, greeter', 30_000);
     await page.screenshot({ path: join(OUTPUT, 'page.png'), fullPage: true });
 
     const shown = `${await page.content()}\n${JSON.stringify(await (await fetch(`${pageUrl()}api/overview`)).json())}`;

@@ -9,8 +9,12 @@ import { newIdentity, type Identity } from '../../src/adapters/identity.js';
 import { JetStreamEventLog, type JetStreamEventLogOptions } from '../../src/adapters/eventlog/jetstream-log.js';
 import { LogWriter, type LogWriterOptions } from '../../src/adapters/eventlog/log-writer.js';
 import { assertLogStream, type LogStreamSettings } from '../../src/adapters/eventlog/log-stream.js';
+import { clusterSizeFrom, streamReplicas } from '../../src/adapters/nats/replicas.js';
 import { uniqueName } from './names.js';
 import { testRegistry } from './test-events.js';
+
+/** Copies of each stream on the test stack's bus: 3 when it is a cluster (MESH_TEST_NATS_CLUSTER=3), else 1. */
+export const testReplicas = (): number => streamReplicas(clusterSizeFrom(process.env.MESH_NATS_CLUSTER_SIZE));
 
 export const testNatsUrl = (): string => {
   const url = process.env.MESH_NATS_URL;
@@ -40,13 +44,15 @@ export interface TestLog {
 
 /** A fresh log stream of the test's own, asserted as the control plane asserts LOG. */
 export const openTestLog = async (
-  options: { url?: string; duplicateWindowMs?: number; log?: Partial<JetStreamEventLogOptions> } = {},
+  options: { url?: string; duplicateWindowMs?: number; log?: Partial<JetStreamEventLogOptions>; replicas?: number } = {},
 ): Promise<TestLog> => {
   const name = uniqueName('t');
   const settings: LogStreamSettings = {
     stream: `LOG_${name}`,
     subjectPrefix: `${name}.log`,
     ...(options.duplicateWindowMs ? { duplicateWindowMs: options.duplicateWindowMs } : {}),
+    // On the test stack's bus, at the replicas its size gives; a scratch server is one server.
+    ...(options.replicas ? { replicas: options.replicas } : options.url ? {} : { replicas: testReplicas() }),
   };
   const nc = await connectNats(options.url ?? testNatsUrl(), { name: `test-${name}`, persistent: true });
   let reconnects = 0;

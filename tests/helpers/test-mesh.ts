@@ -36,7 +36,7 @@ import type { MeshCommand } from '../../src/domain/mesh/commands.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../../src/domain/declarations/declaration.js';
 import { meshEventRegistry } from '../../src/domain/registry.js';
 import type { ProjectorSchemas } from '../../src/projections/control.js';
-import { testNatsUrl } from './log.js';
+import { testNatsUrl, testReplicas } from './log.js';
 import { testDatabaseUrl } from './database.js';
 import { uniqueName } from './names.js';
 import { startMeshProjector } from '../../src/controller/projections.js';
@@ -69,11 +69,12 @@ class ControllerProcess extends Controller {
   }
 }
 
-export const openTestMesh = async (options: { url?: string; identity?: BusIdentity; name?: string; onStored?: (seq: number) => void } = {}) => {
+export const openTestMesh = async (options: { url?: string; identity?: BusIdentity; name?: string; onStored?: (seq: number) => void; replicas?: number } = {}) => {
   const name = options.name ?? uniqueName('t');
   const names = testMeshNames(name);
   /** the same names as the build coordinator and the stream assertions take them */
-  const streamNames: ControlStreamNames = { nodes: names.nodesStream, control: names.controlStream, prefix: names.prefix };
+  const replicas = options.replicas ?? (options.url ? 1 : testReplicas());
+  const streamNames: ControlStreamNames = { nodes: names.nodesStream, control: names.controlStream, prefix: names.prefix, replicas };
   const nc = await connectNats(options.url ?? testNatsUrl(), { name: `test-mesh-${name}`, persistent: true, ...(options.identity ? { identity: options.identity } : {}) });
   const jsm: JetStreamManager = await jetstreamManager(nc);
   // The mesh's controller key, and the one writer every log of this test process appends through.
@@ -81,7 +82,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
   const writer = new LogWriter(nc, { stream: names.logStream, key: controllerKey, keySource: 'the test mesh', ...(options.onStored ? { onStored: options.onStored } : {}) });
   const newLog = () => new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry(), writer });
   const log = newLog();
-  await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: name, actor: 'test', controllerKey: controllerKey.publicKey });
+  await bootstrapControlPlane(nc, log, { stream: names.logStream, subjectPrefix: names.logPrefix, meshName: name, actor: 'test', controllerKey: controllerKey.publicKey, replicas });
   const mesh = new MeshService(newLog());
   const controllers: Controller[] = [];
   /** each controller's mesh service: its writer states its refusals and its ingester's facts */
@@ -138,7 +139,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
       controllerLog,
       {
         mesh: controllerMesh,
-        names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
+        names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix, replicas },
         actor: 'controller',
         logger: pino({ level: 'silent' }),
         onPass: (pass) => {

@@ -100,7 +100,7 @@ describe('the catalogue, seats and assignments through the CLI', () => {
     expect(rows.map((r) => r.seat).sort()).toEqual(
       [
         'mesh-artifact-store', 'mesh-broker', 'mesh-build-machine', 'mesh-catalog', 'mesh-controller', 'mesh-git', 'mesh-npm-package-registry', 'mesh-private-network',
-        'mesh-store', 'mesh-vault', 'node-dns-resolver', 'node-intrusion-prevention', 'node-packet-filter', 'node-resolver-config', 'node-uplink', 'showcase', 'telegram-sender',
+        'mesh-proxy', 'mesh-store', 'mesh-vault', 'node-dns-resolver', 'node-intrusion-prevention', 'node-packet-filter', 'node-resolver-config', 'node-uplink', 'showcase', 'telegram-sender',
       ].sort(),
     );
     expect(rows.every((r) => r.holder === null)).toBe(true);

@@ -126,6 +126,20 @@ export const writeMeshLog = async (
   for (const [i, name] of ['ada', 'grace'].entries()) run({ type: 'add-operator', operator: name, publicKey: publicKeyOf(100 + i) });
   run({ type: 'revoke-operator', operator: 'grace' });
 
+  // Routes and the public names mesh-proxy's holder grants, a node's domain changed (ADR 0007,
+  // 0108), and a provider's answer to one consumer (issue 124).
+  run({ type: 'register-module', manifest: fixtureManifest('route-proxy') });
+  assign('route-proxy', 'n4', { hold: ['mesh-proxy'], values: { 'acme-email': 'ops@mesh.invalid' } });
+  run({ type: 'set-node-domain', node: 'n5', domain: 'five.example' });
+  run({ type: 'register-module', manifest: { name: 'site', requires: [{ name: 'http-port', contract: 'port', provider: 'host', port: 8080 }], routes: [{ name: 'site', port: 'http-port', policy: [{ kind: 'redirect', from: 'www' }] }] } });
+  assign('site', 'n5');
+  run({ type: 'set-node-domain', node: 'n5', domain: 'moved.example' });
+  run({ type: 'register-module', manifest: { name: 'store', provides: [{ provision: 'object-store', fields: { bucket: { type: 'string' } } }] } });
+  run({ type: 'register-module', manifest: { name: 'app', requires: [{ name: 'store', contract: 'object-store', provider: 'module' }] } });
+  assign('store', 'n6');
+  assign('app', 'n7');
+  run({ type: 'answer-consumer', provider: { node: 'n6', module: 'store' }, consumer: { node: 'n7', module: 'app' }, requirement: 'store', values: { bucket: 'n7-app' } });
+
   if (options.withVoid) {
     // Twenty bytes that are not JSON, on a subject of the log, as an intruder would put them; the
     // next commit links to them (the writer chains through whatever the log holds), and a void

@@ -14,7 +14,7 @@ import { writeMeshLog, type GeneratedLog } from './mesh-log.js';
 // The mesh's tables against the two things they must equal: the same projections rebuilt from
 // scratch (row for row), and the mesh as evolveMesh folds the same log — the reference semantics.
 
-const TABLES = ['audit', 'nodes', 'enrolment_tokens', 'modules', 'module_definitions', 'source_heads', 'builds', 'module_versions', 'module_rollouts', 'kept_versions', 'graph_edges', 'seats', 'seat_aliases', 'holdings', 'assignments', 'assignment_resolutions', 'facts', 'operators', 'node_holds', 'secrets'];
+const TABLES = ['audit', 'nodes', 'enrolment_tokens', 'modules', 'module_definitions', 'source_heads', 'builds', 'module_versions', 'module_rollouts', 'kept_versions', 'graph_edges', 'seats', 'seat_aliases', 'holdings', 'assignments', 'assignment_resolutions', 'facts', 'operators', 'node_holds', 'public_domains', 'public_names', 'consumer_answers', 'secrets'];
 /** Event types that change nothing evolveMesh keeps: only the audit index records them. */
 const STATELESS = new Set(['mesh.initialised', 'log.voided']);
 
@@ -110,6 +110,11 @@ describe('the mesh projections', () => {
     const secrets = (await rows(schemas, 'secrets')).map((r) => [r.name as string, { secret: r.name, purpose: r.purpose, version: r.version, recipients: r.recipients, seq: Number(r.changed_seq) }] as [string, unknown]);
     expect(secrets.length).toBeGreaterThan(0);
     expect(byKey(secrets)).toEqual(sorted(state.secrets.byName));
+
+    const names = (await rows(schemas, 'public_names')).map(
+      (r) => [r.public_name as string, { node: r.node, module: r.module, route: r.route, name: r.name, publicName: r.public_name, proxy: { node: r.proxy_node, module: r.proxy_module } }] as [string, unknown],
+    );
+    expect(byKey(names)).toEqual(sorted(state.routes.byPublicName));
 
     const modules = (await rows(schemas, 'modules')).map((r) => [r.name as string, { name: r.name, definitionVersion: r.definition_version, digest: r.digest, manifest: r.manifest }] as [string, unknown]);
     expect(byKey(modules)).toEqual(sorted(state.catalogue.modules));

@@ -158,6 +158,28 @@ describe('the bus, enforced by the server from the composed user list', () => {
     }
   });
 
+  it("lets an operator read the snapshot of the controller's fold (mesh … --at), and write neither it nor the log", async () => {
+    const operatorNc = await connectNats(url, { name: 'ada-at', identity: { key: operatorKey, inbox: personInbox('ada') } });
+    try {
+      // The snapshot the test before kept, read as the CLI reads it.
+      const store = new FoldSnapshotStore(operatorNc, { logStream: WIRE.logStream, fold: 'mesh', writer: async () => operatorNc });
+      const stored = await store.read();
+      expect(stored?.meta).toEqual({ seq: '2' });
+      expect(await stored?.bytes()).toEqual(new Uint8Array(1_000).fill(2));
+      const bucket = (await jetstreamManager(controllerNc)).streams;
+      const before = (await bucket.info(`OBJ_${store.bucket}`)).state.last_seq;
+      await expect(store.write({ seq: '3' }, new Uint8Array(10).fill(3), 'forged')).rejects.toThrow();
+      await expect((await jetstreamManager(operatorNc)).streams.purge(`OBJ_${store.bucket}`)).rejects.toThrow();
+      expect((await bucket.info(`OBJ_${store.bucket}`)).state.last_seq).toBe(before);
+      // and the log: no commit of the operator's own
+      const logBefore = (await bucket.info(WIRE.logStream)).state.last_seq;
+      await expect(jetstream(operatorNc).publish(`${WIRE.logPrefix}.operator.ada`, '{}', { timeout: 2_000 })).rejects.toThrow();
+      expect((await bucket.info(WIRE.logStream)).state.last_seq).toBe(logBefore);
+    } finally {
+      await operatorNc.close();
+    }
+  });
+
   it('lets each identity do what its declarations imply', async () => {
     const greeter = await connectNats(url, { name: 'greeter', identity: { key: moduleBusIdentity(controllerKey, 'alpha', 'greeter'), inbox: moduleInbox('greeter', 'alpha') } });
     const operator = await connectNats(url, { name: 'ada', identity: { key: operatorKey, inbox: personInbox('ada') } });

@@ -1,5 +1,5 @@
 // Loaded by jest outside its module system, so it reaches the TypeScript sources through tsx.
-import { rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { register } from 'tsx/esm/api';
 
@@ -19,14 +19,18 @@ export default async function globalSetup() {
     // The test stack's mesh is scratch: a log this code cannot extend (begun before commits were
     // signed, or by another controller key) is begun afresh instead of failing every run.
     // Only a refusal about the log itself (it names the stream): a port taken, say, is not mended by this.
-    if (error?.code !== 'refused' || error?.details?.stream === undefined) throw error;
+    // So is a stack raised with another number of servers (MESH_TEST_NATS_CLUSTER changed).
+    const otherCluster = error?.details?.recorded;
+    if (error?.code !== 'refused' || (error?.details?.stream === undefined && otherCluster === undefined)) throw error;
     options.say(`${error.message}\n[test stack] beginning the test stack's log afresh`);
-    await stackDown(options);
-    rmSync(join(options.dir, 'nats'), { recursive: true, force: true });
+    await stackDown({ ...options, cluster: otherCluster ?? options.cluster });
+    for (const entry of readdirSync(options.dir)) if (/^nats(-\d+)?$/.test(entry)) rmSync(join(options.dir, entry), { recursive: true, force: true });
     status = await stackUp(options);
   }
   process.env.MESH_NATS_URL = status.addresses.natsUrl;
   process.env.MESH_DATABASE_URL = status.addresses.databaseUrl;
+  // Streams the tests and the controllers they start make are at the replicas the bus's size gives.
+  process.env.MESH_NATS_CLUSTER_SIZE = String(options.cluster ?? 1);
   // Each role's password file: the tests, and the CLI verbs they run, log in as the mesh's parts do.
   for (const role of DATABASE_ROLES) process.env[`MESH_PG_PASSWORD_FILE_${role.toUpperCase()}`] = join(stackSecretsDir(testStack().dir), passwordFileName(role));
   // Every connection a test makes speaks as the harness unless it removes this (see test-stack.ts).

@@ -12,6 +12,13 @@ import type { StackOptions } from '../../src/dev/stack.js';
 
 const port = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 
+/**
+ * MESH_TEST_NATS_CLUSTER=3 runs the test stack's bus as a JetStream cluster of three nats-servers
+ * on loopback (routes and the other members from MESH_TEST_NATS_CLUSTER_PORT on); every stream the
+ * tests make is then at three replicas.
+ */
+export const testClusterSize = (): number => Number(process.env.MESH_TEST_NATS_CLUSTER ?? 1);
+
 export const testStackDir = (): string => join(meshHome(), 'test');
 export const harnessKeyFile = (): string => join(testStackDir(), 'harness.key');
 
@@ -30,7 +37,9 @@ export const testStack = (): StackOptions => ({
     natsMonitor: port('MESH_TEST_NATS_MONITOR_PORT', 28222),
     postgres: port('MESH_TEST_PG_PORT', 25432),
     http: port('MESH_TEST_HTTP_PORT', 28080),
+    natsCluster: port('MESH_TEST_NATS_CLUSTER_PORT', 24240),
   },
+  cluster: testClusterSize(),
   meshName: 'test',
   actor: 'test-setup',
   logStream: 'LOG',

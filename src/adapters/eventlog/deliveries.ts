@@ -13,6 +13,15 @@
 
 import type { JetStreamManager } from '@nats-io/jetstream';
 
+/**
+ * The client's own queue of what the server already delivered: how many messages it has handed on
+ * (a nats.js consumer's `getProcessed`). Its `getPending` is not used: it counts the consumer's
+ * own pull requests queued beside the messages.
+ */
+export interface LocalQueue {
+  getProcessed(): number;
+}
+
 /** What a reader takes from its consumer: the next message, or word that nothing followed the last one for a while (let go of what is held). */
 export type Delivery<M> = { kind: 'message'; message: M; pending: number } | { kind: 'idle'; seq: number };
 
@@ -54,7 +63,12 @@ const NOT_YET: Promise<typeof WAITING> = Promise.resolve(WAITING);
  * was delivered for `stalledMs`, the consumer is stalled and this throws `ConsumerStalledError`,
  * so the reader starts a consumer again from where it is instead of going quiet.
  */
-export async function* deliveriesOf<M extends Consumed>(messages: AsyncIterable<M>, lastStoredSeq: () => Promise<number>, patience: DeliveryPatience = DEFAULT_PATIENCE): AsyncGenerator<Delivery<M>> {
+export async function* deliveriesOf<M extends Consumed>(
+  messages: AsyncIterable<M>,
+  lastStoredSeq: () => Promise<number>,
+  patience: DeliveryPatience = DEFAULT_PATIENCE,
+  localQueue?: LocalQueue,
+): AsyncGenerator<Delivery<M>> {
   const iterator = messages[Symbol.asyncIterator]();
   let next = iterator.next();
   // the sequence of the last message delivered with a pending count above 0, until one follows it or the reader is told it is idle
@@ -92,11 +106,18 @@ export async function* deliveriesOf<M extends Consumed>(messages: AsyncIterable<
       continue;
     }
     if (result.done) return;
+    const handedOnBefore = localQueue?.getProcessed() ?? 0;
     next = iterator.next();
+    // Live, the server counts 0 after every message it sends at once; but while the reader was busy
+    // (writing the last batch) more arrived and wait in the client's queue. One of them following
+    // keeps a batch open instead of costing a transaction each; the queue hands it over as `next()`
+    // is called, so the queue's own counter says whether one was there.
+    const waitingHere = localQueue ? localQueue.getProcessed() - handedOnBefore : 0;
+    const pending = Math.max(result.value.info.pending, waitingHere);
     behindSince = undefined;
     delivered = result.value.seq;
-    promised = result.value.info.pending > 0 ? result.value.seq : undefined;
-    yield { kind: 'message', message: result.value, pending: result.value.info.pending };
+    promised = pending > 0 ? result.value.seq : undefined;
+    yield { kind: 'message', message: result.value, pending };
   }
 }
 

@@ -124,4 +124,34 @@ describe('deliveries of a consumer whose pending count can be wrong', () => {
     expect(more).toBe('quiet');
     expect(asks).toBeGreaterThanOrEqual(3);
   });
+
+  it('counts a message already waiting in the client\'s queue as following, when the server counted none', async () => {
+    // Live: the server sends each message as it is stored, counting nothing after it; the reader was
+    // busy meanwhile, so three wait in the client's queue, and a fourth comes only later.
+    const queued = [message(7, 0), message(8, 0), message(9, 0)];
+    let handedOn = 0;
+    let release: () => void = () => undefined;
+    const later = new Promise<void>((resolve) => (release = resolve));
+    opened.push(release);
+    async function* clientQueue(): AsyncGenerator<Message> {
+      for (const queuedMessage of queued) {
+        handedOn++;
+        yield queuedMessage;
+      }
+      await later;
+      handedOn++;
+      yield message(10, 0);
+    }
+    const local = { getProcessed: () => handedOn };
+    const deliveries = deliveriesOf(clientQueue(), async () => 10, patience(20), local)[Symbol.asyncIterator]();
+    expect((await take(deliveries, 3)).map((delivery) => (delivery.kind === 'message' ? delivery.pending : 'idle'))).toEqual([1, 1, 0]);
+    release();
+    expect(await take(deliveries, 1)).toEqual([{ kind: 'message', message: message(10, 0), pending: 0 }]);
+  });
+
+  it('keeps the server\'s count when it says more than the client holds', async () => {
+    const { messages } = consumerOf([message(1, 5), message(2, 4)]);
+    const deliveries = deliveriesOf(messages, async () => 6, patience(20), { getProcessed: () => 0 })[Symbol.asyncIterator]();
+    expect((await take(deliveries, 2)).map((delivery) => (delivery.kind === 'message' ? delivery.pending : 'idle'))).toEqual([5, 4]);
+  });
 });

@@ -9,7 +9,7 @@ import { GENESIS_PREV, linkOf } from './chain.js';
 import { ChainReader, heldError, rawOf, StretchCheck, warnPassed, type CheckedCommit, type CommitFinding, type PassedCommit, type RawMessage } from './chain-reader.js';
 import type { AggregateHistory, AppendOptions, AppendResult, EventLog, FollowItem, IssuedAppend, IssuedOutcome, ReadOptions } from './event-log.js';
 import { AggregateHeads } from './aggregate-heads.js';
-import { deliveriesOf } from './deliveries.js';
+import { DEFAULT_PATIENCE, deliveriesOf } from './deliveries.js';
 import type { LogWriter } from './log-writer.js';
 import { assertAggregate, filterSubjectOf, subjectOf } from './subjects.js';
 
@@ -228,7 +228,7 @@ export class JetStreamEventLog<E extends AnyEvent = AnyEvent> implements EventLo
       let held: { seq: number; aggregate: string; problem: string; hash: Uint8Array } | undefined;
       let taken = fromSeq - 1;
       try {
-        consuming: for await (const delivery of deliveriesOf(messages, async () => (await this.lastMessage(subject))?.seq ?? 0)) {
+        consuming: for await (const delivery of deliveriesOf(messages, async () => (await this.lastMessage(subject))?.seq ?? 0, DEFAULT_PATIENCE, messages)) {
           let decided: CheckedCommit<E>[];
           if (delivery.kind === 'idle') {
             // Nothing followed for a while, whatever the server said would: what is held back is decided now.

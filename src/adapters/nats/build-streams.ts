@@ -14,6 +14,8 @@ export const BUILD_SEAT = 'mesh-build-machine';
 export interface BuildWireNames {
   /** subject prefix: `mesh` in production; tests use their own */
   prefix: string;
+  /** copies the bus keeps of the queue and the artifacts (streamReplicas): 1 when absent */
+  replicas?: number;
 }
 
 export { seatStreamName };
@@ -40,6 +42,7 @@ export const jobsStreamConfig = (names: BuildWireNames): Partial<StreamConfig> &
   discard: DiscardPolicy.Old,
   max_age: nanos(7 * 24 * 3_600_000),
   duplicate_window: nanos(120_000),
+  num_replicas: names.replicas ?? 1,
 });
 
 export interface BuildWireOptions extends BuildWireNames {
@@ -62,5 +65,5 @@ export const assertBuildWire = async (nc: NatsConnection, jsm: JetStreamManager,
   const existing = await jsm.consumers.info(config.name, BUILDERS_CONSUMER).catch(() => null);
   if (!existing) await jsm.consumers.add(config.name, consumer);
   else if (existing.config.ack_wait !== consumer.ack_wait) await jsm.consumers.update(config.name, BUILDERS_CONSUMER, { ack_wait: consumer.ack_wait });
-  return new Objm(nc).create(artifactBucketName(options), { storage: StorageType.File });
+  return new Objm(nc).create(artifactBucketName(options), { storage: StorageType.File, replicas: options.replicas ?? 1 });
 };

@@ -38,9 +38,9 @@ export const renderBusUsers = (users: readonly BusUser[]): string =>
 export interface BusUsersFileOptions {
   /** the file the server's configuration includes */
   file: string;
-  /** the server's pid file: it is signalled to reload (SIGHUP) */
+  /** the server's pid file: it is signalled to reload (SIGHUP); a cluster's, comma-separated */
   serverPidFile?: string;
-  /** the server's monitoring address: the reload is confirmed by its config_load_time */
+  /** the server's monitoring address: the reload is confirmed by its config_load_time; a cluster's, comma-separated in the same order */
   monitorUrl?: string;
 }
 
@@ -64,7 +64,19 @@ export const writeBusUsers = async (options: BusUsersFileOptions, users: readonl
   writeFileSync(temporary, text, { mode: 0o600 });
   renameSync(temporary, options.file);
   if (!options.serverPidFile) return { changed: true, reloaded: false, why: 'no server pid file is configured (MESH_BUS_SERVER_PID_FILE): the server reloads the file itself' };
-  return { changed: true, ...(await reloadServer(options.serverPidFile, options.monitorUrl)) };
+  return { changed: true, ...(await reloadServers(options.serverPidFile, options.monitorUrl)) };
+};
+
+/**
+ * Every server of the bus reloads the list: each enforces it for the clients connected to it. A
+ * member that is down reads the file when it starts again, so it is not waited for.
+ */
+const reloadServers = async (pidFiles: string, monitorUrls: string | undefined): Promise<{ reloaded: boolean; why?: string }> => {
+  const monitors = monitorUrls?.split(',') ?? [];
+  const outcomes = await Promise.all(pidFiles.split(',').map((pidFile, i) => reloadServer(pidFile, monitors[i])));
+  const failed = outcomes.filter((outcome) => !outcome.reloaded);
+  if (failed.length === 0) return { reloaded: true };
+  return { reloaded: false, why: failed.map((f) => f.why).join('; ') };
 };
 
 export const reloadServer = async (pidFile: string, monitorUrl: string | undefined): Promise<{ reloaded: boolean; why?: string }> => {

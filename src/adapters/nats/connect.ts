@@ -44,7 +44,8 @@ export const connectNats = async (url: string, options: ConnectOptions): Promise
   const identity = identityFromEnv() ?? options.identity;
   try {
     return await connect({
-      servers: url,
+      // A cluster's address is every member's, comma-separated: the client tries the next when one is away.
+      servers: url.split(','),
       name: options.name,
       maxReconnectAttempts: options.persistent ? -1 : 10,
       reconnectTimeWait: 250,

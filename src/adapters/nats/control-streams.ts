@@ -11,6 +11,8 @@ export interface ControlStreamNames {
   events?: string;
   /** subject prefix: `mesh` in production; tests use their own */
   prefix: string;
+  /** copies the bus keeps of each (streamReplicas): 1 when absent */
+  replicas?: number;
 }
 
 export const DEFAULT_CONTROL_STREAMS: ControlStreamNames = { nodes: 'NODES', control: 'CONTROL', prefix: 'mesh' };
@@ -24,6 +26,7 @@ export const nodesStreamConfig = (names: ControlStreamNames): Partial<StreamConf
   max_msgs_per_subject: 1,
   discard: DiscardPolicy.Old,
   allow_direct: true,
+  num_replicas: names.replicas ?? 1,
 });
 
 export const controlStreamConfig = (names: ControlStreamNames): Partial<StreamConfig> & { name: string } => ({
@@ -33,6 +36,7 @@ export const controlStreamConfig = (names: ControlStreamNames): Partial<StreamCo
   retention: RetentionPolicy.Workqueue,
   storage: StorageType.File,
   discard: DiscardPolicy.Old,
+  num_replicas: names.replicas ?? 1,
 });
 
 export const eventsStreamName = (names: ControlStreamNames): string => names.events ?? (names.prefix === 'mesh' ? 'EVENTS' : `EVENTS_${names.prefix}`);
@@ -46,6 +50,7 @@ export const eventsStreamConfig = (names: ControlStreamNames): Partial<StreamCon
   storage: StorageType.File,
   max_age: 90 * 24 * 3_600 * 1_000_000_000,
   discard: DiscardPolicy.Old,
+  num_replicas: names.replicas ?? 1,
 });
 
 export const assertControlStreams = async (jsm: JetStreamManager, names: ControlStreamNames = DEFAULT_CONTROL_STREAMS): Promise<void> => {

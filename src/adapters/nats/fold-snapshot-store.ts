@@ -26,6 +26,8 @@ export interface FoldSnapshotStoreOptions {
    * chunks); the reading connection when absent. Asked for at the first write.
    */
   writer?: () => Promise<NatsConnection>;
+  /** copies the bus keeps of the bucket (streamReplicas): 1 when absent */
+  replicas?: number;
 }
 
 const notFound = (error: unknown): boolean => /not found|stream not found|no stream/i.test((error as Error)?.message ?? '');
@@ -69,7 +71,7 @@ export class FoldSnapshotStore {
   private writable(): Promise<ObjectStore> {
     const opening = (this.writing ??= (async () => {
       const nc = this.options.writer ? await this.options.writer() : this.nc;
-      return new Objm(nc).create(this.bucket, { storage: StorageType.File, description: `snapshots of the folds of ${this.options.logStream}, one per fold` });
+      return new Objm(nc).create(this.bucket, { storage: StorageType.File, replicas: this.options.replicas ?? 1, description: `snapshots of the folds of ${this.options.logStream}, one per fold` });
     })());
     // A failed opening (the writer's user not composed yet, the server away) is tried again at the next write.
     opening.catch(() => {

@@ -5,11 +5,22 @@ import { ValidationError } from '../../errors.js';
 import { assertStream } from './assert-stream.js';
 
 // Which controller process is the mesh's one writer: a lease on the same engine as the log. The
-// lease is the newest message on one subject of a stream whose messages expire after the lease's
-// time. The writer renews it every second, conditioned on the subject's last sequence being its
-// own previous renewal; a process that is not the writer tries to take it conditioned on the
-// subject holding nothing (its last renewal expired). So at most one process holds a live lease,
-// and when the writer dies another takes it once the last renewal expires.
+// lease is the newest message on one subject of a stream of its own whose messages expire after
+// the lease's time. The writer renews it every third of that time, conditioned on the stream's
+// last sequence being its own previous renewal; a process that is not the writer tries to take it
+// conditioned on the stream's last sequence being an expired renewal or a release. So at most one
+// process holds a live lease, and when the writer dies another takes it once the last renewal
+// expires.
+//
+// The condition is the stream's last sequence (Nats-Expected-Last-Sequence), not the subject's:
+// on a clustered stream nats-server 2.9 does not enforce an expected subject sequence of 0 (every
+// replica decides alone: nats-server#5644) nor serialise concurrent ones (#4320), so two
+// controllers could both take the lease. The stream's sequence is checked by its leader against
+// what it has proposed, in order. The stream holds this one subject, so the two say the same.
+//
+// A holder counts its lease from the moment it sent the renewal, not from the answer: the server
+// stored the renewal after that, so its expiry comes later still, and a slow answer can never
+// make a writer believe it holds a lease another has already taken.
 //
 // The lease is for liveness, not safety: every commit is still conditioned on the log ending where
 // it was decided, so a writer that has lost its lease without knowing (a long pause) has its next
@@ -25,7 +36,11 @@ export interface WriterLeaseOptions {
   ttlMs: number;
   /** how often the writer renews it (and how often a standby tries to take it) */
   renewMs: number;
+  /** copies the bus keeps of the lease's stream (streamReplicas): 1 when absent */
+  replicas?: number;
   logger: Logger;
+  /** how a renewal is published: JetStream's publish unless given (a test slows its answer) */
+  publish?: JetStreamClient['publish'];
 }
 
 const WRONG_LAST_SEQUENCE = new Set([10071, 10164]);
@@ -50,8 +65,8 @@ export class WriterLease {
   private readonly js: JetStreamClient;
   private readonly jsm: Promise<JetStreamManager>;
   private timer: NodeJS.Timeout | undefined;
-  /** the stream sequence of this process's last renewal, while it holds the lease */
-  private renewedAt: { seq: number; time: number } | undefined;
+  /** the stream sequence of this process's last renewal, and when (monotonic ms) it was sent, while it holds the lease */
+  private renewedAt: { seq: number; sentAt: number } | undefined;
   private stopped = false;
   private said: string | undefined;
   private firstTry!: () => void;
@@ -68,7 +83,7 @@ export class WriterLease {
 
   /** Whether this process holds the lease now. */
   held(): boolean {
-    return this.renewedAt !== undefined && Date.now() - this.renewedAt.time < this.options.ttlMs;
+    return this.renewedAt !== undefined && performance.now() - this.renewedAt.sentAt < this.options.ttlMs;
   }
 
   /** Tries to take the lease until it does (then `onTaken`), and keeps it until it cannot (then `onLost`). */
@@ -82,14 +97,16 @@ export class WriterLease {
       max_msgs_per_subject: 1,
       max_age: this.options.ttlMs * 1_000_000,
       duplicate_window: Math.min(this.options.ttlMs, 2_000) * 1_000_000,
+      num_replicas: this.options.replicas ?? 1,
     });
     const tick = async (): Promise<void> => {
       if (this.stopped) return;
       try {
         if (this.renewedAt) {
-          // A renewal that came too late finds its last one expired and nobody's in its place: taking it again is the same.
-          const renewed = (await this.claim(this.renewedAt.seq)) ?? (await this.claim(await this.releasedOrExpired()));
-          if (renewed) this.renewedAt = { seq: renewed, time: Date.now() };
+          // Conditioned on the stream ending at its own last renewal: expired or not, nobody took it since.
+          const sentAt = performance.now();
+          const renewed = await this.claim(this.renewedAt.seq);
+          if (renewed) this.renewedAt = { seq: renewed, sentAt };
           else {
             this.renewedAt = undefined;
             this.firstTry();
@@ -97,9 +114,11 @@ export class WriterLease {
             return;
           }
         } else {
-          const taken = await this.claim(await this.releasedOrExpired());
+          const expected = await this.releasedOrExpired();
+          const sentAt = performance.now();
+          const taken = await this.claim(expected);
           if (taken) {
-            this.renewedAt = { seq: taken, time: Date.now() };
+            this.renewedAt = { seq: taken, sentAt };
             this.options.logger.info({ holder: this.options.holder }, 'this controller is the mesh writer');
             this.firstTry();
             await callbacks.onTaken();
@@ -128,27 +147,31 @@ export class WriterLease {
     if (!renewed) return;
     this.renewedAt = undefined;
     await this.js
-      .publish(this.options.subject, JSON.stringify({ holder: this.options.holder, released: true, at: new Date().toISOString() }), { expect: { lastSubjectSequence: renewed.seq }, timeout: 1_000 })
+      .publish(this.options.subject, JSON.stringify({ holder: this.options.holder, released: true, at: new Date().toISOString() }), { expect: { lastSequence: renewed.seq }, timeout: 1_000 })
       .catch(() => undefined);
   }
 
   /**
-   * What a take must be conditioned on: nothing on the subject (the last renewal expired: 0), or
-   * the release a writer left when it stopped; a live renewal of another is what it must not follow
-   * (-1 never matches, so the take is refused).
+   * What a take must be conditioned on: the stream's last sequence when its last renewal expired
+   * (nothing is stored), or the release a writer left when it stopped; a live renewal of another is
+   * what it must not follow (-1: no take is tried).
    */
   private async releasedOrExpired(): Promise<number> {
-    const last = await (await this.jsm).streams.getMessage(this.options.stream, { last_by_subj: this.options.subject }).catch(() => null);
-    if (!last) return 0;
+    const jsm = await this.jsm;
+    const info = await jsm.streams.info(this.options.stream);
+    if (info.state.messages === 0) return info.state.last_seq;
+    const last = await jsm.streams.getMessage(this.options.stream, { last_by_subj: this.options.subject }).catch(() => null);
+    if (!last) return info.state.last_seq;
     return last.json<{ released?: boolean }>().released === true ? last.seq : -1;
   }
 
-  /** Publishes a renewal conditioned on the subject's last sequence; the new sequence, or undefined when someone else's is there. */
+  /** Publishes a renewal conditioned on the stream's last sequence; the new sequence, or undefined when someone else's is there. */
   private async claim(expected: number): Promise<number | undefined> {
     if (expected < 0) return undefined;
     try {
-      const ack = await this.js.publish(this.options.subject, JSON.stringify({ holder: this.options.holder, at: new Date().toISOString() }), {
-        expect: { lastSubjectSequence: expected },
+      const publish = this.options.publish ?? ((...args: Parameters<JetStreamClient['publish']>) => this.js.publish(...args));
+      const ack = await publish(this.options.subject, JSON.stringify({ holder: this.options.holder, at: new Date().toISOString() }), {
+        expect: { lastSequence: expected },
         timeout: Math.max(500, this.options.renewMs),
       });
       return ack.seq;

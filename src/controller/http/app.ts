@@ -8,9 +8,10 @@ import type { Readiness } from '../readiness.js';
 import { refusalAnswer } from '../tool-server.js';
 import { badBody, toolRequestSchema, toolVerbs } from './api-schemas.js';
 import { openApiDocument } from './openapi.js';
-import { PAGE } from './page.js';
+import { registerConsole } from './console/routes.js';
+import type { ConsoleSource } from './console/source.js';
 
-// The controller's HTTP face: the overview page, the read models it shows, a live stream of facts,
+// The controller's HTTP face: the console (pages of the mesh, read from the projections), a live stream of facts,
 // and the same command verbs as the mesh-controller seat's tools, over the same dispatcher; and
 // what the tools that watch a service ask of it: metrics, liveness, readiness, the API's schema.
 // Read-only except for signed commands; it never carries a secret value.
@@ -22,6 +23,8 @@ export interface HttpDeps {
   /** the most recent facts, newest last */
   recentFacts: () => StoredEvent[];
   dispatcher: Pick<CommandDispatcher, 'dispatch'>;
+  /** what the console's pages read (console/source.ts) */
+  console: ConsoleSource;
   /** where a failure nobody meant is said: a 500 names no cause to the caller, the log does */
   logger: Logger;
   /** the metrics in Prometheus's text format (absent: no /metrics) */
@@ -48,7 +51,7 @@ export const buildApp = (deps: HttpDeps): FastifyInstance => {
     return reply.code(500).send(refusalAnswer(error));
   });
 
-  app.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(PAGE));
+  registerConsole(app, deps.console, deps.logger);
 
   app.get('/api/overview', async () => ({ ...(await deps.overview()), facts: deps.recentFacts() }));
 

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { EventLog } from '../../adapters/eventlog/event-log.js';
 import { passedLine, warnPassed } from '../../adapters/eventlog/chain-reader.js';
-import type { StoredEvent } from '../../domain/events/envelope.js';
+import type { MeshEvent, StoredMeshEvent } from '../../domain/registry.js';
 import type { LogHold } from '../mesh-service.js';
 
 // Facts as they are stated, for the page: the most recent few and every new one, from the log
@@ -9,14 +9,14 @@ import type { LogHold } from '../mesh-service.js';
 // commit that does not verify holds the feed there (said once) until an operator voids it.
 
 export class FactFeed {
-  private readonly recent: StoredEvent[] = [];
-  private readonly listeners = new Set<(fact: StoredEvent) => void>();
+  private readonly recent: StoredMeshEvent[] = [];
+  private readonly listeners = new Set<(fact: StoredMeshEvent) => void>();
   private readonly abort = new AbortController();
   private running: Promise<void> | undefined;
   private hold: LogHold | undefined;
 
   constructor(
-    private readonly log: EventLog,
+    private readonly log: EventLog<MeshEvent>,
     private readonly keep = 50,
     private readonly logger?: Logger,
   ) {}
@@ -63,11 +63,11 @@ export class FactFeed {
     return this.hold;
   }
 
-  latest(): StoredEvent[] {
+  latest(): StoredMeshEvent[] {
     return [...this.recent];
   }
 
-  subscribe(listener: (fact: StoredEvent) => void): () => void {
+  subscribe(listener: (fact: StoredMeshEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }

@@ -16,6 +16,33 @@ const jsonSchema = (schema: z.ZodType): JsonSchema => {
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: object, description: string) => ({ description, content: { 'application/json': { schema } } });
 
+const html = (description: string) => ({ description, content: { 'text/html': { schema: { type: 'string' } } } });
+const named = (what: string) => [{ name: 'name', in: 'path', required: true, description: `the ${what}'s name`, schema: { type: 'string' } }];
+
+/** The console's pages (console/routes.tsx): HTML for a person, each read-only. */
+const consolePaths = (): Record<string, object> => ({
+  '/': { get: { summary: "The console's overview: the verdict, nodes, what is not known, holds, seats, facts", responses: { '200': html('the page') } } },
+  '/nodes/{name}': { get: { summary: 'A node: what it runs, holds and why, its declaration, facts and history', parameters: named('node'), responses: { '200': html('the page'), '404': html('no such node') } } },
+  '/modules/{name}': { get: { summary: 'A module: its definition, where it runs, its versions and graph edges, its history', parameters: named('module'), responses: { '200': html('the page'), '404': html('no such module') } } },
+  '/seats/{name}': { get: { summary: 'A seat: its holder and every holding and handover', parameters: named('seat'), responses: { '200': html('the page'), '404': html('no such seat') } } },
+  '/catalogue': { get: { summary: 'Every registered module', responses: { '200': html('the page') } } },
+  '/projections': { get: { summary: "Each projection's checkpoint and lag", responses: { '200': html('the page') } } },
+  '/log': {
+    get: {
+      summary: 'The log, with the filters of `mesh log`',
+      parameters: ['since', 'aggregate', 'type', 'actor', 'correlation', 'after', 'before'].map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } })),
+      responses: { '200': html('the page'), '400': html('a filter `mesh log` would refuse, named') },
+    },
+  },
+  '/assets/{file}': {
+    get: {
+      summary: "The console's stylesheet, icon and scripts (htmx, served from the installed package)",
+      parameters: [{ name: 'file', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: { '200': { description: 'the file', content: { 'text/css': { schema: { type: 'string' } }, 'text/javascript': { schema: { type: 'string' } }, 'image/svg+xml': { schema: { type: 'string' } } } }, '404': { description: 'no such asset' } },
+    },
+  },
+});
+
 /** The API's version: moved when a route or a body changes so that an old client breaks. */
 export const API_VERSION = '1';
 
@@ -26,7 +53,7 @@ export const openApiDocument = () => {
     Liveness: jsonSchema(livenessSchema),
   };
   const paths: Record<string, object> = {
-    '/': { get: { summary: "The mesh's page", responses: { '200': { description: 'the page', content: { 'text/html': { schema: { type: 'string' } } } } } } },
+    ...consolePaths(),
     '/api/overview': {
       get: { summary: 'The overview the page shows: the verdict, problems, nodes, seats, projections and the latest facts', responses: { '200': json({ type: 'object' }, 'the overview') } },
     },

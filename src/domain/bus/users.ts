@@ -118,9 +118,12 @@ export const controllerUser = (wire: BusWire, publicKey: string): BusUser => ({
  * snapshot purges the chunks of the one before, which is why this is not the controller's own
  * user — that one may purge no stream, and a deny outweighs any allow.
  */
+/** The stream under the bucket the fold's snapshots are kept in. */
+const snapshotStream = (wire: BusWire): string => `OBJ_${foldSnapshotBucket(wire.logStream)}`;
+
 export const snapshotWriterUser = (wire: BusWire, publicKey: string): BusUser => {
   const bucket = foldSnapshotBucket(wire.logStream);
-  const stream = `OBJ_${bucket}`;
+  const stream = snapshotStream(wire);
   return {
     kind: 'snapshot-writer',
     name: 'controller (fold snapshots)',
@@ -159,6 +162,12 @@ const operatorUser = (wire: BusWire, operator: string, publicKey: string): BusUs
         '$JS.API.STREAM.INFO.*',
         ...readStream(wire.logStream),
         ...readStream(wire.nodesStream),
+        // the snapshot of the controller's fold, read to answer `--at SEQ` from it rather than from
+        // seq 1: its chunks through an ordered push consumer (created unnamed, with flow control).
+        // Never written: only the snapshot writer may put or purge it.
+        ...readStream(snapshotStream(wire)),
+        `$JS.API.CONSUMER.CREATE.${snapshotStream(wire)}`,
+        `$JS.FC.${snapshotStream(wire)}.>`,
       ],
     },
     subscribe: { allow: [`${personInbox(operator)}.>`] },

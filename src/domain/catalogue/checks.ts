@@ -9,6 +9,8 @@ import { mountProblems } from './mounts.js';
 import { referenceProblems } from './references.js';
 import { moduleNamed } from './state.js';
 import { valueProblems } from './value-checks.js';
+import { isCredentialField, isPolicyPath, routeProblems } from '../routes/checks.js';
+import { installationLiteralProblems } from './installation-literals.js';
 
 // Registration's rules, each a function from the manifest as written to the problems it has. They
 // read the raw input defensively, so a manifest with a schema error still gets every other rule
@@ -25,7 +27,9 @@ export const schemaProblems = (issues: readonly z.core.$ZodIssue[]): Problem[] =
   issues.flatMap((issue): Problem[] => {
     const at = issue.path.map(String).join('.');
     if (issue.code === 'unrecognized_keys') {
-      return issue.keys.map((key) => ({
+      // A credential in a route's policy is named by the route rules, with what to write instead.
+      const keys = isPolicyPath(at) ? issue.keys.filter((key) => !isCredentialField(key)) : issue.keys;
+      return keys.map((key) => ({
         what: at ? `${at}.${key}` : key,
         why: 'unknown field',
         remedy:
@@ -253,6 +257,33 @@ const secretEnvProblems = (raw: Raw, state: MeshState): Problem[] => {
   return problems;
 };
 
+/**
+ * A service reloads on a setting of its own module — a file or a region it writes — and a unit is
+ * acted on by one service resource (two would each record a found state of it).
+ */
+const serviceProblems = (raw: Raw): Problem[] => {
+  const resources = record(raw.resources);
+  const settings = new Set([...list(resources.files), ...list(resources.regions)].flatMap((r) => text(record(r).name) ?? []));
+  const problems: Problem[] = [];
+  const units = new Map<string, number>();
+  list(resources.services).forEach((service, i) => {
+    const unit = text(record(service).unit);
+    const first = unit === undefined ? undefined : units.get(unit);
+    if (unit !== undefined && first !== undefined) problems.push({ what: `resources.services.${i}.unit`, why: `${unit} is already resources.services.${first}.unit`, remedy: 'declare each unit once, with its state, enabled and reloadOn together' });
+    else if (unit !== undefined) units.set(unit, i);
+    list(record(service).reloadOn).forEach((name, j) => {
+      if (typeof name === 'string' && !settings.has(name)) {
+        problems.push({
+          what: `resources.services.${i}.reloadOn.${j}`,
+          why: `"${name}" is no file or region of this module${settings.size > 0 ? ` (it has ${[...settings].join(', ')})` : ''}`,
+          remedy: 'name a file or region the module writes, whose change the unit must read',
+        });
+      }
+    });
+  });
+  return problems;
+};
+
 /** Every rule a manifest must pass to be registered, all at once. */
 export const registrationProblems = (manifest: unknown, state: MeshState): Problem[] => {
   const raw = record(manifest);
@@ -270,5 +301,9 @@ export const registrationProblems = (manifest: unknown, state: MeshState): Probl
     ...mountProblems(raw, state),
     ...referenceProblems(raw, state),
     ...valueProblems(raw),
+    ...serviceProblems(raw),
+
+    ...routeProblems(raw),
+    ...installationLiteralProblems(raw, moduleName, state),
   ];
 };

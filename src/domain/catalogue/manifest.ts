@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { routeSchema } from '../routes/contribution.js';
 
 // What a module declares (docs/manifest.md describes every field with an example). A manifest
 // names no node, no mesh and no host path (ADR 0112): everything it needs is a requirement.
@@ -137,6 +138,42 @@ export const runOnceSchema = z.strictObject({
   reads: z.array(z.string()).default([]),
 });
 
+/**
+ * ADR 0102, issue 128: a file the machine shares with software the mesh did not install
+ * (`/etc/hosts`) is written into, never over: the module owns only the lines between its markers.
+ * The file is the machine's, so it is named by its path there (as ADR 120's facts name theirs).
+ */
+export const regionSchema = z.strictObject({
+  name: name('a region name'),
+  file: z.string().regex(/^\/[^\0]*[^/]$/, 'a shared file is an absolute path on the machine, e.g. /etc/hosts'),
+  template: z.string(),
+  /** where a new region goes; one already present is never moved (ADR 117 R117.4: start, for a file read top-down) */
+  at: z.enum(['start', 'end']).default('end'),
+});
+
+/**
+ * A unit of the machine's service manager the module acts on (ADR 0118, issue 130): started or
+ * stopped, enabled or not, reloaded when what it reads changes. With no `state` the unit's
+ * lifecycle is the machine's: the mesh never starts or stops it, only reloads it when running
+ * (ADR 117, R117.1). Undeclared, it is given back the state it was first found in.
+ */
+export const serviceSchema = z.strictObject({
+  name: name('a service name'),
+  unit: z.string().regex(/^[A-Za-z0-9@._:-]+$/, 'a unit is a name the service manager knows, e.g. docker.service'),
+  state: z.enum(['running', 'stopped']).optional(),
+  enabled: z.boolean().optional(),
+  /** resources of this module (files, regions) whose change reloads it, never restarts it (R117.5) */
+  reloadOn: z.array(z.string()).default([]),
+});
+
+/**
+ * Issue 129 of the seeds: the mesh's root certificate placed where the machine's TLS clients look.
+ * The module that makes a machine one of the private network declares it, so exactly those
+ * machines trust the mesh's authority; what it carries is the root the operator set (`mesh trust
+ * root`), never a value of the manifest.
+ */
+export const trustAnchorSchema = z.strictObject({ name: name('a trust anchor name') });
+
 /** ADR 0135: one entrypoint that prepares the module's state before what it gates starts. */
 export const prepareSchema = z.strictObject({
   command: z.array(z.string()).min(1),
@@ -149,6 +186,9 @@ export const resourcesSchema = z.strictObject({
   directories: z.array(directoryResourceSchema).default([]),
   files: z.array(fileResourceSchema).default([]),
   runOnce: z.array(runOnceSchema).default([]),
+  regions: z.array(regionSchema).default([]),
+  services: z.array(serviceSchema).default([]),
+  trustAnchors: z.array(trustAnchorSchema).default([]),
   prepare: prepareSchema.optional(),
 });
 
@@ -172,7 +212,9 @@ export const manifestSchema = z.strictObject({
   consumes: z.array(localName).default([]),
   tools: z.array(localName).default([]),
   uses: z.array(z.string().min(1)).default([]),
-  resources: resourcesSchema.default({ containers: [], processes: [], directories: [], files: [], runOnce: [] }),
+  /** routes the module contributes, each with its policy (ADR 0007, 0108); absent is none */
+  routes: z.array(routeSchema).optional(),
+  resources: resourcesSchema.default({ containers: [], processes: [], directories: [], files: [], runOnce: [], regions: [], services: [], trustAnchors: [] }),
   build: buildSchema.optional(),
 });
 

@@ -1,10 +1,11 @@
 import type { Problem } from '../refusal.js';
 import type { MeshState } from '../mesh/state.js';
-import { knownContractFields } from './contracts.js';
+import { knownContractField, knownContractFields } from './contracts.js';
 
 // The closed vocabulary of references (docs/manifest.md, "References"): `${<requirement>}` or
-// `${<requirement>.<field>}`, where what the requirement is decides which fields it has. Anything
-// else — another form (`${route:web}`, `${answer:store.bucket}`), a name that is not a requirement
+// `${<requirement>.<field>}`, where what the requirement is decides which fields it has, and
+// `${route:<name>}`, the public URL of a route the module contributes (issue 122). Anything
+// else — another form (`${answer:store.bucket}`), a name that is not a requirement
 // of the module, a field its kind or its contract lacks — the composer could not fill, and issue
 // 122 of the seeds is what happens when it is sent on as text. So registration refuses it.
 
@@ -17,6 +18,10 @@ const text = (value: unknown): string | undefined => (typeof value === 'string' 
 const ANY_REFERENCE = /\$\{([^}]*)\}/g;
 const NAME_FIELD = /^([a-z][a-z0-9-]*)(?:\.([A-Za-z0-9_-]+))?$/;
 const KIND_FORM = /^([A-Za-z][A-Za-z0-9_-]*):/;
+/** `${route:web}`: the public URL of the module's route `web`. */
+export const ROUTE_REFERENCE = /^\$\{route:([a-z0-9-]+)\}$/;
+/** `${bound:store.bucket}`: what the provider of requirement `store` derived for this consumer and answered (issue 124). */
+export const BOUND_REFERENCE = /^\$\{bound:([a-z][a-z0-9-]*)\.([A-Za-z0-9_-]+)\}$/;
 
 export interface Reference {
   /** as written, `${db.host}` */
@@ -91,10 +96,23 @@ export const referenceSites = (raw: Raw): { what: string; value: string; contain
     texts(`resources.processes.${i}.env`, record(p).env);
   });
   list(resources.files).forEach((f, i) => texts(`resources.files.${i}.template`, record(f).template));
+  list(resources.regions).forEach((r, i) => texts(`resources.regions.${i}.template`, record(r).template));
   list(resources.runOnce).forEach((s, i) => texts(`resources.runOnce.${i}.command`, record(s).command, -1));
   texts('resources.prepare.command', record(resources.prepare).command);
   list(raw.provides).forEach((p, i) => texts(`provides.${i}.answers`, record(p).answers, undefined, true));
   return sites;
+};
+
+/** Why `${bound:<requirement>.<field>}` cannot be filled: only a provider module's answer binds, only a field its contract has, never a secret. */
+const boundProblem = (whole: string, name: string, field: string, requirements: Map<string, Raw>, state: MeshState): { why: string; remedy: string } | undefined => {
+  const requirement = requirements.get(name);
+  if (!requirement) return { why: `${whole} names "${name}", which is not a requirement of this module`, remedy: `bind a requirement answered by a module (${[...requirements.keys()].join(', ') || 'none'})` };
+  if (kindOf(requirement) !== 'provision') return { why: `${whole} binds "${name}", which no provider module answers, so nothing would derive a value for it`, remedy: 'bind a requirement answered by another module' };
+  const contract = text(requirement.contract) ?? '';
+  const fields = knownContractFields(state, contract);
+  if (fields && !fields.includes(field)) return { why: `${whole} reads "${field}", a field the ${contract} contract lacks`, remedy: `bind one of: ${fields.map((f) => `\${bound:${name}.${f}}`).join(', ')}` };
+  if (fields && knownContractField(state, contract, field)?.secret) return { why: `${whole} is a secret field, and a provider's answer carries no secret (ADR 0113)`, remedy: `read it as a file: \${${name}.${field}} in a file resource or a mount` };
+  return undefined;
 };
 
 const VOCABULARY = 'a reference is ${<requirement>} or ${<requirement>.<field>} of one of the module\'s own requirements (docs/manifest.md, "References")';
@@ -104,10 +122,22 @@ export const referenceProblems = (raw: Raw, state: MeshState): Problem[] => {
   const requirements = new Map(list(raw.requires).flatMap((r) => (text(record(r).name) ? [[text(record(r).name) as string, record(r)] as const] : [])));
   const names = [...requirements.keys()].join(', ') || 'none';
   const containers = list(record(raw.resources).containers).map((c) => new Set(list(record(c).mounts).flatMap((m) => (text(record(m).from) ? [text(record(m).from) as string] : []))));
+  const routes = list(raw.routes).flatMap((r) => (text(record(r).name) ? [text(record(r).name) as string] : []));
   const problems: Problem[] = [];
   for (const site of referenceSites(raw)) {
     const { references, unknownForms } = parseReferences(site.value);
     for (const whole of unknownForms) {
+      const route = ROUTE_REFERENCE.exec(whole)?.[1];
+      if (route !== undefined) {
+        if (!routes.includes(route)) problems.push({ what: site.what, why: `${whole} names "${route}", which is no route of this module, so it has no public URL`, remedy: routes.length > 0 ? `write one of: ${routes.map((r) => `\${route:${r}}`).join(', ')}` : `contribute the route in routes ({ "name": "${route}", "port": "http-port" })` });
+        continue;
+      }
+      const bound = BOUND_REFERENCE.exec(whole);
+      if (bound) {
+        const problem = boundProblem(whole, bound[1] ?? '', bound[2] ?? '', requirements, state);
+        if (problem) problems.push({ what: site.what, ...problem });
+        continue;
+      }
       const kind = KIND_FORM.exec(whole.slice(2))?.[1];
       problems.push({
         what: site.what,
@@ -117,7 +147,7 @@ export const referenceProblems = (raw: Raw, state: MeshState): Problem[] => {
     }
     for (const ref of references) {
       // A provider's answer may name who asks: what it makes per consumer is named for it.
-      if (site.answer && ref.requirement === 'consumer' && !requirements.has('consumer') && ['name', 'node', 'module'].includes(ref.field ?? '')) continue;
+      if (site.answer && ref.requirement === 'consumer' && !requirements.has('consumer') && ['name', 'node', 'module', 'login'].includes(ref.field ?? '')) continue;
       const requirement = requirements.get(ref.requirement);
       if (!requirement) {
         problems.push({ what: site.what, why: `${ref.whole} names "${ref.requirement}", which is not a requirement of this module, so nothing can fill it`, remedy: `reference one of its requirements (${names}), or add a requirement named ${ref.requirement}` });

@@ -69,7 +69,7 @@ describe('every reference is one the composer can fill', () => {
       }),
     );
     expect(problems).toEqual([
-      expect.objectContaining({ what: 'resources.processes.0.run.2', why: expect.stringContaining('${route:web} is a reference of kind "route", which the composer does not know'), remedy: expect.stringContaining('docs/manifest.md') }),
+      expect.objectContaining({ what: 'resources.processes.0.run.2', why: expect.stringContaining('${route:web} names "web", which is no route of this module'), remedy: expect.stringContaining('contribute the route in routes') }),
       expect.objectContaining({ what: 'resources.processes.0.env.URL', why: expect.stringContaining('${installation.domain} names "installation", which is not a requirement of this module'), remedy: expect.stringContaining('bus, data') }),
       expect.objectContaining({ what: 'resources.processes.0.env.BUCKET', why: expect.stringContaining('reference of kind "answer"') }),
     ]);

@@ -12,7 +12,15 @@ import { heldBy, seatById } from '../seats/state.js';
 import type { Problem } from '../refusal.js';
 import type { DeclaredAssignment, Resource } from './declaration.js';
 import { deployedDigestOf } from '../builds/state.js';
+import { statedCapabilities } from '../facts/state.js';
+import { needsCapability } from './capabilities.js';
+import { proxyHolder } from '../routes/grants.js';
+import { answerFor } from '../answers/state.js';
+import { derivedLogin } from '../answers/login.js';
+import { grantsOf } from '../routes/state.js';
+import { proxyResources, publicUrl } from '../routes/table.js';
 import { secretsAppliedBy } from '../secrets/wanted.js';
+import { currentTrustRoot } from '../trust/state.js';
 
 // What one node must run now, composed from the mesh as the log says it is. Requirements are
 // resolved here, at composition (design 27), against the assignments and holders of this moment,
@@ -67,7 +75,7 @@ const providerAnswers = (
   const { resolutions } = resolveRequirements(state, input, manifest.requires);
   const own = answersOf(state, nodeNamed(state.nodes, provider.node)?.root ?? '/var/lib/mesh', provider.module, resolutions, false);
   // Who is asking: a provider that makes something per consumer names it by the consumer's identity.
-  own.values.set('consumer.name', `${consumer.node}-${consumer.module}`).set('consumer.node', consumer.node).set('consumer.module', consumer.module);
+  own.values.set('consumer.name', `${consumer.node}-${consumer.module}`).set('consumer.node', consumer.node).set('consumer.module', consumer.module).set('consumer.login', derivedLogin(consumer.node, consumer.module));
   const noSecrets = (): undefined => undefined;
   for (const [field, template] of Object.entries(templates)) {
     const missing: string[] = [];
@@ -130,6 +138,8 @@ const answersOf = (state: MeshState, root: string, module: string, resolutions: 
 };
 
 const REFERENCE = /\$\{([a-z][a-z0-9-]*)(?:\.([A-Za-z0-9_-]+))?\}/g;
+const ROUTE_REFERENCE_ANYWHERE = /\$\{route:([a-z0-9-]+)\}/g;
+const BOUND_REFERENCE_ANYWHERE = /\$\{bound:([a-z][a-z0-9-]*)\.([A-Za-z0-9_-]+)\}/g;
 
 /**
  * Fills `${requirement}` / `${requirement.field}`. A secret stays a marker naming the secret, for
@@ -177,7 +187,37 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
       remedy: provider && field ? `it is filled once ${provider} answers ${field} (its provides[].answers); or read a field it answers` : 'reference what the module requires (docs/manifest.md, "References")',
     });
   };
-  const fillerAt = (where: string, inside?: ReadonlyMap<string, string>) => (text: string): string => fill(text, answers, secretName, unfilled(where), inside);
+  // issue 122: `${route:NAME}` is the public URL the proxy handed back for the module's own route on this node.
+  const grants = grantsOf(state.routes, assignment);
+  const routeUrls = new Map((manifest.routes ?? []).flatMap((route) => {
+    const grant = grants.get(route.name);
+    return grant ? [[route.name, publicUrl(grant.publicName, route.location)] as const] : [];
+  }));
+  const routesFilled = (where: string) => (text: string): string =>
+    text.replace(ROUTE_REFERENCE_ANYWHERE, (whole, name: string) => {
+      const url = routeUrls.get(name);
+      if (url === undefined && !held.some((p) => p.what === where && p.why.startsWith(whole))) {
+        held.push({ what: where, why: `${whole} has no public name: route ${name} was not granted one on ${assignment.node}`, remedy: `assign ${module} again (the holder of mesh-proxy grants its routes' names when it is assigned), after giving ${assignment.node} a public domain: mesh node domain ${assignment.node} DOMAIN` });
+      }
+      return url ?? whole;
+    });
+  // issue 124: `${bound:REQ.FIELD}` is what the provider answering REQ derived for this consumer and
+  // answered; until it has, the declaration waits, naming what for — never an empty value.
+  const boundFilled = (where: string) => (text: string): string =>
+    text.replace(BOUND_REFERENCE_ANYWHERE, (whole, requirement: string, field: string) => {
+      const answer = resolutions.find((r) => r.requirement === requirement)?.answer;
+      const provider = answer?.kind === 'assignment' ? answer : undefined;
+      const value = provider ? answerFor(state.answers, assignment, requirement, provider)?.values[field] : undefined;
+      if (value === undefined && !held.some((p) => p.what === where && p.why.startsWith(whole))) {
+        held.push({
+          what: where,
+          why: provider ? `${whole} waits for ${provider.node}/${provider.module} to answer ${field} for ${assignment.node}/${module}` : `${whole} waits for a provider of ${requirement}`,
+          remedy: provider ? `it is filled once ${provider.node}/${provider.module} answers (answer-consumer ${assignment.node}/${module} ${requirement} ${field}=…)` : `assign a provider of ${requirement}`,
+        });
+      }
+      return value ?? whole;
+    });
+  const fillerAt = (where: string, inside?: ReadonlyMap<string, string>) => (text: string): string => fill(boundFilled(where)(routesFilled(where)(text)), answers, secretName, unfilled(where), inside);
   const fillAllAt = (where: string, record: Record<string, string>, inside?: ReadonlyMap<string, string>): Record<string, string> =>
     Object.fromEntries(Object.entries(record).map(([variable, value]) => [variable, fillerAt(`${where}.${variable}`, inside)(value)]));
   // Inside a container, a host path it mounts reads as where it is mounted (R112.9).
@@ -215,6 +255,18 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
   }
   for (const file of manifest.resources.files) {
     resources.push({ key: key(file.name), module, kind: 'file', path: files.get(file.name) ?? '', content: fillerAt(`resources.files.${file.name}.template`)(file.template), mode: file.mode });
+  }
+  for (const region of manifest.resources.regions) {
+    resources.push({ key: key(region.name), module, kind: 'region', path: region.file, content: fillerAt(`resources.regions.${region.name}.template`)(region.template), at: region.at });
+  }
+  for (const anchor of manifest.resources.trustAnchors) {
+    const root = currentTrustRoot(state.trust);
+    if (root) resources.push({ key: key(anchor.name), module, kind: 'trust-anchor', certificate: root.certificate, fingerprint: root.fingerprint });
+    else held.push({ what: `resources.trustAnchors.${anchor.name}`, why: 'the mesh has no root certificate to trust yet', remedy: 'set it: mesh trust root CERTIFICATE.pem (the root of the authority that issues the mesh\'s certificates)' });
+  }
+  // After the files and regions they reload on, so a pass writes the setting before it reloads.
+  for (const service of manifest.resources.services) {
+    resources.push({ key: key(service.name), module, kind: 'service', unit: service.unit, state: service.state ?? null, enabled: service.enabled ?? null, reloadOn: service.reloadOn.map(key) });
   }
   const secretOwner = readerOf(manifest);
   for (const secret of answers.secrets.values()) {
@@ -327,6 +379,21 @@ const isSecretField = (state: MeshState, contract: string, field: string): boole
  */
 export const declarationDigest = (content: { node: string; assignments: DeclaredAssignment[] }): string => sha256Digest({ node: content.node, assignments: content.assignments });
 
+/**
+ * The resources of kinds the node's agent has not said it applies: the declaration is withheld,
+ * each named, rather than sent to a host that would refuse the whole of it (capabilities.ts).
+ */
+const unsupported = (state: MeshState, node: string, assignment: DeclaredAssignment): Problem[] => {
+  const reported = new Set(statedCapabilities(state.facts, node));
+  return assignment.resources
+    .filter((r) => needsCapability(r.kind) && !reported.has(r.kind))
+    .map((r) => ({
+      what: r.key,
+      why: `node ${node}'s agent has not reported the capability "${r.kind}": a host that does not apply ${r.kind} resources would refuse the whole declaration`,
+      remedy: `run an agent on ${node} that applies ${r.kind} resources (it says so in its heartbeat); the declaration is sent once it has`,
+    }));
+};
+
 /** Composes one node's declaration, or says every requirement that cannot be resolved now. */
 export const composeDeclaration = (state: MeshState, node: string): Composition => {
   const assignments = assignmentsOn(state.assignments, node).sort((a, b) => (a.module < b.module ? -1 : 1));
@@ -344,9 +411,15 @@ export const composeDeclaration = (state: MeshState, node: string): Composition 
     if (unresolved.length > 0) continue;
     const held: Problem[] = [];
     const composed = composeAssignment(state, assignment, module.manifest, resolutions, held);
+    // A kind the node's agent has not said it applies withholds it too.
+    held.push(...unsupported(state, node, composed));
     // A reference with no answer yet holds the node's declaration, named, as an unresolved requirement does.
     problems.push(...held.map((p) => ({ ...p, what: `${node}/${assignment.module} ${p.what}` })));
-    if (held.length === 0) declared.push(composed);
+    if (held.length > 0) continue;
+    // The holder of mesh-proxy is told every route of the mesh, in the routes file (ADR 0108).
+    const proxy = proxyHolder(state);
+    if (proxy?.node === node && proxy.module === assignment.module) composed.resources.push(...proxyResources(state, { root: nodeNamed(state.nodes, node)?.root ?? '/var/lib/mesh', module: assignment.module, owner: readerOf(module.manifest) }));
+    declared.push(composed);
   }
   if (problems.length > 0) return { ok: false, node, problems };
   return { ok: true, declaration: { node, assignments: declared, digest: declarationDigest({ node, assignments: declared }) } };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { MeshFixture, minimalModule } from '../../../tests/helpers/given.js';
+import { MeshFixture, minimalModule, stored } from '../../../tests/helpers/given.js';
+import { evolveMesh } from '../mesh/state.js';
 import { composeDeclaration, declarationDigest } from './compose.js';
 import { resourceSchema, type Resource } from './declaration.js';
 
@@ -156,6 +157,9 @@ describe("composing a node's declaration", () => {
     for (const resource of declaration.assignments.flatMap((a) => a.resources)) if (!samples.has(resource.kind)) samples.set(resource.kind, resource);
     samples.set('process', { key: 'x/p', module: 'x', kind: 'process', run: ['sleep', '1'], user: null, env: { A: '1' }, envFiles: [{ path: '/e', reason: 'r' }], restartOn: ['x/f'], after: ['x/prepare'] });
     samples.set('bus-identity', { key: 'x/bus-identity', module: 'x', kind: 'bus-identity', path: '/m/.mesh/x/bus-identity.json', owner: null, inbox: '_INBOX.x.n', consumes: ['**'] });
+    samples.set('region', { key: 'x/hosts', module: 'x', kind: 'region', path: '/etc/hosts', content: '10.0.0.1 a\n', at: 'end' });
+    samples.set('service', { key: 'x/runtime', module: 'x', kind: 'service', unit: 'docker.service', state: 'running', enabled: true, reloadOn: ['x/f'] });
+    samples.set('trust-anchor', { key: 'x/mesh-root', module: 'x', kind: 'trust-anchor', certificate: '-----BEGIN CERTIFICATE-----\n', fingerprint: `sha256:${'0'.repeat(64)}` });
     const uncovered: string[] = [];
     for (const option of resourceSchema.options) {
       const kind = option.shape.kind.value;
@@ -175,6 +179,16 @@ describe("composing a node's declaration", () => {
       }
     }
     expect(uncovered).toEqual([]);
+  });
+
+  it('withholds a region from a node whose agent has not reported the capability, naming it; composes it once it has', () => {
+    const mesh = new MeshFixture().node('alpha');
+    mesh.register(minimalModule('names', { requires: [{ name: 'identity', contract: 'identity', provider: 'mesh' }], resources: { regions: [{ name: 'hosts', file: '/etc/hosts', template: '127.0.0.1 ${identity.node}.mesh\n' }] } }));
+    mesh.assign('names', 'alpha');
+    const withheld = composeDeclaration(mesh.state, 'alpha');
+    expect(withheld).toMatchObject({ ok: false, problems: [{ what: 'alpha/names names/hosts', why: expect.stringContaining('has not reported the capability "region"') }] });
+    evolveMesh(mesh.state, stored('fact.alpha', { type: 'fact.capabilities', data: { node: 'alpha', capabilities: ['region'] } }));
+    expect(composed(mesh, 'alpha').assignments[0]?.resources).toEqual([{ key: 'names/hosts', module: 'names', kind: 'region', path: '/etc/hosts', content: '127.0.0.1 alpha.mesh\n', at: 'end' }]);
   });
 
   describe('a reference with no answer is never sent as text', () => {

@@ -31,6 +31,45 @@ export const fileResource = z.strictObject({
   mode: z.string().regex(/^0[0-7]{3}$/),
 });
 
+/**
+ * A marked region of a file the machine shares (ADR 0102): the agent owns only the lines between
+ * `# BEGIN mesh <key>` and `# END mesh <key>` and keeps the rest of the file byte for byte. Only a
+ * node that has reported the `region` capability is sent one (capabilities.ts).
+ */
+export const regionResource = z.strictObject({
+  ...base,
+  kind: z.literal('region'),
+  path: z.string().regex(/^\//),
+  content: z.string(),
+  at: z.enum(['start', 'end']),
+});
+
+/**
+ * A unit of the machine's service manager (ADR 0118): `state` null leaves its lifecycle to the
+ * machine; `enabled` null leaves its boot setting alone. The agent records the state it first
+ * found the unit in and gives it back when undeclared.
+ */
+export const serviceResource = z.strictObject({
+  ...base,
+  kind: z.literal('service'),
+  unit: z.string().min(1),
+  state: z.enum(['running', 'stopped']).nullable(),
+  enabled: z.boolean().nullable(),
+  /** resource keys whose change reloads it when it runs */
+  reloadOn: z.array(z.string()),
+});
+
+/**
+ * The mesh's root certificate, for the agent to place in the machine's trust directory and refresh
+ * its bundles (issue 129). Public material; the agent decides where, the declaration says what.
+ */
+export const trustAnchorResource = z.strictObject({
+  ...base,
+  kind: z.literal('trust-anchor'),
+  certificate: z.string().min(1),
+  fingerprint: z.string().regex(/^sha256:[0-9a-f]{64}$/),
+});
+
 /** A secret is named and where it must land is said; its value travels sealed, never here. */
 export const secretResource = z.strictObject({
   ...base,
@@ -109,7 +148,7 @@ export const runOnceResource = z.strictObject({
   after: z.array(z.string()),
 });
 
-export const resourceSchema = z.discriminatedUnion('kind', [directoryResource, fileResource, secretResource, busIdentityResource, processResource, containerResource, runOnceResource]);
+export const resourceSchema = z.discriminatedUnion('kind', [directoryResource, fileResource, regionResource, serviceResource, trustAnchorResource, secretResource, busIdentityResource, processResource, containerResource, runOnceResource]);
 
 export const declaredAssignment = z.strictObject({
   module: name,

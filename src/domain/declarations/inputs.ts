@@ -4,6 +4,8 @@ import { manifestOf } from '../catalogue/state.js';
 import type { MeshState } from '../mesh/state.js';
 import { nodeNamed } from '../nodes/state.js';
 import { seatById, seatNamed } from '../seats/state.js';
+import { proxyHolder } from '../routes/grants.js';
+import { hasGrants } from '../routes/state.js';
 import { perConsumerProvider } from '../secrets/wanted.js';
 import type { AssignmentState } from '../assignments/state.js';
 
@@ -21,6 +23,10 @@ const MODULE = 'module:';
 const moduleKey = (module: string): string => `${MODULE}${module}`;
 const provisionKey = (provision: string): string => `provision:${provision}`;
 const seatKey = (seat: string): string => `seat:${seat}`;
+/** every route of the mesh: what the routes file on mesh-proxy's node is composed from */
+const ROUTES = 'routes';
+/** the mesh's trust root, read by every node with a trust anchor */
+const TRUST_ROOT = 'trust:root';
 
 /** What one event changes among the declarations' inputs: nodes to compose again, inputs whose readers must be, or everything. */
 export interface Touched {
@@ -49,6 +55,7 @@ export class DeclarationInputs {
     for (const assignment of assignmentsOn(state.assignments, node)) {
       inputs.add(moduleKey(assignment.module));
       const manifest = manifestOf(state.catalogue, assignment.module);
+      if ((manifest?.resources.trustAnchors.length ?? 0) > 0) inputs.add(TRUST_ROOT);
       for (const requirement of manifest?.requires ?? []) {
         inputs.add(provisionKey(requirement.contract));
         if (requirement.seat) inputs.add(seatKey(seatNamed(state.seats, requirement.seat)?.id ?? requirement.seat));
@@ -58,6 +65,12 @@ export class DeclarationInputs {
         const seat = typeof claim === 'string' ? claim : claim.seat;
         inputs.add(seatKey(seatNamed(state.seats, seat)?.id ?? seat));
       }
+    }
+    // The routes file reads every granted route, and the vault that answers their secrets.
+    if (proxyHolder(state)?.node === node) {
+      inputs.add(ROUTES).add(provisionKey('secret'));
+      const vault = seatNamed(state.seats, 'mesh-vault');
+      if (vault) inputs.add(seatKey(vault.id));
     }
     this.forget(node);
     this.readBy.set(node, inputs);
@@ -103,14 +116,22 @@ export class DeclarationInputs {
         const appliers = event.type === 'assignment.created' ? secretAppliersOf(event.data) : (this.appliers.get(key) ?? []);
         if (event.type === 'assignment.created' && appliers.length > 0) this.appliers.set(key, appliers);
         else this.appliers.delete(key);
-        return { nodes: [data.node, ...appliers], inputs: this.provisionsOf(state, data.module).map(provisionKey), all: false };
+        return { nodes: [data.node, ...appliers], inputs: [...this.provisionsOf(state, data.module).map(provisionKey), ...(this.routesOf(state, data.module) ? [ROUTES] : [])], all: false };
       }
+      case 'route.public-name-granted':
+        // `${route:…}` of the module on its node, and the routes file.
+        return { nodes: [event.data.node], inputs: [ROUTES], all: false };
+      case 'node.public-domain-set':
+        return { nodes: [event.data.node], inputs: [], all: false };
+      case 'consumer.answered':
+        // `${bound:…}` of the consumer it answers.
+        return { nodes: [event.data.consumer.node], inputs: [], all: false };
       case 'module.registered': {
         const module = event.data.module;
         const before = this.provided.get(module) ?? [];
         const now = this.provisionsOf(state, module, true);
         const seats = manifestOf(state.catalogue, module)?.seats.map((s) => seatKey(seatNamed(state.seats, s.name)?.id ?? s.name)) ?? [];
-        return { nodes: [], inputs: [moduleKey(module), ...[...new Set([...before, ...now])].map(provisionKey), ...seats], all: false };
+        return { nodes: [], inputs: [moduleKey(module), ...[...new Set([...before, ...now])].map(provisionKey), ...seats, ...(this.routesOf(state, module) ? [ROUTES] : [])], all: false };
       }
       case 'seat.defined':
       case 'seat.renamed': {
@@ -137,6 +158,7 @@ export class DeclarationInputs {
       }
       case 'node.enrolled':
       case 'node.removed':
+      case 'fact.capabilities':
         return { nodes: [event.data.node], inputs: [], all: false };
       case 'build.succeeded':
       case 'module.rollout-set': {
@@ -144,9 +166,17 @@ export class DeclarationInputs {
         const module = event.data.module;
         return { nodes: [], inputs: [moduleKey(module)], all: false };
       }
+      case 'trust.root-set':
+        return { nodes: [], inputs: [TRUST_ROOT], all: false };
       default:
         return NOTHING;
     }
+  }
+
+  /** Whether a module contributes routes, or was granted names for some (a definition that dropped them still changes the file). */
+  private routesOf(state: MeshState, module: string): boolean {
+    if ((manifestOf(state.catalogue, module)?.routes ?? []).length > 0) return true;
+    return hasGrants(state.routes, module);
   }
 
   private provisionsOf(state: MeshState, module: string, remember = false): string[] {

@@ -3,7 +3,7 @@ import type { MeshEvent } from '../registry.js';
 import type { MeshState } from '../mesh/state.js';
 import type { Report } from '../reports/report.js';
 import { heldModulesOn, statedCrashLoop, statedHolds, statedRefusal, statedRunning, runningOn, type StatedHold } from './state.js';
-import { FactApplied, FactCrashLooping, FactHeld, FactRefused, FactReportMismatch, FactStopped, type HeldResource, type RunningVersion } from './events.js';
+import { FactApplied, FactCapabilities, FactCrashLooping, FactHeld, FactRefused, FactReportMismatch, FactStopped, type HeldResource, type RunningVersion } from './events.js';
 
 // From one report about the outstanding declaration to the facts it changes (ADR 0134: stated on
 // change, not per pass). The state says what has been stated already, so two identical reports
@@ -73,4 +73,12 @@ export const deriveFacts = (state: MeshState, declaration: Declaration, report: 
     }
   }
   return facts;
+};
+
+/** What a node's heartbeat says it applies, as a fact when it differs from what was stated (ADR 0134: on change). */
+export const deriveCapabilities = (state: MeshState, node: string, capabilities: readonly string[]): MeshEvent[] => {
+  const now = [...new Set(capabilities)].sort();
+  const stated = state.facts.byNode.get(node)?.capabilities ?? null;
+  if (stated !== null && stated.length === now.length && stated.every((c, i) => c === now[i])) return [];
+  return [{ type: FactCapabilities.type, data: { node, capabilities: now } }];
 };

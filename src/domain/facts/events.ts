@@ -3,7 +3,7 @@ import { defineEvent } from '../events/registry.js';
 
 // What machines are doing, stated by the control plane under the mesh-controller seat (ADR 0134):
 // derived from node reports, appended to the log on change only, and published on
-// `mesh.seat.mesh-controller.event.<applied|refused|crash-looping|stopped|held|report-mismatch>`.
+// `mesh.seat.mesh-controller.event.<applied|refused|crash-looping|stopped|held|report-mismatch|capabilities>`.
 
 export const factAggregate = (node: string): string => `fact.${node}`;
 
@@ -66,7 +66,18 @@ export const FactReportMismatch = defineEvent({
   }),
 });
 
-export const factEvents = [FactApplied, FactRefused, FactCrashLooping, FactStopped, FactHeld, FactReportMismatch] as const;
+/**
+ * The resource kinds a node's agent says it applies beyond those every agent has (its heartbeat
+ * carries them), stated when they change. A kind not stated is not sent to the node: its
+ * declaration is withheld, named (declarations/capabilities.ts).
+ */
+export const FactCapabilities = defineEvent({
+  type: 'fact.capabilities',
+  version: 1,
+  schema: z.strictObject({ node: z.string().min(1), capabilities: z.array(z.string().min(1)) }),
+});
+
+export const factEvents = [FactApplied, FactRefused, FactCrashLooping, FactStopped, FactHeld, FactReportMismatch, FactCapabilities] as const;
 
 /** The seat event subject a fact is published on. */
 export const factSubject = (type: string, prefix = 'mesh'): string => `${prefix}.seat.mesh-controller.event.${type.replace(/^fact\./, '')}`;

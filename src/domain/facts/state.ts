@@ -38,6 +38,8 @@ interface NodeFacts {
   crashLooping: Map<string, ResourceFact<RunningVersion>[]>;
   /** module → resource key → the hold last stated (fact.held); a module with nothing held has no entry */
   held: Map<string, Map<string, StatedHold>>;
+  /** the kinds its agent last said it applies (fact.capabilities); null until it has said */
+  capabilities: string[] | null;
 }
 
 export interface FactsState {
@@ -49,7 +51,7 @@ export const emptyFactsState = (): FactsState => ({ byNode: new Map() });
 const factsOf = (state: FactsState, node: string): NodeFacts => {
   let facts = state.byNode.get(node);
   if (!facts) {
-    facts = { running: new Map(), refused: new Map(), crashLooping: new Map(), held: new Map() };
+    facts = { running: new Map(), refused: new Map(), crashLooping: new Map(), held: new Map(), capabilities: null };
     state.byNode.set(node, facts);
   }
   return facts;
@@ -102,6 +104,11 @@ export const evolveFacts = (state: FactsState, event: StoredMeshEvent): void => 
       else facts.held.delete(data.module);
       break;
     }
+    case 'fact.capabilities': {
+      const data = event.data;
+      factsOf(state, data.node).capabilities = [...data.capabilities].sort();
+      break;
+    }
     case 'fact.stopped': {
       const data = event.data;
       state.byNode.get(data.node)?.running.delete(data.module);
@@ -129,6 +136,9 @@ export const runningOn = (state: FactsState, node: string): ReadonlyMap<string, 
 /** What was last stated held of a module on a node (empty when nothing is). */
 export const statedHolds = (state: FactsState, node: string, module: string): ReadonlyMap<string, StatedHold> => state.byNode.get(node)?.held.get(module) ?? new Map();
 
+/** The kinds a node's agent last said it applies beyond every agent's; empty until it has said. */
+export const statedCapabilities = (state: FactsState, node: string): readonly string[] => state.byNode.get(node)?.capabilities ?? [];
+
 /** Every module of a node with something stated held. */
 export const heldModulesOn = (state: FactsState, node: string): ReadonlyMap<string, ReadonlyMap<string, StatedHold>> => state.byNode.get(node)?.held ?? new Map();
 
@@ -138,7 +148,7 @@ export const allStatedHolds = function* (state: FactsState): Iterable<NodeHold> 
 };
 
 export const factsSlice = defineSlice({
-  eventTypes: ['fact.applied', 'fact.refused', 'fact.crash-looping', 'fact.stopped', 'fact.held'] as const,
+  eventTypes: ['fact.applied', 'fact.refused', 'fact.crash-looping', 'fact.stopped', 'fact.held', 'fact.capabilities'] as const,
   empty: emptyFactsState,
   evolve: evolveFacts,
 });

@@ -23,11 +23,14 @@ import {
 import { decideEnrolNode, decideIssueEnrolmentToken, enrolNodeSchema, issueEnrolmentTokenSchema, type EnrolNode, type IssueEnrolmentToken } from '../nodes/enrolment.js';
 import { addOperatorSchema, decideAddOperator, decideRevokeOperator, revokeOperatorSchema, type AddOperator, type RevokeOperator } from '../operators/operators.js';
 import { decideDefineSystemSeat, decideHandOverSeat, decideRenameSeat, defineSystemSeatSchema, handOverSeatSchema, renameSeatSchema, type DefineSystemSeat, type HandOverSeat, type RenameSeat } from '../seats/decider.js';
+import { decideSetTrustRoot, setTrustRootSchema, type SetTrustRoot } from '../trust/decider.js';
 import type { MeshState } from './state.js';
+import { decideSetNodeDomain, setNodeDomainSchema, type SetNodeDomain } from '../routes/decider.js';
+import { answerConsumerSchema, decideAnswerConsumer, type AnswerConsumer } from '../answers/decider.js';
 
 // Every command the mesh takes, and the one place that routes it to its rule.
 
-export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | CordonNode | UncordonNode | RemoveNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit;
+export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | CordonNode | UncordonNode | RemoveNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit | SetNodeDomain | SetTrustRoot | AnswerConsumer;
 
 /** Every command's schema, told apart by `type`: a command body as it arrives is read against the one its type names. */
 export const meshCommandSchema = z.discriminatedUnion('type', [
@@ -52,6 +55,9 @@ export const meshCommandSchema = z.discriminatedUnion('type', [
   addOperatorSchema,
   revokeOperatorSchema,
   voidCommitSchema,
+  setNodeDomainSchema,
+  setTrustRootSchema,
+  answerConsumerSchema,
 ]);
 
 /**
@@ -102,6 +108,12 @@ export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decis
       return decideRevokeOperator(command, state);
     case 'void-commit':
       return decideVoidCommit(command);
+    case 'set-node-domain':
+      return decideSetNodeDomain(command, state);
+    case 'set-trust-root':
+      return decideSetTrustRoot(command, state);
+    case 'answer-consumer':
+      return decideAnswerConsumer(command, state);
     case 'move-source':
     case 'move-module':
     case 'submit-build':

@@ -10,6 +10,9 @@ import { nodesSlice } from '../nodes/state.js';
 import { operatorsSlice } from '../operators/state.js';
 import { seatsSlice } from '../seats/state.js';
 import { secretsSlice } from '../secrets/state.js';
+import { routesSlice } from '../routes/state.js';
+import { trustSlice } from '../trust/state.js';
+import { answersSlice } from '../answers/state.js';
 
 // The mesh as the log says it is: a composition of slices, each folding the events it declared
 // (src/domain/<slice>/state.ts). The composition itself keeps only what belongs to the log: the
@@ -26,6 +29,9 @@ const slices = {
   facts: factsSlice,
   declarations: declarationsSlice,
   secrets: secretsSlice,
+  routes: routesSlice,
+  trust: trustSlice,
+  answers: answersSlice,
 };
 
 type SliceName = keyof typeof slices;
@@ -52,6 +58,9 @@ export const emptyMeshState = (): MeshState => ({
   facts: slices.facts.empty(),
   declarations: slices.declarations.empty(),
   secrets: slices.secrets.empty(),
+  routes: slices.routes.empty(),
+  trust: slices.trust.empty(),
+  answers: slices.answers.empty(),
 });
 
 type Fold = (state: MeshState, event: StoredMeshEvent) => void;
@@ -75,6 +84,9 @@ const foldsByType: ReadonlyMap<MeshEventType, readonly Fold[]> = (() => {
     partOf(slices.facts, (state) => state.facts),
     partOf(slices.declarations, (state) => state.declarations),
     partOf(slices.secrets, (state) => state.secrets),
+    partOf(slices.routes, (state) => state.routes),
+    partOf(slices.trust, (state) => state.trust),
+    partOf(slices.answers, (state) => state.answers),
   ]) {
     for (const type of types) table.set(type, [...(table.get(type) ?? []), fold]);
   }

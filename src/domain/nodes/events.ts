@@ -42,4 +42,12 @@ export const NodeRemoved = defineEvent({
   schema: z.strictObject({ node: z.string().min(1) }),
 });
 
-export const nodeEvents = [NodeAdded, NodeCordoned, NodeUncordoned, NodeRemoved] as const;
+// The DNS domain a node's public names are under: a route `web` of a module on it is
+// `web.<domain>` (ADR 0007). An installation's fact, so it lives on the node, never in a manifest.
+export const NodePublicDomainSet = defineEvent({
+  type: 'node.public-domain-set',
+  version: 1,
+  schema: z.strictObject({ node: z.string().min(1), domain: z.string().min(1) }),
+});
+
+export const nodeEvents = [NodeAdded, NodeCordoned, NodeUncordoned, NodeRemoved, NodePublicDomainSet] as const;

@@ -15,6 +15,8 @@ export interface NodeState {
   busKey?: string;
   /** takes no new assignment while set (node.cordoned); what it runs keeps running */
   cordoned?: true;
+  /** the domain its public names are under (node.public-domain-set) */
+  publicDomain?: string;
 }
 
 export interface EnrolmentTokenState {
@@ -35,7 +37,7 @@ export interface NodesState {
 }
 
 export const nodesSlice = defineSlice({
-  eventTypes: ['node.added', 'enrolment.token-issued', 'node.enrolled', 'node.cordoned', 'node.uncordoned', 'node.removed'] as const,
+  eventTypes: ['node.added', 'enrolment.token-issued', 'node.enrolled', 'node.cordoned', 'node.uncordoned', 'node.removed', 'node.public-domain-set'] as const,
   empty: (): NodesState => ({ byName: new Map(), tokens: new Map() }),
   evolve(state, event) {
     switch (event.type) {
@@ -65,6 +67,11 @@ export const nodesSlice = defineSlice({
       case 'node.uncordoned': {
         const node = state.byName.get(event.data.node);
         if (node) delete node.cordoned;
+        break;
+      }
+      case 'node.public-domain-set': {
+        const node = state.byName.get(event.data.node);
+        if (node) node.publicDomain = event.data.domain;
         break;
       }
       case 'node.removed': {

@@ -35,3 +35,14 @@ export type ResourceOutcome = z.infer<typeof resourceOutcome>;
 
 export const reportSubject = (node: string, prefix = 'mesh'): string => `${prefix}.control.${node}.report`;
 export const aliveSubject = (node: string, prefix = 'mesh'): string => `${prefix}.control.${node}.alive`;
+
+/**
+ * What a node says on `mesh.control.<node>.alive` (core NATS, never kept). Read leniently: a field
+ * it does not know is no reason to miss that the node is alive. `capabilities` is the resource
+ * kinds beyond every agent's that it applies (declarations/capabilities.ts); an agent older than
+ * them sends none.
+ */
+export const heartbeatSchema = z.object({
+  node: z.string().min(1),
+  capabilities: z.array(z.string().min(1)).optional(),
+});

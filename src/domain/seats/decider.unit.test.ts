@@ -17,7 +17,7 @@ const meshWithGitea = (): MeshFixture => {
 describe('the mesh’s own seats', () => {
   it('are data defined by events at genesis, named for their scope, each naming its record', () => {
     const mesh = new MeshFixture();
-    expect([...allSeats(mesh.state.seats)].length).toBe(15);
+    expect([...allSeats(mesh.state.seats)].length).toBe(16);
     for (const seat of SYSTEM_SEATS) {
       expect(seat.name.startsWith(seat.scope === 'mesh' ? 'mesh-' : 'node-')).toBe(true);
       expect(seat.decided).toMatch(/ADR/);

@@ -22,6 +22,7 @@ export const SYSTEM_SEATS: readonly SystemSeat[] = [
   { name: 'mesh-private-network', scope: 'mesh', delivers: null, reserved: false, decided: 'ADR 0121', protocol: none },
   { name: 'mesh-artifact-store', scope: 'mesh', delivers: 'artifact-store', reserved: false, decided: 'ADR 0121 (R121.4)', protocol: none },
   { name: 'mesh-npm-package-registry', scope: 'mesh', delivers: 'npm-package-registry', reserved: false, decided: 'ADR 0109, ADR 0121 (R121.4)', protocol: none },
+  { name: 'mesh-proxy', scope: 'mesh', delivers: 'route', reserved: false, decided: 'ADR 0007, ADR 0108', protocol: none },
   { name: 'mesh-git', scope: 'mesh', delivers: 'git', reserved: false, decided: 'ADR 0111, ADR 0121 (R121.4)', protocol: none },
   { name: 'node-dns-resolver', scope: 'node', delivers: null, reserved: false, decided: 'ADR 0121', protocol: none },
   { name: 'node-resolver-config', scope: 'node', delivers: null, reserved: false, decided: 'ADR 0121', protocol: none },

@@ -18,6 +18,7 @@ export const FACT_TYPES: readonly string[] = [
   'fact.stopped',
   'fact.held',
   'fact.report-mismatch',
+  'fact.capabilities',
 ];
 
 const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
@@ -29,6 +30,7 @@ const rowOf = (event: StoredMeshEvent): Record<string, unknown> => {
 
 export const factsProjection = foldingProjection<Record<string, unknown>[]>({
   name: 'facts',
+  // fact.capabilities joined the types with no new version: no log held one before the code that states it
   version: 1,
   types: FACT_TYPES,
   open: async () => [],

@@ -43,3 +43,18 @@ export const readOverviewMesh = async (views: ReadViews, prefix = 'mesh'): Promi
     dangling: links.dangling,
   };
 };
+
+/**
+ * What the overview cannot say for want of a projection, and what it cannot say of a node no agent
+ * has joined as: `mesh status` and the console list these under "not known" (absence is not health).
+ */
+export const notKnownFromProjections = (serving: (projection: string) => boolean, nodes: readonly { name: string; enrolled: boolean }[]): string[] => {
+  const unknown: string[] = [];
+  if (!serving('nodes')) unknown.push('which nodes there are: the nodes projection is not built');
+  for (const node of nodes) if (!node.enrolled) unknown.push(`what runs on ${node.name}: no agent has enrolled as it, so nothing reports from it`);
+  if (!serving('seats')) unknown.push('who holds which seat: the seats projection is not built');
+  if (!serving('declarations')) unknown.push('whether any declaration was refused: the declarations projection is not built');
+  const missing = OVERVIEW_PROJECTIONS.filter((name) => !serving(name));
+  if (missing.length > 0) unknown.push(`what the machines are doing: the ${missing.join(', ')} projection${missing.length > 1 ? 's are' : ' is'} not built`);
+  return unknown;
+};

@@ -11,6 +11,8 @@ import type { Declaration } from '../../src/domain/declarations/declaration.js';
 import { meshProjections } from '../../src/projections/catalogue.js';
 import { listBuilds, type ProjectorSchemas } from '../../src/projections/control.js';
 import { runMesh } from '../helpers/cli.js';
+import { faultCount, report } from '../helpers/faults.js';
+import { factAggregate } from '../../src/domain/facts/events.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
@@ -21,9 +23,9 @@ import { besideARebuild, freshSchemas } from '../projections/harness.js';
 // commands and node reports keep arriving, then started again. Every projection reaches the log's
 // head by itself — no rebuild, no restart — and equals a rebuild; every read in between says
 // PostgreSQL is unreachable and since when, never that the controller may not be running.
-// MESH_TEST_PG_OUTAGE_MS sets how long it stays away (a minute by default).
+// MESH_FAULT_PG_OUTAGE_MS sets how long it stays away (a minute by default, the issue's size).
 
-const OUTAGE_MS = Number(process.env.MESH_TEST_PG_OUTAGE_MS ?? 60_000);
+const OUTAGE_MS = faultCount('MESH_FAULT_PG_OUTAGE_MS', Number(process.env.MESH_TEST_PG_OUTAGE_MS ?? 60_000));
 
 describe('PostgreSQL away for a while under a running controller', () => {
   let t: TestMesh;
@@ -92,11 +94,12 @@ describe('PostgreSQL away for a while under a running controller', () => {
     const stoppedAt = Date.now();
     // Commands and reports keep coming while it is away: the log takes the commands, CONTROL keeps the reports.
     let n = 0;
+    let answered = 0;
     const reads: { args: string[]; code: number; stderr: string }[] = [];
     const beta = await declared('beta');
     await publishReport(beta);
     while (Date.now() - stoppedAt < OUTAGE_MS) {
-      await t.run({ type: 'add-node', node: `during-${++n}` });
+      if ((await t.run({ type: 'add-node', node: `during-${++n}` })).seq > 0) answered++;
       if (reads.length < 5) {
         const args = [['seats'], ['node', 'list'], ['status'], ['projections', 'status'], ['node', 'list', '--json']][reads.length] as string[];
         const result = await runMesh(args, env);
@@ -105,7 +108,9 @@ describe('PostgreSQL away for a while under a running controller', () => {
         await new Promise((r) => setTimeout(r, 1_000));
       }
     }
-    expect((await t.jsm.streams.info(t.names.controlStream)).state.messages).toBeGreaterThan(0);
+    const heldReports = (await t.jsm.streams.info(t.names.controlStream)).state.messages;
+    expect(answered).toBe(n);
+    expect(heldReports).toBeGreaterThan(0);
     for (const read of reads) {
       // Unavailable (exit 6), naming the store, its address and when the outage began as the controller saw it.
       expect({ args: read.args, code: read.code }).toEqual({ args: read.args, code: 6 });
@@ -117,6 +122,9 @@ describe('PostgreSQL away for a while under a running controller', () => {
     await startPostgres(postgres);
     // By itself: nothing restarted, nothing rebuilt. The reports waiting in CONTROL become facts, the log moves on.
     await waitFor('the reports taken', async () => (await t.jsm.streams.info(t.names.controlStream)).state.messages === 0, 60_000);
+    // Taken and acted on: beta's report, held through the outage, became its applied fact.
+    const betaFacts = (await t.log.readAggregate(factAggregate('beta'))).events.map((e) => e.type);
+    expect(betaFacts).toContain('fact.applied');
     const last = await t.run({ type: 'add-node', node: 'after' });
     expect(last.seq).toBeGreaterThan(during);
     await waitFor('every projection at the head', async () => allAt(await head()), 60_000);
@@ -131,5 +139,9 @@ describe('PostgreSQL away for a while under a running controller', () => {
     const { built, rebuilt } = await besideARebuild(pool, { databaseUrl: projectorUrl, nc: t.nc, log: { stream: t.names.logStream, subjectPrefix: t.names.logPrefix }, schemas, headSeq: await head() });
     expect(Object.keys(built).length).toBeGreaterThan(10);
     expect(built).toEqual(rebuilt);
+    report('PostgreSQL stopped while commands and reports arrive', {
+      did: `PostgreSQL stopped (immediate) for ${(OUTAGE_MS / 1000).toFixed(0)} s; ${n} commands sent and a node's report published meanwhile, ${reads.length} reads tried`,
+      found: `${answered} of ${n} commands answered from the log; ${heldReports} report held in CONTROL, then applied (${betaFacts.join(', ')}); every read exit 6 naming PostgreSQL and since when; projections at the head by themselves and equal to a rebuild`,
+    });
   }, OUTAGE_MS + 200_000);
 });

@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { pino } from 'pino';
+import { connectNats } from '../../src/adapters/nats/connect.js';
+import { WriterLease } from '../../src/adapters/nats/writer-lease.js';
+import { sleep } from '../helpers/faults.js';
+import { testNatsUrl } from '../helpers/log.js';
+import { uniqueName } from '../helpers/names.js';
+import { waitFor } from '../helpers/test-mesh.js';
+
+// The writer counts its lease from when it sent the renewal, not from the answer: a renewal whose
+// answer comes later than the lease lasts leaves the writer knowing it no longer holds the lease
+// (another may have taken it meanwhile), instead of believing it holds it for another lease's time.
+
+const TTL_MS = 1_000;
+
+describe('the writer lease counted from the renewal sent', () => {
+  let nc: NatsConnection;
+  const stream = `LEASE_${uniqueName('l')}`;
+  beforeAll(async () => {
+    nc = await connectNats(testNatsUrl(), { name: 'lease-clock' });
+  });
+  afterAll(async () => {
+    await (await jetstreamManager(nc)).streams.delete(stream).catch(() => undefined);
+    await nc.close();
+  });
+
+  it('does not hold a lease whose renewal was answered after the lease ran out', async () => {
+    const js = jetstream(nc);
+    let slow = false;
+    const answered: { at: number; heldThen: boolean }[] = [];
+    const holder: { lease?: WriterLease } = {};
+    const publish: JetStreamClient['publish'] = async (...args) => {
+      const ack = await js.publish(...args);
+      if (!slow) return ack;
+      // Stored at once, answered only after the whole lease's time.
+      await sleep(TTL_MS + 200);
+      // Looked at once the lease has taken the answer in (after its continuation, not before).
+      setTimeout(() => answered.push({ at: Date.now(), heldThen: holder.lease?.held() ?? false }), 0);
+      return ack;
+    };
+    let lost: string | undefined;
+    const lease = (holder.lease = new WriterLease(nc, { stream, subject: `${stream.toLowerCase()}.writer`, holder: 'clock', ttlMs: TTL_MS, renewMs: Math.floor(TTL_MS / 3), logger: pino({ level: 'silent' }), publish }));
+    let taken = false;
+    await lease.start({ onTaken: () => void (taken = true), onLost: (why) => void (lost = why) });
+    expect(taken).toBe(true);
+    expect(lease.held()).toBe(true);
+
+    slow = true;
+    await waitFor('a slow renewal answered', async () => (answered.length > 0 ? true : undefined), 10_000);
+    await lease.stop();
+    // The renewal was stored, so the lease is the writer's again — but not for a lease's time from the answer.
+    expect(answered[0]).toMatchObject({ heldThen: false });
+    expect(lost).toBeUndefined();
+  });
+});
