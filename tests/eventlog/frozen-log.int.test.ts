@@ -27,7 +27,7 @@ import { allSeats } from '../../src/domain/seats/state.js';
 const FIXTURES = join(projectRoot, 'fixtures', 'event-logs');
 const FROZEN = 'mesh-every-type.jsonl';
 const EXPECTED = join(FIXTURES, 'mesh-every-type.expected.json');
-const TABLES = ['audit', 'nodes', 'enrolment_tokens', 'modules', 'module_definitions', 'source_heads', 'builds', 'module_versions', 'module_rollouts', 'kept_versions', 'graph_edges', 'seats', 'seat_aliases', 'holdings', 'assignments', 'assignment_resolutions', 'facts', 'operators', 'declaration_refusals', 'node_holds', 'public_domains', 'public_names', 'consumer_answers'];
+const TABLES = ['audit', 'nodes', 'enrolment_tokens', 'modules', 'module_definitions', 'source_heads', 'builds', 'module_versions', 'module_rollouts', 'kept_versions', 'graph_edges', 'seats', 'seat_aliases', 'holdings', 'assignments', 'assignment_resolutions', 'facts', 'operators', 'declaration_refusals', 'node_holds', 'public_domains', 'public_names', 'consumer_answers', 'secrets', 'trust_root'];
 
 const frozen = (): FrozenCommit[] => readFrozen(FROZEN);
 
