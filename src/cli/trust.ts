@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { ValidationError } from '../errors.js';
-import { printResult, withMesh } from './mesh-session.js';
+import { PLAN_OPTION, printResult, withMesh } from './mesh-session.js';
 import { output } from './output.js';
 import { group, run, verb } from './verbs.js';
 
@@ -16,15 +16,16 @@ export const defineTrust = (mesh: CommandUnknownOpts): void => {
   verb(trust, 'root', { summary: 'set (or rotate) the mesh\'s root certificate, which every machine with a trust anchor is sent', example: 'mesh trust root ca/root.crt', exits: [2, 3, 4, 6] })
     .argument('<certificate>', 'a PEM file holding one CA certificate')
     .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
     .action(run(trustRoot));
 };
 
-const trustRoot = (file: string, values: { json?: true; commandId?: string }): Promise<number> => {
+const trustRoot = (file: string, values: { json?: true; commandId?: string; plan?: true }): Promise<number> => {
   let certificate: string;
   try {
     certificate = readFileSync(file, 'utf8');
   } catch (error) {
     throw new ValidationError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, { field: 'certificate' });
   }
-  return withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'set-trust-root', certificate }, metadata(values.commandId))));
+  return withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'set-trust-root', certificate }, metadata(values.commandId))), { plan: values.plan });
 };

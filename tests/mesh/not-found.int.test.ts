@@ -17,6 +17,8 @@ const NAME_NOTHING_THAT_MUST_EXIST = new Set([
   'dev', 'dev up', 'dev down', 'dev status', 'log', 'log void', 'operator', 'operator key', 'operator add', 'operator list', 'audit', 'audit verify',
   'module', 'module register', 'module list', 'events', 'events dangling', 'seats', 'seat', 'status', 'node', 'node add', 'node list', 'node token',
   'builder', 'controller', 'agent', 'projections', 'projections status', 'completion', 'vault', 'secret', 'secret status',
+  // names a certificate file, not something of the mesh: a missing file is bad input (2)
+  'trust', 'trust root',
 ]);
 
 /** Each verb's not-found case: the arguments, and what the message must name. */
@@ -33,6 +35,7 @@ const NOT_FOUND: Record<string, { args: string[]; names: RegExp }> = {
   'node cordon': { args: ['node', 'cordon', 'nosuch'], names: /nosuch: no such node/ },
   'node uncordon': { args: ['node', 'uncordon', 'nosuch'], names: /nosuch: no such node/ },
   'node remove': { args: ['node', 'remove', 'nosuch'], names: /nosuch: no such node/ },
+  'node domain': { args: ['node', 'domain', 'nosuch', 'example.org'], names: /nosuch: no such node/ },
   assign: { args: ['assign', 'nosuch', 'lab1'], names: /nosuch: no such module is registered/ },
   unassign: { args: ['unassign', 'distribution', 'nosuch'], names: /nosuch\/distribution: distribution is not assigned to nosuch/ },
   build: { args: ['build', 'nosuch'], names: /nosuch/ },
