@@ -27,7 +27,8 @@ const jestStatus = run(
   'tests (jest, against real nats-server and PostgreSQL)',
   process.execPath,
   ['--experimental-vm-modules', join(root, 'node_modules/jest/bin/jest.js'), '--json', `--outputFile=${resultsFile}`, ...jestArgs],
-  { NODE_NO_WARNINGS: '1' },
+  // Two cores beside the suite's own servers: a handshake can take seconds when many suites start at once.
+  { NODE_NO_WARNINGS: '1', MESH_NATS_CONNECT_TIMEOUT_MS: process.env.MESH_NATS_CONNECT_TIMEOUT_MS ?? '15000' },
 );
 if (jestStatus !== 0) failures.push('tests');
 

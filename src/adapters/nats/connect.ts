@@ -1,6 +1,6 @@
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { UnavailableError } from '../../errors.js';
+import { UnavailableError, ValidationError } from '../../errors.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { busAuthenticator, identityFromSeed, loadIdentityFile, type KeyPairFile } from '../identity.js';
@@ -40,6 +40,19 @@ export const identityFromEnv = (env: NodeJS.ProcessEnv = process.env): BusIdenti
 
 const moduleIdentityFile = z.object({ seed: z.string().regex(/^[A-Za-z0-9+/]{43}=$/), inbox: z.string().min(1) });
 
+/**
+ * How long a first handshake may take. 3 s by default, so a CLI facing a server that is away says
+ * so quickly; MESH_NATS_CONNECT_TIMEOUT_MS gives more where the machine is known to be busy (the
+ * test suite on two cores beside its own servers).
+ */
+export const connectTimeoutMs = (env: NodeJS.ProcessEnv = process.env): number => {
+  const given = env.MESH_NATS_CONNECT_TIMEOUT_MS;
+  if (given === undefined || given === '') return 3_000;
+  const ms = Number(given);
+  if (!Number.isInteger(ms) || ms < 100 || ms > 120_000) throw new ValidationError(`MESH_NATS_CONNECT_TIMEOUT_MS=${given}: give whole milliseconds from 100 to 120000`, { field: 'MESH_NATS_CONNECT_TIMEOUT_MS' });
+  return ms;
+};
+
 export const connectNats = async (url: string, options: ConnectOptions): Promise<NatsConnection> => {
   const identity = identityFromEnv() ?? options.identity;
   try {
@@ -50,7 +63,7 @@ export const connectNats = async (url: string, options: ConnectOptions): Promise
       maxReconnectAttempts: options.persistent ? -1 : 10,
       reconnectTimeWait: 250,
       waitOnFirstConnect: false,
-      timeout: 3_000,
+      timeout: connectTimeoutMs(),
       // Each request would otherwise capture a stack up front in case it fails (an Error built per
       // publish and per acknowledgement): a few per cent of a busy writer's time, for traces it never reads.
       noAsyncTraces: options.persistent === true,
