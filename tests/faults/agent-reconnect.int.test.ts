@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { Agent } from '../../src/agent/agent.js';
 import { isAlive } from '../../src/dev/processes.js';
 import type { Report } from '../../src/domain/reports/report.js';
-import { assignment, directoryResource, FAST, fileResource, openAgentTest, processResource, type AgentTest } from '../agent/harness.js';
+import { assignment, directoryResource, FAST, fileResource, openAgentTest, processResource, waitFor, type AgentTest } from '../agent/harness.js';
 import { cutProxy, type CutProxy } from '../helpers/cut-proxy.js';
 import { faultCount, report, sleep } from '../helpers/faults.js';
 
@@ -68,11 +68,17 @@ describe('an agent whose connection is cut and restored while its declaration ch
       ]);
 
     const accepted: number[] = [];
+    const acceptedAt: number[] = [];
     let disconnects = 0;
+    let unreadable = 0;
     const logLines = {
       write: (line: string): void => {
         const entry = JSON.parse(line) as { msg?: string; sequence?: number };
-        if (entry.msg === 'declaration accepted' && typeof entry.sequence === 'number') accepted.push(entry.sequence);
+        if (entry.msg === 'declaration accepted' && typeof entry.sequence === 'number') {
+          accepted.push(entry.sequence);
+          acceptedAt.push(Date.now());
+        }
+        if (entry.msg === 'cannot read the declaration subject; trying again') unreadable++;
         if (entry.msg === 'disconnected from NATS; everything keeps running') disconnects++;
       },
     };
@@ -115,14 +121,20 @@ describe('an agent whose connection is cut and restored while its declaration ch
       }
     })();
     const cutsLog: string[] = [];
+    /** per restore: when, and the newest declaration sent by then */
+    const restores: { at: number; newest: number }[] = [];
     try {
       for (let cut = 1; cut <= CUTS; cut++) {
+        // Each cut begins on a link that is up again: the agent has reconnected through the relay.
+        const through = cut;
+        await waitFor(`the agent reconnected before cut ${cut}`, () => agent?.status().connected === true && (proxy?.accepted() ?? 0) >= through);
         await sleep(between(400, 1_200));
         const down = between(200, 1_500);
         const newestBefore = published.at(-1)?.sequence;
         await proxy.cut();
         await sleep(down);
         await proxy.restore();
+        restores.push({ at: Date.now(), newest: published.at(-1)?.sequence ?? 0 });
         cutsLog.push(`#${cut} ${down} ms (newest ${newestBefore} → ${published.at(-1)?.sequence})`);
       }
     } finally {
@@ -153,15 +165,26 @@ describe('an agent whose connection is cut and restored while its declaration ch
     const acceptedWentBack = accepted.findIndex((s, i) => i > 0 && s <= (accepted[i - 1] as number));
     const applied = reports.filter((r) => r.refusal === null).map((r) => r.sequence);
     const reportWentBack = applied.findIndex((s, i) => i > 0 && s < (applied[i - 1] as number));
+    // What the controller hears: the reports in CONTROL, in the order they were stored.
+    const stored = (await test.reports()).filter((r) => r.refusal === null).map((r) => r.sequence);
+    const storedWentBack = stored.findIndex((s, i) => i > 0 && s < (stored[i - 1] as number));
     const refusals = reports.filter((r) => r.refusal !== null);
     const record = test.records().find((r) => r.key === 'keeper/server');
 
+    // How long after each restore the agent accepted the declaration that was newest then (or a later one).
+    const catchUp = restores.map(({ at, newest: then }) => {
+      const i = accepted.findIndex((n, k) => n >= then && (acceptedAt[k] as number) >= at);
+      return i < 0 ? '?' : `${(acceptedAt[i] as number) - at}`;
+    });
     report('agent connection cut and restored while declarations change', {
       cuts: `${CUTS}: ${cutsLog.join('; ')}`,
       'declarations sent': `${published.length} (1 … ${newest}, every ${DECLARE_EVERY_MS} ms; the extra module on odd sequences)`,
       'agent disconnects (its log)': `${disconnects}; connections through the relay ${proxy.accepted()}`,
+      'declaration reads failed (its log)': `${unreadable}`,
+      'caught up after each restore (ms)': catchUp.join(' '),
       'accepted (its log)': `${accepted.length}: ${accepted.join(' ')}`,
       'reported applied': `${applied.length} reports, sequences ${[...new Set(applied)].join(' ')}`,
+      'reports in CONTROL': `${stored.length}, sequences ${[...new Set(stored)].join(' ')}${storedWentBack >= 0 ? `, WENT BACK at ${storedWentBack}` : ''}`,
       'refused reports': `${refusals.length}${refusals.length ? `: ${refusals.map((r) => `${r.sequence} (${r.refusal})`).join('; ')}` : ''}`,
       'disk samples': `${samples.length}; version file seen ${versions[0]} … ${versions.at(-1)}${versionWentBack >= 0 ? `, WENT BACK at sample ${versionWentBack}` : ', never back'}`,
       removals: removals.length ? removals.join('; ') : 'none of what the newest declared',
@@ -172,6 +195,7 @@ describe('an agent whose connection is cut and restored while its declaration ch
     expect(disconnects).toBeGreaterThanOrEqual(CUTS);
     expect(acceptedWentBack).toBe(-1);
     expect(reportWentBack).toBe(-1);
+    expect(storedWentBack).toBe(-1);
     expect(versionWentBack).toBe(-1);
     expect(removals).toEqual([]);
     expect(accepted.at(-1)).toBe(newest);
