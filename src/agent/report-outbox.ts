@@ -5,7 +5,10 @@ import { backoff, type AgentTimings } from './settings.js';
 
 // Reports leave through here, and never hold up applying: the newest report waits until it is
 // published (CONTROL missing, NATS down), older ones it replaces are dropped — only the newest
-// state of the node matters to the controller.
+// state of the node matters to the controller. A publish under way when the connection drops may
+// have lost its acknowledgement with it: a reconnect stops waiting for it and publishes the newest
+// report at once (the same report again is dropped by the stream as a duplicate of its msgID),
+// rather than holding every newer report behind the publish timeout.
 
 export class ReportOutbox {
   private pending: Report | undefined;
@@ -38,6 +41,18 @@ export class ReportOutbox {
     await this.loop;
   }
 
+  private publishUnlessNudged(report: Report, nudged: AbortSignal): Promise<void> {
+    const publishing = this.publish(report);
+    return new Promise<void>((resolve, reject) => {
+      const abandon = (): void => {
+        publishing.catch(() => undefined);
+        reject(new Reconnected());
+      };
+      nudged.addEventListener('abort', abandon, { once: true });
+      publishing.then(resolve, reject).finally(() => nudged.removeEventListener('abort', abandon));
+    });
+  }
+
   private async run(): Promise<void> {
     let failures = 0;
     while (!this.stopping.signal.aborted) {
@@ -47,11 +62,13 @@ export class ReportOutbox {
         this.wake = undefined;
         continue;
       }
+      if (this.nudge.signal.aborted) this.nudge = new AbortController();
       try {
-        await this.publish(report);
+        await this.publishUnlessNudged(report, this.nudge.signal);
         failures = 0;
         if (this.pending === report) this.pending = undefined;
       } catch (error) {
+        if (error instanceof Reconnected) continue;
         failures++;
         const retryInMs = backoff(failures, this.timings.reportRetryMs, this.timings.reportRetryMaxMs);
         this.logger.warn({ sequence: report.sequence, retryInMs, err: (error as Error).message }, 'report not published; kept to retry');
@@ -61,3 +78,5 @@ export class ReportOutbox {
     }
   }
 }
+
+class Reconnected extends Error {}

@@ -71,6 +71,7 @@ describe('an agent whose connection is cut and restored while its declaration ch
     const acceptedAt: number[] = [];
     let disconnects = 0;
     let unreadable = 0;
+    let reportTimeouts = 0;
     const logLines = {
       write: (line: string): void => {
         const entry = JSON.parse(line) as { msg?: string; sequence?: number };
@@ -79,6 +80,7 @@ describe('an agent whose connection is cut and restored while its declaration ch
           acceptedAt.push(Date.now());
         }
         if (entry.msg === 'cannot read the declaration subject; trying again') unreadable++;
+        if (entry.msg === 'report not published; kept to retry' && (entry as { err?: string }).err === 'timeout') reportTimeouts++;
         if (entry.msg === 'disconnected from NATS; everything keeps running') disconnects++;
       },
     };
@@ -185,6 +187,7 @@ describe('an agent whose connection is cut and restored while its declaration ch
       'accepted (its log)': `${accepted.length}: ${accepted.join(' ')}`,
       'reported applied': `${applied.length} reports, sequences ${[...new Set(applied)].join(' ')}`,
       'reports in CONTROL': `${stored.length}, sequences ${[...new Set(stored)].join(' ')}${storedWentBack >= 0 ? `, WENT BACK at ${storedWentBack}` : ''}`,
+      'report publishes that waited out their timeout (its log)': `${reportTimeouts}`,
       'refused reports': `${refusals.length}${refusals.length ? `: ${refusals.map((r) => `${r.sequence} (${r.refusal})`).join('; ')}` : ''}`,
       'disk samples': `${samples.length}; version file seen ${versions[0]} … ${versions.at(-1)}${versionWentBack >= 0 ? `, WENT BACK at sample ${versionWentBack}` : ', never back'}`,
       removals: removals.length ? removals.join('; ') : 'none of what the newest declared',
