@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Report } from '../domain/reports/report.js';
-import { pause } from './pause.js';
+import { pause, unlessAborted } from './pause.js';
 import { backoff, type AgentTimings } from './settings.js';
 
 // Reports leave through here, and never hold up applying: the newest report waits until it is
@@ -41,18 +41,6 @@ export class ReportOutbox {
     await this.loop;
   }
 
-  private publishUnlessNudged(report: Report, nudged: AbortSignal): Promise<void> {
-    const publishing = this.publish(report);
-    return new Promise<void>((resolve, reject) => {
-      const abandon = (): void => {
-        publishing.catch(() => undefined);
-        reject(new Reconnected());
-      };
-      nudged.addEventListener('abort', abandon, { once: true });
-      publishing.then(resolve, reject).finally(() => nudged.removeEventListener('abort', abandon));
-    });
-  }
-
   private async run(): Promise<void> {
     let failures = 0;
     while (!this.stopping.signal.aborted) {
@@ -64,7 +52,7 @@ export class ReportOutbox {
       }
       if (this.nudge.signal.aborted) this.nudge = new AbortController();
       try {
-        await this.publishUnlessNudged(report, this.nudge.signal);
+        await unlessAborted(this.publish(report), this.nudge.signal, () => new Reconnected());
         failures = 0;
         if (this.pending === report) this.pending = undefined;
       } catch (error) {
