@@ -151,12 +151,15 @@ describe('an agent whose connection is cut and restored while its declaration ch
     clearInterval(sampler);
 
     // A removal: present in one sample, gone in the next, while every declaration that could have
-    // been the newest between the two still declares it.
+    // been the newest between the two still declares it, and so does every one the agent was
+    // applying then (one that a newer replaced a moment after the agent read it may rightly remove
+    // what the newer adds back: its order is checked by the sequences, not here).
     const removals: string[] = [];
     const newestAt = (at: number): number => published.filter((p) => p.from <= at).at(-1)?.sequence ?? 0;
     for (let i = 1; i < samples.length; i++) {
       const [before, after] = [samples[i - 1] as Sample, samples[i] as Sample];
-      const candidates = published.filter((p) => p.sequence >= newestAt(before.at) && p.from <= after.at).map((p) => p.sequence);
+      const applying = accepted.filter((_, k) => (acceptedAt[k] as number) <= after.at && ((acceptedAt[k + 1] ?? Infinity) as number) > before.at);
+      const candidates = [...applying, ...published.filter((p) => p.sequence >= newestAt(before.at) && p.from <= after.at).map((p) => p.sequence)];
       for (const path of before.present) {
         if (!after.present.has(path) && candidates.every((n) => declares(n, path))) removals.push(`${path} gone between ${before.at} and ${after.at} (declared by ${candidates.join(', ')})`);
       }
