@@ -1,6 +1,6 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
-import { pause } from './pause.js';
+import { pause, unlessAborted } from './pause.js';
 import { backoff } from './settings.js';
 
 // The node's own declaration and nothing else. NODES keeps one message per subject, so "what must
@@ -8,7 +8,10 @@ import { backoff } from './settings.js';
 // (`$JS.API.DIRECT.GET.<NODES>.<subject>`) — the one read of NODES the host's bus user is granted,
 // for its own subject alone. A core subscription on the subject only wakes the feed; the get is
 // what is delivered, one at a time, so the node sees declarations in stream order and never one
-// the stream has already replaced. It looks again on every reconnect and every `resyncMs`.
+// the stream has already replaced. It looks again on every reconnect and every `resyncMs`. A read
+// under way when the connection drops may never be answered: a reconnect stops waiting for it (and
+// ends a wait before a retry) and reads again at once, rather than leaving the node on an old
+// declaration for the request's timeout and a backoff while it is connected again.
 
 export const directGetSubject = (stream: string, subject: string): string => `$JS.API.DIRECT.GET.${stream}.${subject}`;
 
@@ -24,6 +27,7 @@ export const followDeclarations = async (
   let wanted = true;
   let attempts = 0;
   let wake: () => void = () => undefined;
+  let reconnected = new AbortController();
   const ask = (): void => {
     wanted = true;
     wake();
@@ -31,7 +35,11 @@ export const followDeclarations = async (
   const subscription = nc.subscribe(where.subject, { callback: ask });
   const resync = setInterval(ask, resyncMs);
   void (async () => {
-    for await (const status of nc.status()) if (status.type === 'reconnect') ask();
+    for await (const status of nc.status()) {
+      if (status.type !== 'reconnect') continue;
+      reconnected.abort();
+      ask();
+    }
   })().catch(() => undefined);
   const stop = (): void => wake();
   signal.addEventListener('abort', stop, { once: true });
@@ -42,8 +50,10 @@ export const followDeclarations = async (
         continue;
       }
       wanted = false;
+      if (reconnected.signal.aborted) reconnected = new AbortController();
+      const relinked = reconnected.signal;
       try {
-        const reply = await nc.request(directGetSubject(where.stream, where.subject), new Uint8Array(0), { timeout: 5_000 });
+        const reply = await unlessAborted(nc.request(directGetSubject(where.stream, where.subject), new Uint8Array(0), { timeout: 5_000 }), relinked, () => new Error('reconnected while reading'));
         attempts = 0;
         const status = reply.headers?.code ?? 0;
         if (status === 404) continue; // nothing declared for this node yet
@@ -60,8 +70,9 @@ export const followDeclarations = async (
         deliver(payload);
       } catch (error) {
         wanted = true;
+        if (relinked.aborted) continue; // read again at once, over the new connection
         logger.warn({ stream: where.stream, err: (error as Error).message }, 'cannot read the declaration subject; trying again');
-        await pause(backoff(++attempts, 500, 10_000), signal);
+        await pause(backoff(++attempts, 500, 10_000), AbortSignal.any([signal, reconnected.signal]));
       }
     }
   } finally {

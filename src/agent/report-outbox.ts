@@ -1,11 +1,14 @@
 import type { Logger } from 'pino';
 import type { Report } from '../domain/reports/report.js';
-import { pause } from './pause.js';
+import { pause, unlessAborted } from './pause.js';
 import { backoff, type AgentTimings } from './settings.js';
 
 // Reports leave through here, and never hold up applying: the newest report waits until it is
 // published (CONTROL missing, NATS down), older ones it replaces are dropped — only the newest
-// state of the node matters to the controller.
+// state of the node matters to the controller. A publish under way when the connection drops may
+// have lost its acknowledgement with it: a reconnect stops waiting for it and publishes the newest
+// report at once (the same report again is dropped by the stream as a duplicate of its msgID),
+// rather than holding every newer report behind the publish timeout.
 
 export class ReportOutbox {
   private pending: Report | undefined;
@@ -47,11 +50,13 @@ export class ReportOutbox {
         this.wake = undefined;
         continue;
       }
+      if (this.nudge.signal.aborted) this.nudge = new AbortController();
       try {
-        await this.publish(report);
+        await unlessAborted(this.publish(report), this.nudge.signal, () => new Reconnected());
         failures = 0;
         if (this.pending === report) this.pending = undefined;
       } catch (error) {
+        if (error instanceof Reconnected) continue;
         failures++;
         const retryInMs = backoff(failures, this.timings.reportRetryMs, this.timings.reportRetryMaxMs);
         this.logger.warn({ sequence: report.sequence, retryInMs, err: (error as Error).message }, 'report not published; kept to retry');
@@ -61,3 +66,5 @@ export class ReportOutbox {
     }
   }
 }
+
+class Reconnected extends Error {}
