@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import type { RolloutPolicy } from '../domain/builds/events.js';
+import { VERSION_PATTERN } from '../domain/builds/decider.js';
+import { ValidationError } from '../errors.js';
 import { rolloutPolicyOf } from '../domain/builds/state.js';
 import { nodesAssigned } from '../projections/mesh/assignments.js';
 import { readRollout } from '../projections/mesh/builds.js';
@@ -88,3 +90,11 @@ const graphCommand = async (module: string | undefined, values: { json?: true; r
 
 export const moduleKeep = (module: string, values: CommandFlags & { reason: string }): Promise<number> =>
   withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'keep-version', module, reason: values.reason }, metadata(values.commandId))), { plan: values.plan });
+
+/** `mesh module deploy MODULE VERSION`: a malformed version is refused here, before anything is signed. */
+export const moduleDeploy = (module: string, version: string, values: CommandFlags): Promise<number> => {
+  if (!VERSION_PATTERN.test(version)) {
+    throw new ValidationError(`version "${version}" is not an artifact digest or a prefix of one: give sha256:… (at least 4 hexadecimal digits) as mesh graph ${module} prints it`, { field: 'version' });
+  }
+  return withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'deploy-version', module, version }, metadata(values.commandId))), { plan: values.plan });
+};
