@@ -54,7 +54,7 @@ const buildCommand = async (module: string, values: { json?: true; registerOnly?
       ? nodes.length > 0
         ? `when built, a new version rolls out to ${nodes.join(', ')} (policy roll-out)`
         : 'when built, a new version is recorded; no node runs it yet (policy roll-out)'
-      : `when built, the version is recorded only (${registerOnly ? '--register-only' : 'policy record'})${nodes.length > 0 ? `; ${nodes.join(', ')} keep running ${deployed ?? 'what they run'}` : ''}`;
+      : `when built, the version is recorded only (${registerOnly ? '--register-only' : 'policy record'})${nodes.length > 0 ? `; ${nodes.join(', ')} keep running ${deployed ?? 'what they run'}` : ''}; roll it out with mesh module deploy ${module} VERSION`;
     if (out.json) out.data({ ok: true, summary: result.summary, seq: result.seq, duplicate: result.duplicate, events: result.events, rollOut: rollsOut, policy, registerOnly, nodes });
     else {
       out.line(`${result.summary}${result.events.length > 0 ? ` (log seq ${result.seq})` : ''}`);
