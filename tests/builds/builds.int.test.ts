@@ -323,7 +323,7 @@ describe('a version recorded under the record policy', () => {
   };
   const artifactOn = async (mesh: TestMesh, node: string, module: string) => (await mesh.declarationOf(node))?.assignments.find((a) => a.module === module)?.artifact;
 
-  it('is not rolled out until mesh module deploy rolls it out; refusals append nothing', async () => {
+  it('is not rolled out until mesh module deploy rolls it out; refusals and a plan append nothing', async () => {
     const mesh = await openBuildMesh();
     const repo = newRepo(scratch, 'recorded');
     const first = commitFiles(repo, { 'files/v': 'one' }, 'first');
@@ -358,7 +358,11 @@ describe('a version recorded under the record policy', () => {
     const already = await deploy('app', deployed as string);
     expect(already.code).toBe(0);
     expect(JSON.parse(already.stdout).summary).toContain('nothing to deploy');
+    const planned = await runMesh(['module', 'deploy', 'app', recorded.digest, '--plan'], env);
+    expect(planned.code).toBe(0);
+    expect(planned.stdout).toContain('module.version-deployed');
     expect(await logHead(mesh)).toBe(head);
+    expect(await artifactOn(mesh, 'n1', 'app')).toBe(deployed);
 
     // As mesh graph prints it: sha256: and twelve digits.
     const rolled = await deploy('app', recorded.digest.slice(0, 19));
