@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import type { RolloutPolicy } from '../domain/builds/events.js';
+import { VERSION_PATTERN } from '../domain/builds/decider.js';
+import { ValidationError } from '../errors.js';
 import { rolloutPolicyOf } from '../domain/builds/state.js';
 import { nodesAssigned } from '../projections/mesh/assignments.js';
 import { readRollout } from '../projections/mesh/builds.js';
@@ -52,7 +54,7 @@ const buildCommand = async (module: string, values: { json?: true; registerOnly?
       ? nodes.length > 0
         ? `when built, a new version rolls out to ${nodes.join(', ')} (policy roll-out)`
         : 'when built, a new version is recorded; no node runs it yet (policy roll-out)'
-      : `when built, the version is recorded only (${registerOnly ? '--register-only' : 'policy record'})${nodes.length > 0 ? `; ${nodes.join(', ')} keep running ${deployed ?? 'what they run'}` : ''}`;
+      : `when built, the version is recorded only (${registerOnly ? '--register-only' : 'policy record'})${nodes.length > 0 ? `; ${nodes.join(', ')} keep running ${deployed ?? 'what they run'}` : ''}; roll it out with mesh module deploy ${module} VERSION`;
     if (out.json) out.data({ ok: true, summary: result.summary, seq: result.seq, duplicate: result.duplicate, events: result.events, rollOut: rollsOut, policy, registerOnly, nodes });
     else {
       out.line(`${result.summary}${result.events.length > 0 ? ` (log seq ${result.seq})` : ''}`);
@@ -88,3 +90,11 @@ const graphCommand = async (module: string | undefined, values: { json?: true; r
 
 export const moduleKeep = (module: string, values: CommandFlags & { reason: string }): Promise<number> =>
   withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'keep-version', module, reason: values.reason }, metadata(values.commandId))), { plan: values.plan });
+
+/** `mesh module deploy MODULE VERSION`: a malformed version is refused here, before anything is signed. */
+export const moduleDeploy = (module: string, version: string, values: CommandFlags): Promise<number> => {
+  if (!VERSION_PATTERN.test(version)) {
+    throw new ValidationError(`version "${version}" is not an artifact digest or a prefix of one: give sha256:… (at least 4 hexadecimal digits) as mesh graph ${module} prints it`, { field: 'version' });
+  }
+  return withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'deploy-version', module, version }, metadata(values.commandId))), { plan: values.plan });
+};

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Argument, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { ROLLOUT_POLICIES } from '../domain/builds/events.js';
-import { moduleKeep, moduleMoved, moduleRollout } from './build.js';
+import { moduleDeploy, moduleKeep, moduleMoved, moduleRollout } from './build.js';
 import { withMesh, printResult, PLAN_OPTION } from './mesh-session.js';
 import { output, reportError, table } from './output.js';
 import { group, run, verb, WIDE_OPTION } from './verbs.js';
@@ -11,7 +11,7 @@ import { moduleNames, readCatalogue, readModule } from '../projections/mesh/modu
 import { AT_OPTION, atFlag, withMeshAt } from './at.js';
 import { moduleShowAt } from './at-reads.js';
 
-// mesh module register <manifest.json> [--source SRC] | list | show NAME | moved NAME COMMIT | rollout NAME POLICY | keep NAME --reason TEXT
+// mesh module register <manifest.json> [--source SRC] | list | show NAME | moved NAME COMMIT | rollout NAME POLICY | keep NAME --reason TEXT | deploy NAME VERSION
 
 /** `--source https://…` is an external repository as given; `--source mesh-git:owner/repo[@ref]` is one on a seat. */
 export const sourceFlag = (value: string): Record<string, string> => {
@@ -75,6 +75,12 @@ export const defineModule = (mesh: CommandUnknownOpts): void => {
     .option('--command-id <id>', 'a retry with the same id acts once')
     .option(...PLAN_OPTION)
     .action(run(moduleKeep));
+  verb(module, 'deploy', { summary: 'roll out a version the mesh built and recorded (under the record policy)', example: ['mesh module deploy app sha256:3f2c1e9a04b7', 'mesh module deploy app sha256:3f2c1e9a04b7 --plan'], exits: [3, 4, 5, 6] })
+    .argument('<module>', 'the module')
+    .argument('<version>', 'the version\'s artifact digest, or a unique prefix of it, as mesh graph MODULE prints it')
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
+    .action(run(moduleDeploy));
 };
 
 const moduleRegister = (files: string[], values: { json?: true; source?: string; path?: string; commandId?: string; plan?: true }): Promise<number> => {

@@ -44,6 +44,7 @@ export const OPERATOR_COMMANDS: ReadonlySet<string> = new Set<MeshCommand['type'
   'submit-build',
   'set-rollout-policy',
   'keep-version',
+  'deploy-version',
   'void-commit',
   'set-trust-root',
 ]);

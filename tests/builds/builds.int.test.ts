@@ -314,3 +314,62 @@ const envOf = (mesh: TestMesh): Record<string, string> => ({
   MESH_NODES_STREAM: mesh.names.nodesStream,
   MESH_CONTROL_STREAM: mesh.names.controlStream,
 });
+
+describe('a version recorded under the record policy', () => {
+  const logHead = async (mesh: TestMesh): Promise<number> => {
+    let head = 0;
+    for await (const event of mesh.log.read()) head = Math.max(head, event.seq);
+    return head;
+  };
+  const artifactOn = async (mesh: TestMesh, node: string, module: string) => (await mesh.declarationOf(node))?.assignments.find((a) => a.module === module)?.artifact;
+
+  it('is not rolled out until mesh module deploy rolls it out; refusals and a plan append nothing', async () => {
+    const mesh = await openBuildMesh();
+    const repo = newRepo(scratch, 'recorded');
+    const first = commitFiles(repo, { 'files/v': 'one' }, 'first');
+    await mesh.run({ type: 'register-module', manifest: moduleOf('app', { url: `file://${repo}`, path: '.' }, COPY) });
+    await mesh.run({ type: 'add-node', node: 'n1' });
+    await assign(mesh, 'app', 'n1');
+    startBuilder(mesh, 'b1');
+    await mesh.run({ type: 'move-module', module: 'app', commit: first, heardFrom: 'test' });
+    const deployed = await waitFor('the first version rolled out to n1', () => artifactOn(mesh, 'n1', 'app'));
+
+    await mesh.run({ type: 'set-rollout-policy', module: 'app', policy: 'record' });
+    const second = commitFiles(repo, { 'files/v': 'two' }, 'second');
+    await mesh.run({ type: 'move-module', module: 'app', commit: second, heardFrom: 'test' });
+    const recorded = await waitFor('the second version recorded', async () => {
+      const latest = await latestOf(mesh, 'app');
+      return latest?.commit === second && latest;
+    });
+    expect(recorded.digest).not.toBe(deployed);
+    expect(await artifactOn(mesh, 'n1', 'app')).toBe(deployed);
+
+    const env = { ...envOf(mesh), ...(await mesh.operatorCommands()) };
+    const deploy = (...args: string[]) => runMesh(['module', 'deploy', ...args, '--json'], env);
+    const head = await logHead(mesh);
+    const ghost = await deploy('ghost', recorded.digest);
+    expect(ghost.code).toBe(5);
+    expect(JSON.parse(ghost.stdout).refused[0]).toMatchObject({ what: 'ghost', why: 'no such module is registered' });
+    const unrecorded = await deploy('app', `sha256:${'f'.repeat(12)}`);
+    expect(unrecorded.code).toBe(3);
+    expect(JSON.parse(unrecorded.stdout).refused[0].why).toBe(`sha256:${'f'.repeat(12)} is not a version the mesh built and recorded for app`);
+    expect(JSON.parse(unrecorded.stdout).refused[0].remedy).toContain(recorded.digest);
+    expect((await deploy('app', 'version-two')).code).toBe(2);
+    const already = await deploy('app', deployed as string);
+    expect(already.code).toBe(0);
+    expect(JSON.parse(already.stdout).summary).toContain('nothing to deploy');
+    const planned = await runMesh(['module', 'deploy', 'app', recorded.digest, '--plan'], env);
+    expect(planned.code).toBe(0);
+    expect(planned.stdout).toContain('module.version-deployed');
+    expect(await logHead(mesh)).toBe(head);
+    expect(await artifactOn(mesh, 'n1', 'app')).toBe(deployed);
+
+    // As mesh graph prints it: sha256: and twelve digits.
+    const rolled = await deploy('app', recorded.digest.slice(0, 19));
+    expect(rolled.code).toBe(0);
+    expect(JSON.parse(rolled.stdout).events).toEqual([expect.objectContaining({ type: 'module.version-deployed' })]);
+    await waitFor('n1 declared the recorded version', async () => (await artifactOn(mesh, 'n1', 'app')) === recorded.digest);
+    const [event] = await events(mesh, 'module.version-deployed');
+    expect(event?.data).toEqual({ module: 'app', digest: recorded.digest, commit: second, buildId: recorded.buildId, replaced: deployed });
+  });
+});

@@ -217,6 +217,8 @@ export const writeMeshLog = async (
           : { type: 'build.succeeded', data: { ...build, digest: `sha256:${'c'.repeat(63)}${round % 4}`, bases, upgrade: true, rollOut: round % 4 !== 0 } };
       record('build.agent', [outcome, { type: 'build.failed', data: { ...build, buildId: 'never-submitted', reason: 'x', output: '' } }], `outcome-${round}`);
       record('module.agent', [{ type: 'module.rollout-set', data: { module: 'agent', policy: round % 2 ? 'record' : 'roll-out' } }], `policy-${round}`);
+      // A version recorded and not rolled out is deployed by an operator (mesh module deploy).
+      if (round % 4 === 0 && round % 3 !== 2) record('module.agent', [{ type: 'module.version-deployed', data: { module: 'agent', digest: `sha256:${'c'.repeat(63)}0`, commit, buildId: build.buildId, replaced: null } }], `deploy-${round}`);
       if (round % 3 === 2) record('module.agent', [{ type: 'module.version-kept', data: { module: 'agent', head: commit, failedBuild: build.buildId, reason: `kept in round ${round}` } }], `kept-${round}`);
       record(`projection.seats`, [{ type: 'projection.stalled', data: { projection: 'seats', version: 1, seq, eventType: 'seat.held', sqlstate: round % 2 ? '42703' : null, error: 'column "x" does not exist' } }], `stalled-${round}`, 'controller');
     }

@@ -5,7 +5,7 @@ import { moduleNamed, modulesByName, registeredModules } from '../catalogue/stat
 import type { MeshState } from '../mesh/state.js';
 import { holderOf, seatNamed } from '../seats/state.js';
 import { Refusal } from '../refusal.js';
-import { BuildFailed, BuildSubmitted, BuildSucceeded, ROLLOUT_POLICIES, RolloutPolicySet, SourceMoved, VersionKept, baseSchema, buildAggregate, sourceAggregate, sourceKey, sourceRefSchema, type Base, type SourceRef } from './events.js';
+import { BuildFailed, BuildSubmitted, BuildSucceeded, ROLLOUT_POLICIES, RolloutPolicySet, SourceMoved, VersionDeployed, VersionKept, baseSchema, buildAggregate, sourceAggregate, sourceKey, sourceRefSchema, type Base, type SourceRef } from './events.js';
 import { assessGraph, type Assessment, type GraphInput } from './graph.js';
 import { buildProblemsOf, buildStandingsOf } from './standing.js';
 import { policyOf } from './state.js';
@@ -49,7 +49,18 @@ export type SetRolloutPolicy = z.infer<typeof setRolloutPolicySchema>;
 export const keepVersionSchema = z.strictObject({ type: z.literal('keep-version'), module: z.string(), reason: z.string() });
 export type KeepVersion = z.infer<typeof keepVersionSchema>;
 
-export type BuildCommand = MoveSource | MoveModule | SubmitBuild | RecordBuild | SetRolloutPolicy | KeepVersion;
+/** A version as `mesh graph` prints it: its artifact digest, or a prefix of it (`sha256:` optional). */
+export const VERSION_PATTERN = /^(?:sha256:)?[0-9a-f]{4,64}$/;
+
+/** `mesh module deploy MODULE VERSION`: roll out a version the mesh built and recorded (under the `record` policy). */
+export const deployVersionSchema = z.strictObject({
+  type: z.literal('deploy-version'),
+  module: z.string().min(1),
+  version: z.string().regex(VERSION_PATTERN, 'a version is an artifact digest (sha256:…) or a prefix of one, at least 4 hexadecimal digits, as mesh graph prints it'),
+});
+export type DeployVersion = z.infer<typeof deployVersionSchema>;
+
+export type BuildCommand = MoveSource | MoveModule | SubmitBuild | RecordBuild | SetRolloutPolicy | KeepVersion | DeployVersion;
 
 export const graphInputOf = (state: MeshState): GraphInput => ({
   modules: modulesByName(state.catalogue),
@@ -207,6 +218,29 @@ const decideKeepVersion = (command: KeepVersion, state: MeshState): Decision => 
   };
 };
 
+const decideDeployVersion = (command: DeployVersion, state: MeshState): Decision => {
+  const subject = `deploying ${command.version} of ${command.module}`;
+  if (!moduleNamed(state.catalogue, command.module)) throw noSuchModule(subject, command.module, 'name a registered module: mesh module list');
+  const prefix = command.version.startsWith('sha256:') ? command.version : `sha256:${command.version}`;
+  // The versions the mesh keeps for a module are its newest build's and the one its nodes run.
+  const recorded = [...state.builds.versions.values()].filter((v) => v.module === command.module).sort((a, b) => b.seq - a.seq);
+  const listed = recorded.map((v) => `${v.digest} (build ${v.buildId}, commit ${v.commit.slice(0, 12)})`).join('; ') || 'none';
+  const matches = recorded.filter((v) => v.digest.startsWith(prefix));
+  if (matches.length === 0) {
+    throw moduleRefusal(subject, command.module, `${command.version} is not a version the mesh built and recorded for ${command.module}`, `deploy one of its recorded versions: ${listed}`);
+  }
+  if (matches.length > 1) throw moduleRefusal(subject, command.module, `${command.version} is the start of more than one of its versions`, `give more of the digest: ${listed}`);
+  const version = matches[0] as (typeof matches)[number];
+  const aggregate = moduleAggregate(command.module);
+  const replaced = state.builds.deployed.get(command.module) ?? null;
+  if (replaced === version.digest) return { aggregate, events: [], summary: `${command.module}'s nodes already run ${version.digest}: nothing to deploy` };
+  return {
+    aggregate,
+    events: [{ type: VersionDeployed.type, data: { module: command.module, digest: version.digest, commit: version.commit, buildId: version.buildId, replaced } }],
+    summary: `${command.module} rolls out ${version.digest} (build ${version.buildId}, commit ${version.commit.slice(0, 12)})${replaced ? `, replacing ${replaced}` : ''}`,
+  };
+};
+
 export const decideBuildCommand = (command: BuildCommand, state: MeshState): Decision => {
   switch (command.type) {
     case 'move-source':
@@ -221,6 +255,8 @@ export const decideBuildCommand = (command: BuildCommand, state: MeshState): Dec
       return decideSetRolloutPolicy(command, state);
     case 'keep-version':
       return decideKeepVersion(command, state);
+    case 'deploy-version':
+      return decideDeployVersion(command, state);
     default: {
       const unreachable: never = command;
       throw new Error(`unknown command ${JSON.stringify(unreachable)}`);

@@ -3,7 +3,7 @@ import { MeshFixture, eventOf } from '../../../tests/helpers/given.js';
 import { composeDeclaration } from '../declarations/compose.js';
 import type { MeshEvent } from '../registry.js';
 import type { MeshCommand } from '../mesh/commands.js';
-import { graphInputOf } from './decider.js';
+import { deployVersionSchema, graphInputOf } from './decider.js';
 import { assessGraph, reachedBy } from './graph.js';
 import { buildProblemsOf, buildStandingsOf } from './standing.js';
 import { registeredModules } from '../catalogue/state.js';
@@ -185,6 +185,68 @@ describe('rolling out', () => {
     expect(event?.data).toMatchObject({ upgrade: true, rollOut: false });
     expect(mesh.state.builds.latest.get('app')?.digest).toBe(digest(2));
     expect(artifactOn(mesh)).toBe(digest(1));
+  });
+
+  describe('deploying a recorded version (mesh module deploy)', () => {
+    const first = `sha256:a1${'0'.repeat(62)}`;
+    const second = `sha256:b2${'0'.repeat(62)}`;
+    /** app deployed at `first`, then `second` built under `record` and not deployed. */
+    const recorded = (): MeshFixture => {
+      const mesh = running();
+      build(mesh, 'app', first);
+      mesh.run({ type: 'set-rollout-policy', module: 'app', policy: 'record' });
+      moved(mesh, 'app', 2);
+      build(mesh, 'app', second);
+      return mesh;
+    };
+
+    it('rolls the recorded version out, named by its digest or a unique prefix, and the declaration carries it', () => {
+      const mesh = recorded();
+      expect(artifactOn(mesh)).toBe(first);
+      const buildId = mesh.state.builds.latest.get('app')?.buildId;
+      const [event] = mesh.run({ type: 'deploy-version', module: 'app', version: 'sha256:b2000' });
+      expect(event).toEqual({ type: 'module.version-deployed', data: { module: 'app', digest: second, commit: commit(2), buildId, replaced: first } });
+      expect(artifactOn(mesh)).toBe(second);
+      expect(mesh.state.builds.policies.get('app')).toBe('record');
+      // The version it replaced is neither the newest nor the deployed one: it has left the fold, as a roll-out's would.
+      expect(mesh.refusal({ type: 'deploy-version', module: 'app', version: 'a1000' })).toEqual([expect.objectContaining({ why: 'a1000 is not a version the mesh built and recorded for app' })]);
+      expect(mesh.state.builds.versions.has(`app@${first}`)).toBe(false);
+    });
+
+    it('the deployed version is nothing to do and appends nothing, named without `sha256:` too', () => {
+      const mesh = recorded();
+      expect(mesh.run({ type: 'deploy-version', module: 'app', version: first })).toEqual([]);
+      expect(mesh.run({ type: 'deploy-version', module: 'app', version: 'a100' })).toEqual([]);
+      expect(artifactOn(mesh)).toBe(first);
+    });
+
+    it('is refused for an unknown module, a version not recorded for it (listing the recorded ones), or an ambiguous prefix', () => {
+      const mesh = recorded();
+      const before = mesh.state.builds.deployed.get('app');
+      expect(mesh.refusal({ type: 'deploy-version', module: 'ghost', version: first })).toEqual([expect.objectContaining({ what: 'ghost', why: 'no such module is registered', missing: 'module' })]);
+      const [unknown] = mesh.refusal({ type: 'deploy-version', module: 'app', version: 'sha256:c3c3' });
+      expect(unknown?.why).toBe('sha256:c3c3 is not a version the mesh built and recorded for app');
+      expect(unknown?.remedy).toContain(first);
+      expect(unknown?.remedy).toContain(second);
+      for (const malformed of ['sha256:', 'v2', 'sha256:a1', 'SHA256:A100']) expect(deployVersionSchema.safeParse({ type: 'deploy-version', module: 'app', version: malformed }).success).toBe(false);
+      const twins = running();
+      build(twins, 'app', `sha256:abcd1${'0'.repeat(59)}`);
+      twins.run({ type: 'set-rollout-policy', module: 'app', policy: 'record' });
+      moved(twins, 'app', 2);
+      build(twins, 'app', `sha256:abcd2${'0'.repeat(59)}`);
+      expect(twins.refusal({ type: 'deploy-version', module: 'app', version: 'abcd' })).toEqual([expect.objectContaining({ why: 'abcd is the start of more than one of its versions' })]);
+      expect(mesh.state.builds.deployed.get('app')).toBe(before);
+    });
+
+    it('a version older than the module\'s newest and its deployed one has left the fold: refused, naming the two it keeps', () => {
+      const mesh = recorded();
+      moved(mesh, 'app', 3);
+      const third = `sha256:c3${'0'.repeat(62)}`;
+      build(mesh, 'app', third);
+      const [gone] = mesh.refusal({ type: 'deploy-version', module: 'app', version: second });
+      expect(gone?.why).toContain('is not a version the mesh built and recorded for app');
+      expect(gone?.remedy).toBe(`deploy one of its recorded versions: ${third} (build ${mesh.state.builds.latest.get('app')?.buildId}, commit ${commit(3).slice(0, 12)}); ${first} (build ${mesh.state.builds.versions.get(`app@${first}`)?.buildId}, commit ${commit(1).slice(0, 12)})`);
+    });
   });
 
   it('--register-only records without deploying, whatever the policy', () => {

@@ -117,4 +117,23 @@ export const VersionKept = defineEvent({
   }),
 });
 
-export const buildEvents = [SourceMoved, BuildSubmitted, BuildSucceeded, BuildFailed, RolloutPolicySet, VersionKept] as const;
+/**
+ * An operator rolls out a version the mesh built and recorded (`mesh module deploy`, under the
+ * `record` policy): the declarations of the nodes running the module now carry its artifact, as a
+ * build's roll-out would have put it there.
+ */
+export const VersionDeployed = defineEvent({
+  type: 'module.version-deployed',
+  version: 1,
+  schema: z.strictObject({
+    module: z.string().min(1),
+    digest: z.string().regex(DIGEST),
+    /** the commit and build that produced it, for the log's reader */
+    commit,
+    buildId: z.string().min(1),
+    /** the artifact the nodes were declared to run before; null when none was deployed */
+    replaced: z.string().regex(DIGEST).nullable(),
+  }),
+});
+
+export const buildEvents = [SourceMoved, BuildSubmitted, BuildSucceeded, BuildFailed, RolloutPolicySet, VersionKept, VersionDeployed] as const;

@@ -56,7 +56,7 @@ export interface KeptVersion {
 
 export const emptyBuildsState = (): BuildsState => ({ heads: new Map(), builds: new Map(), newestBuild: new Map(), latest: new Map(), versions: new Map(), deployed: new Map(), policies: new Map(), kept: new Map() });
 
-export const BUILD_EVENT_TYPES = ['source.moved', 'build.submitted', 'build.succeeded', 'build.failed', 'module.rollout-set', 'module.version-kept'] as const;
+export const BUILD_EVENT_TYPES = ['source.moved', 'build.submitted', 'build.succeeded', 'build.failed', 'module.rollout-set', 'module.version-kept', 'module.version-deployed'] as const;
 
 export const versionKey = (module: string, digest: string): string => `${module}@${digest}`;
 
@@ -116,6 +116,13 @@ export const evolveBuilds = (state: BuildsState, event: StoredMeshEvent): Builds
     case 'module.version-kept': {
       const data = event.data;
       state.kept.set(data.module, { head: data.head, failedBuild: data.failedBuild, reason: data.reason, seq: event.seq });
+      break;
+    }
+    case 'module.version-deployed': {
+      const data = event.data;
+      const deployedBefore = state.deployed.get(data.module);
+      state.deployed.set(data.module, data.digest);
+      if (deployedBefore !== undefined) forgetVersionIfHistory(state, data.module, deployedBefore);
       break;
     }
     default:

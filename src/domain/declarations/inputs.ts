@@ -161,7 +161,8 @@ export class DeclarationInputs {
       case 'fact.capabilities':
         return { nodes: [event.data.node], inputs: [], all: false };
       case 'build.succeeded':
-      case 'module.rollout-set': {
+      case 'module.rollout-set':
+      case 'module.version-deployed': {
         // What a module runs is the artifact deployed for it.
         const module = event.data.module;
         return { nodes: [], inputs: [moduleKey(module)], all: false };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ValidationError } from '../../errors.js';
-import { decideBuildCommand, keepVersionSchema, moveModuleSchema, moveSourceSchema, recordBuildSchema, setRolloutPolicySchema, submitBuildSchema, type BuildCommand } from '../builds/decider.js';
+import { decideBuildCommand, deployVersionSchema, keepVersionSchema, moveModuleSchema, moveSourceSchema, recordBuildSchema, setRolloutPolicySchema, submitBuildSchema, type BuildCommand } from '../builds/decider.js';
 import { assignSchema, decideAssign, decideUnassign, unassignSchema, type Assign, type Unassign } from '../assignments/decider.js';
 import { decideRegisterModule, registerModuleSchema, type RegisterModule } from '../catalogue/decider.js';
 import type { Decision } from '../decision.js';
@@ -52,6 +52,7 @@ export const meshCommandSchema = z.discriminatedUnion('type', [
   recordBuildSchema,
   setRolloutPolicySchema,
   keepVersionSchema,
+  deployVersionSchema,
   addOperatorSchema,
   revokeOperatorSchema,
   voidCommitSchema,
@@ -120,6 +121,7 @@ export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decis
     case 'record-build':
     case 'set-rollout-policy':
     case 'keep-version':
+    case 'deploy-version':
       return decideBuildCommand(command, state);
     default: {
       const unreachable: never = command;

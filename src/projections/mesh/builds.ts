@@ -9,7 +9,7 @@ import { RowImage, replaceRows } from './rows.js';
 // `kept_versions`, as evolveBuilds folds the build events: an outcome only applies to a build still
 // submitted; a success is a module version (the newest for its module, so its bases are the
 // module's edges) and, when it rolls out, what the module's nodes run; a kept version is what an
-// operator kept against.
+// operator kept against; a version an operator deployed is what the module's nodes run.
 
 type Row = Record<string, unknown>;
 
@@ -37,7 +37,7 @@ export const buildsProjection = foldingProjection<Batch>({
       edges: new Map(),
     };
     await batch.builds.load(tx, events.flatMap((e) => (e.type === 'build.succeeded' || e.type === 'build.failed' ? [{ build_id: e.data.buildId }] : [])));
-    await batch.rollouts.load(tx, events.flatMap((e) => (e.type === 'build.succeeded' || e.type === 'module.rollout-set' ? [{ module: e.data.module }] : [])));
+    await batch.rollouts.load(tx, events.flatMap((e) => (e.type === 'build.succeeded' || e.type === 'module.rollout-set' || e.type === 'module.version-deployed' ? [{ module: e.data.module }] : [])));
     return batch;
   },
   apply: (batch, event) => {
@@ -101,6 +101,12 @@ export const buildsProjection = foldingProjection<Batch>({
       case 'module.version-kept': {
         const d = event.data;
         batch.kept.set({ module: d.module, head: d.head, failed_build: d.failedBuild, reason: d.reason, kept_seq: event.seq });
+        break;
+      }
+      case 'module.version-deployed': {
+        const d = event.data;
+        const rollout = batch.rollouts.get({ module: d.module });
+        batch.rollouts.set({ module: d.module, policy: rollout?.policy ?? null, deployed_digest: d.digest });
         break;
       }
       default:
