@@ -28,6 +28,7 @@ const NOT_FOUND: Record<string, { args: string[]; names: RegExp }> = {
   'module show': { args: ['module', 'show', 'nosuch'], names: /no module nosuch/ },
   'module moved': { args: ['module', 'moved', 'nosuch', 'abc123'], names: /nosuch: no such module is registered/ },
   'module rollout': { args: ['module', 'rollout', 'nosuch', 'record'], names: /nosuch: no such module is registered/ },
+  'module deploy': { args: ['module', 'deploy', 'nosuch', 'abcd1234'], names: /nosuch: no such module is registered/ },
   'module keep': { args: ['module', 'keep', 'nosuch', '--reason', 'x'], names: /nosuch: no such module is registered/ },
   'seat handover': { args: ['seat', 'handover', 'nosuch', '--to', 'lab1/distribution', '--from', 'none'], names: /nosuch: no such seat/ },
   'seat rename': { args: ['seat', 'rename', 'nosuch', 'nosuch-2'], names: /nosuch: no such seat/ },

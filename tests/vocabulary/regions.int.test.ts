@@ -19,7 +19,7 @@ describe('a region of a shared file, from the manifest to the machine and back',
   let older: Agent | undefined;
   const names = (file: string) => ({
     name: 'names',
-    resources: { regions: [{ name: 'hosts', file, template: '127.0.0.1 alpha.internal\n127.0.0.1 ${identity.node}.mesh\n' }] },
+    resources: { regions: [{ name: 'hosts', file, template: '127.0.0.1 registry.internal\n127.0.0.1 ${identity.node}.mesh\n' }] },
     requires: [{ name: 'identity', contract: 'identity', provider: 'mesh' }],
   });
 
@@ -58,7 +58,7 @@ describe('a region of a shared file, from the manifest to the machine and back',
     await m.startAgent('alpha');
     const stated = await m.eventWhere('fact', 'fact.capabilities', (e) => (e.data as { capabilities: string[] }).capabilities.includes('region'));
     expect(stated.data).toEqual({ node: 'alpha', capabilities: expect.arrayContaining(['region']) });
-    const region = '# BEGIN mesh names/hosts\n127.0.0.1 alpha.internal\n127.0.0.1 alpha.mesh\n# END mesh names/hosts\n';
+    const region = '# BEGIN mesh names/hosts\n127.0.0.1 registry.internal\n127.0.0.1 alpha.mesh\n# END mesh names/hosts\n';
     await waitFor('the region written', async () => readFileSync(hosts, 'latin1').includes(region));
     expect(readFileSync(hosts, 'latin1')).toBe(`${HOSTS}\n${region}`);
     await m.eventWhere('fact', 'fact.applied', (e) => (e.data as { module: string }).module === 'names');
