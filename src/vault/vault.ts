@@ -102,7 +102,7 @@ export class Vault {
    * A signed request read, checked against the key `keyOf` names for it, fresh and not seen
    * before; or why not. `keyOf` may instead say why nobody's key applies.
    */
-  private read<S extends z.ZodTypeAny>(payload: Uint8Array, schema: S, tool: string, keyOf: (request: z.output<S>) => string | Problem, signer: string): Outcome<z.output<S>> {
+  private read<R extends { at: string; nonce: string }>(payload: Uint8Array, schema: z.ZodType<R>, tool: string, keyOf: (request: R) => string | Problem, signer: string): Outcome<R> {
     let parsed;
     try {
       parsed = signedSchema(schema).safeParse(JSON.parse(new TextDecoder().decode(payload)));
@@ -110,7 +110,7 @@ export class Vault {
       return { ok: false, refused: [{ what: 'request', why: `not JSON: ${(error as Error).message}`, remedy: `send a signed ${tool} request` }] };
     }
     if (!parsed.success) return { ok: false, refused: [{ what: 'request', why: `not a signed ${tool} request: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, remedy: 'run an agent and controller of the same version as the vault' }] };
-    const { request, signature } = parsed.data as { request: z.output<S> & { at: string; nonce: string }; signature: string };
+    const { request, signature } = parsed.data;
     const key = keyOf(request);
     if (typeof key !== 'string') return { ok: false, refused: [key] };
     const problems: Problem[] = [];
