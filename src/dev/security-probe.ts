@@ -5,7 +5,7 @@ import { writerLeaseSubject } from '../adapters/nats/writer-lease.js';
 import { writerToolSubject } from '../controller/tool-server.js';
 import { busIdentityToolSubject } from '../domain/bus/module-identity.js';
 import { foldSnapshotBucket, moduleInbox } from '../domain/bus/subjects.js';
-import { hostInbox, personInbox, type BusWire } from '../domain/bus/users.js';
+import { hostInbox, personInbox, providerAnswerSubject, type BusWire } from '../domain/bus/users.js';
 
 // The attacks a process on the mesh's machine would try against the bus, each tried for real
 // against a running server: who may connect, who may say what, who may read what. Used by
@@ -121,12 +121,16 @@ export const probeBus = async (targets: ProbeTargets): Promise<AttackOutcome[]> 
     await record(`module ${module} asks for a module's bus identity`, me, busIdentityToolSubject(wire.prefix), publishTo(busIdentityToolSubject(wire.prefix), JSON.stringify({ node, module: otherModule })));
     await record(`module ${module} writes the controller's snapshot of its fold`, me, snapshotMeta, publishTo(snapshotMeta, forgedSnapshot));
     await record(`module ${module} appends to the log`, me, `${wire.logPrefix}.operator.mallory`, publishTo(`${wire.logPrefix}.operator.mallory`, forgedCommit));
+    await record(`module ${module} answers a consumer as ${otherModule}`, me, providerAnswerSubject(wire.prefix, node, otherModule), publishTo(providerAnswerSubject(wire.prefix, node, otherModule)));
   }
 
   if (targets.operator) {
     const { name, key } = targets.operator;
     const me = { key, inbox: personInbox(name) };
     await record(`operator ${name} appends to the log around the controller`, me, `${wire.logPrefix}.operator.mallory`, publishTo(`${wire.logPrefix}.operator.mallory`, forgedCommit));
+    // a provider's answer is recorded as the provider's, unsigned: the server alone says who gave it
+    const provider = targets.module ?? { node: 'alpha', module: 'greeter' };
+    await record(`operator ${name} answers a consumer as ${provider.module}`, me, providerAnswerSubject(wire.prefix, provider.node, provider.module), publishTo(providerAnswerSubject(wire.prefix, provider.node, provider.module)));
     await record(`operator ${name} publishes a declaration`, me, `${wire.prefix}.node.x.declare`, publishTo(`${wire.prefix}.node.x.declare`));
     await record(`operator ${name} writes the controller's snapshot of its fold`, me, snapshotMeta, publishTo(snapshotMeta, forgedSnapshot));
     await record(`operator ${name} makes the snapshot bucket's stream`, me, `$JS.API.STREAM.CREATE.OBJ_${snapshotBucket}`, requestTo(`$JS.API.STREAM.CREATE.OBJ_${snapshotBucket}`));
