@@ -7,6 +7,8 @@ import { refuseIfAny, type Problem } from '../refusal.js';
 import { assignmentRef } from '../seats/events.js';
 import { ConsumerAnswered, consumerAggregate } from './events.js';
 import { assignmentAggregate } from '../assignments/events.js';
+import { answerFor } from './state.js';
+import { canonicalJson } from '../canonical.js';
 import { decideRouteAnswer } from '../routes/grants.js';
 
 /** `answer-consumer` with requirement `route:<name>`: the holder of mesh-proxy handing back a public name. */
@@ -63,6 +65,11 @@ export const decideAnswerConsumer = (command: AnswerConsumer, state: MeshState):
     if (knownContractField(state, contract, field)?.secret) problems.push({ what: field, why: `${field} is a secret field of ${contract}, and a secret never enters the log (ADR 0113)`, remedy: 'deliver it through the vault' });
   }
   refuseIfAny(subject, problems);
+  // The same answer again (a provider answering on every pass, a retry) records nothing.
+  const standing = answerFor(state.answers, consumer, requirement, provider)?.values;
+  if (standing && canonicalJson(standing) === canonicalJson(command.values)) {
+    return { aggregate: consumerAggregate(consumer, requirement), events: [], summary: `${consumer.node}/${consumer.module}'s ${requirement} is already answered so by ${provider.node}/${provider.module}` };
+  }
   return {
     aggregate: consumerAggregate(consumer, requirement),
     events: [{ type: ConsumerAnswered.type, data: { provider, consumer, requirement, values: command.values } }],
