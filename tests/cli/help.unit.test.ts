@@ -19,6 +19,9 @@ describe('mesh --help', () => {
     const help = await runMesh(['--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/^ {2}node token\s/m);
+    // Each verb once: one list, not one before the footer and another after it.
+    expect(help.stdout.match(/^Verbs:$/gm)).toHaveLength(1);
+    expect(help.stdout.match(/^ {2}node token\s/gm)).toHaveLength(1);
     for (const path of verbs) if ((commandAt(program, path)?.commands.length ?? 0) === 0) expect(help.stdout).toContain(`  ${path.join(' ')}`);
     expect(help.stdout).toContain('Exit codes:');
   });
