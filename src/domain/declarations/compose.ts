@@ -21,6 +21,7 @@ import { grantsOf } from '../routes/state.js';
 import { proxyResources, publicUrl } from '../routes/table.js';
 import { secretsAppliedBy } from '../secrets/wanted.js';
 import { currentTrustRoot } from '../trust/state.js';
+import { expandRoster, rosterOf, type Roster } from './roster.js';
 
 // What one node must run now, composed from the mesh as the log says it is. Requirements are
 // resolved here, at composition (design 27), against the assignments and holders of this moment,
@@ -253,11 +254,14 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
     const requirement = manifest.requires.find((r) => r.name === directory.requirement);
     resources.push({ key: key(directory.requirement), module, kind: 'directory', path: answers.paths.get(directory.requirement) ?? `${root}/${module}/${directory.requirement}`, owner: requirement?.owner ?? null, mode: requirement?.mode ?? '0750' });
   }
+  // ADR 0120: a file or region may repeat a line over the mesh's machines or the names it serves.
+  let roster: Roster | undefined;
+  const withRoster = (template: string): string => (template.includes('${each:') ? expandRoster(template, (roster ??= rosterOf(state))) : template);
   for (const file of manifest.resources.files) {
-    resources.push({ key: key(file.name), module, kind: 'file', path: files.get(file.name) ?? '', content: fillerAt(`resources.files.${file.name}.template`)(file.template), mode: file.mode });
+    resources.push({ key: key(file.name), module, kind: 'file', path: files.get(file.name) ?? '', content: fillerAt(`resources.files.${file.name}.template`)(withRoster(file.template)), mode: file.mode });
   }
   for (const region of manifest.resources.regions) {
-    resources.push({ key: key(region.name), module, kind: 'region', path: region.file, content: fillerAt(`resources.regions.${region.name}.template`)(region.template), at: region.at });
+    resources.push({ key: key(region.name), module, kind: 'region', path: region.file, content: fillerAt(`resources.regions.${region.name}.template`)(withRoster(region.template)), at: region.at });
   }
   for (const anchor of manifest.resources.trustAnchors) {
     const root = currentTrustRoot(state.trust);
