@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { runMesh } from '../helpers/cli.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { uniqueName } from '../helpers/names.js';
-import { routedModule } from '../helpers/routes.js';
+import { handBackAsked, routedModule } from '../helpers/routes.js';
 import { openTestMesh, type TestMesh } from '../helpers/test-mesh.js';
 import { dropSchemas, freshSchemas, openPool } from '../projections/harness.js';
 
@@ -92,6 +92,10 @@ describe('cordoning and removing a node', () => {
     await t.run({ type: 'assign', module: 'test-proxy', node: bus, hold: ['mesh-proxy'], pins: {}, values: {}, placements: {} });
     const domainSet = await t.run({ type: 'set-node-domain', node: other, domain: 'other.example' });
     await t.run({ type: 'assign', module: 'shop', node: other, hold: [], pins: {}, values: {}, placements: {} });
+    // Asked, not yet handed back: nothing served.
+    expect((await mesh('node', 'show', other)).stdout).toContain('public domain: other.example; public names it serves: none');
+    t.startProviderAnswers();
+    expect(await handBackAsked(t, { node: bus, module: 'test-proxy' })).toMatchObject([{ ok: true }, { ok: true }]);
 
     const show = await mesh('node', 'show', other);
     // A person's line wraps at 100 columns, continued indented.

@@ -134,7 +134,13 @@ export const writeMeshLog = async (
   run({ type: 'set-node-domain', node: 'n5', domain: 'five.example' });
   run({ type: 'register-module', manifest: { name: 'site', requires: [{ name: 'http-port', contract: 'port', provider: 'host', port: 8080 }], routes: [{ name: 'site', port: 'http-port', policy: [{ kind: 'redirect', from: 'www' }] }] } });
   assign('site', 'n5');
+  // The holder of mesh-proxy hands back each name asked for (ADR 0007), under each domain in turn.
+  const handBack = (domain: string) => {
+    for (const name of ['site', 'www']) run({ type: 'answer-consumer', provider: { node: 'n4', module: 'route-proxy' }, consumer: { node: 'n5', module: 'site' }, requirement: `route:${name}`, values: { publicName: `${name}.${domain}` } });
+  };
+  handBack('five.example');
   run({ type: 'set-node-domain', node: 'n5', domain: 'moved.example' });
+  handBack('moved.example');
   run({ type: 'register-module', manifest: { name: 'store', provides: [{ provision: 'object-store', fields: { bucket: { type: 'string' } } }] } });
   run({ type: 'register-module', manifest: { name: 'app', requires: [{ name: 'store', contract: 'object-store', provider: 'module' }] } });
   assign('store', 'n6');

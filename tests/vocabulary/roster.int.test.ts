@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sha256Digest } from '../../src/domain/canonical.js';
 import { openAgentMesh, type AgentMesh } from '../helpers/agent-mesh.js';
-import { routedModule } from '../helpers/routes.js';
+import { handBackAsked, routedModule } from '../helpers/routes.js';
 import { waitFor } from '../helpers/test-mesh.js';
 import { WORKSTATION_HOSTS } from '../helpers/workstation-hosts.js';
 
@@ -67,6 +67,8 @@ describe('the roster: the machines for a resolver, the names the mesh serves for
     await addNode('quiet', '10.0.0.9');
     await m.t.run({ type: 'set-node-domain', node: 'lab', domain: 'lab.example' });
     await assign('test-proxy', 'edge', ['mesh-proxy']);
+    m.t.startProviderAnswers();
+    const proxy = { node: 'edge', module: 'test-proxy' };
     await assign('plain', 'quiet');
     await m.startAgent('ws');
     await assign('hosts-names', 'ws');
@@ -85,6 +87,9 @@ describe('the roster: the machines for a resolver, the names the mesh serves for
     const before = await digests('ws');
     const quiet = (await m.t.declarationOf('quiet'))?.sequence;
     await assign('shop', 'lab');
+    // Asked of the proxy, not yet handed back: not a name the mesh serves.
+    expect(read(hosts)).not.toContain('shop.');
+    await handBackAsked(m.t, proxy);
     await waitFor('the public name in the region', async () => read(hosts)?.includes('10.0.0.1 shop.lab.example\n'));
     expect(read(hosts)).toBe(`${WORKSTATION_HOSTS}${region(['10.0.0.1 edge', '10.0.0.2 lab', '10.0.0.9 quiet', '10.0.0.1 shop.lab.example', '10.0.0.5 ws'])}`);
     const granted = await digests('ws');
@@ -95,6 +100,7 @@ describe('the roster: the machines for a resolver, the names the mesh serves for
 
     // The domain of lab changed: the name moves with it, and only the hosts region says so.
     await m.t.run({ type: 'set-node-domain', node: 'lab', domain: 'moved.example' });
+    await handBackAsked(m.t, proxy);
     await waitFor('the moved name in the region', async () => read(hosts)?.includes('shop.moved.example'));
     expect(read(hosts)).not.toContain('shop.lab.example');
     expect((await digests('ws')).get('resolver')).toBe(before.get('resolver'));

@@ -14,10 +14,9 @@ import type { DeclaredAssignment, Resource } from './declaration.js';
 import { deployedDigestOf } from '../builds/state.js';
 import { statedCapabilities } from '../facts/state.js';
 import { needsCapability } from './capabilities.js';
-import { proxyHolder } from '../routes/grants.js';
+import { currentGrantsOf, proxyHolder } from '../routes/grants.js';
 import { answerFor } from '../answers/state.js';
 import { derivedLogin } from '../answers/login.js';
-import { grantsOf } from '../routes/state.js';
 import { proxyResources, publicUrl } from '../routes/table.js';
 import { secretsAppliedBy } from '../secrets/wanted.js';
 import { currentTrustRoot } from '../trust/state.js';
@@ -189,7 +188,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
     });
   };
   // issue 122: `${route:NAME}` is the public URL the proxy handed back for the module's own route on this node.
-  const grants = grantsOf(state.routes, assignment);
+  const grants = currentGrantsOf(state, assignment);
   const routeUrls = new Map((manifest.routes ?? []).flatMap((route) => {
     const grant = grants.get(route.name);
     return grant ? [[route.name, publicUrl(grant.publicName, route.location)] as const] : [];
@@ -197,9 +196,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
   const routesFilled = (where: string) => (text: string): string =>
     text.replace(ROUTE_REFERENCE_ANYWHERE, (whole, name: string) => {
       const url = routeUrls.get(name);
-      if (url === undefined && !held.some((p) => p.what === where && p.why.startsWith(whole))) {
-        held.push({ what: where, why: `${whole} has no public name: route ${name} was not granted one on ${assignment.node}`, remedy: `assign ${module} again (the holder of mesh-proxy grants its routes' names when it is assigned), after giving ${assignment.node} a public domain: mesh node domain ${assignment.node} DOMAIN` });
-      }
+      if (url === undefined && !held.some((p) => p.what === where && p.why.startsWith(whole))) held.push(routeWait(state, assignment, where, whole, name));
       return url ?? whole;
     });
   // issue 124: `${bound:REQ.FIELD}` is what the provider answering REQ derived for this consumer and
@@ -396,6 +393,19 @@ const unsupported = (state: MeshState, node: string, assignment: DeclaredAssignm
       why: `node ${node}'s agent has not reported the capability "${r.kind}": a host that does not apply ${r.kind} resources would refuse the whole declaration`,
       remedy: `run an agent on ${node} that applies ${r.kind} resources (it says so in its heartbeat); the declaration is sent once it has`,
     }));
+};
+
+/** What a `${route:NAME}` with no public name yet waits on: the domain, or the holder of mesh-proxy handing it back. */
+const routeWait = (state: MeshState, assignment: AssignmentState, where: string, whole: string, name: string): Problem => {
+  const domain = nodeNamed(state.nodes, assignment.node)?.publicDomain;
+  const proxy = proxyHolder(state);
+  if (domain === undefined) return { what: where, why: `${whole} has no public name: node ${assignment.node} has no public domain`, remedy: `mesh node domain ${assignment.node} DOMAIN` };
+  if (!proxy) return { what: where, why: `${whole} waits for a public name, and nobody holds mesh-proxy to hand it back`, remedy: 'assign a proxy: mesh assign route-proxy NODE --hold mesh-proxy' };
+  return {
+    what: where,
+    why: `${whole} waits for ${proxy.node}/${proxy.module}, the holder of mesh-proxy, to hand back the public name of route ${name} (asked: ${name}.${domain})`,
+    remedy: `it is filled once the proxy answers (answer-consumer ${assignment.node}/${assignment.module} route:${name} publicName=…, on its bus tool); the routes file on ${proxy.node} lists what it is asked`,
+  };
 };
 
 /** Composes one node's declaration, or says every requirement that cannot be resolved now. */

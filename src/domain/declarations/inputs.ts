@@ -129,7 +129,8 @@ export class DeclarationInputs {
         // `${route:…}` of the module on its node, and the routes file.
         return { nodes: [event.data.node], inputs: [ROUTES], all: false };
       case 'node.public-domain-set':
-        return { nodes: [event.data.node], inputs: [], all: false };
+        // `${route:…}` of its modules waits for names under the new domain; the routes file asks for them.
+        return { nodes: [event.data.node], inputs: [ROUTES], all: false };
       case 'consumer.answered':
         // `${bound:…}` of the consumer it answers.
         return { nodes: [event.data.consumer.node], inputs: [], all: false };

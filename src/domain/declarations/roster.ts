@@ -1,7 +1,6 @@
 import type { MeshState } from '../mesh/state.js';
-import { nodeNamed } from '../nodes/state.js';
-import { proxyHolder } from '../routes/grants.js';
-import { allGrants } from '../routes/state.js';
+import { allNodes, nodeNamed } from '../nodes/state.js';
+import { currentGrants, proxyHolder } from '../routes/grants.js';
 
 // ADR 0120 of the seeds: a roster is the mesh's data in the module's format. The mesh hands a file
 // or region template two lists and the template repeats a line over one of them:
@@ -32,10 +31,10 @@ const byName = (a: RosterEntry, b: RosterEntry): number => (a.name < b.name ? -1
  * mesh-proxy; none while nobody holds it, or its node has no address.
  */
 export const rosterOf = (state: MeshState): Roster => {
-  const machines = [...state.nodes.byName.values()].flatMap((node) => (node.address ? [{ name: node.name, address: node.address }] : [])).sort(byName);
+  const machines = [...allNodes(state.nodes)].flatMap((node) => (node.address ? [{ name: node.name, address: node.address }] : [])).sort(byName);
   const proxy = proxyHolder(state);
   const proxyAddress = proxy ? nodeNamed(state.nodes, proxy.node)?.address : null;
-  const served = proxyAddress ? allGrants(state.routes).map((grant) => ({ name: grant.publicName, address: proxyAddress })) : [];
+  const served = proxyAddress ? currentGrants(state).map((grant) => ({ name: grant.publicName, address: proxyAddress })) : [];
   return { machines, names: [...machines, ...served].sort(byName) };
 };
 
