@@ -5,14 +5,35 @@ import type pg from 'pg';
 import { pino } from 'pino';
 import { hostKey, nodeIdentity } from '../../src/adapters/enrolment-client.js';
 import { Agent } from '../../src/agent/agent.js';
+import { MeshService } from '../../src/controller/mesh-service.js';
+import { MeshView } from '../../src/controller/mesh-view.js';
+import { SecretKeeper } from '../../src/controller/secret-keeper.js';
 import { tokenVerifier } from '../../src/domain/nodes/enrolment.js';
 import type { ProjectorSchemas } from '../../src/projections/control.js';
 import { FAST } from '../agent/harness.js';
 import { testNatsUrl } from './log.js';
 import type { TestMesh } from './test-mesh.js';
+import { openTestVault } from './vault.js';
 
 // Where a secret's value must never be found, and the agents that handle one: what a test of the
 // sealed path looks into once every path that handles a secret has run (ADR 0113, design 32 §10).
+
+/** The sealed path of a test mesh: a vault of its own, and the controller's secret keeper asking it for what the assignments need. */
+export const startSealedPath = (t: TestMesh) => {
+  const vault = openTestVault(t.nc, { prefix: t.names.prefix, controllerKey: t.controllerKey.publicKey });
+  const view = new MeshView(t.newLog(), { logger: pino({ level: 'silent' }) });
+  view.start();
+  const keeper = new SecretKeeper(t.nc, view, new MeshService(t.newLog(), {}, view), { prefix: t.names.prefix, controller: t.controllerKey, actor: 'controller', logger: pino({ level: 'silent' }) });
+  keeper.start();
+  return {
+    vault,
+    stop: async () => {
+      await keeper.stop();
+      await view.stop();
+      vault.remove();
+    },
+  };
+};
 
 /** An agent for `node`, enrolled with the keys it made in `stateDir` (recorded as the enrol tool records them), started. */
 export const enrolAndStartAgent = async (t: TestMesh, node: string, stateDir: string): Promise<Agent> => {

@@ -2,24 +2,19 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { pino } from 'pino';
 import { eventsStreamName } from '../../src/adapters/nats/control-streams.js';
 import type { Agent } from '../../src/agent/agent.js';
 import { stopRecordedProcesses } from '../../src/agent/left-running.js';
 import { StateFolder } from '../../src/agent/state-folder.js';
 import { meshHome } from '../../src/config.js';
-import { MeshService } from '../../src/controller/mesh-service.js';
-import { MeshView } from '../../src/controller/mesh-view.js';
-import { SecretKeeper } from '../../src/controller/secret-keeper.js';
 import { freePort } from '../../src/dev/ports.js';
 import { readPgpass, type Login } from '../../src/modules/postgres/guestbook.js';
 import { runMesh } from '../helpers/cli.js';
 import { testDatabaseUrl } from '../helpers/database.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { uniqueName } from '../helpers/names.js';
-import { enrolAndStartAgent, listenToTheWire, plantedFound, projectionRows, storedMessages } from '../helpers/secret-places.js';
+import { enrolAndStartAgent, startSealedPath, listenToTheWire, plantedFound, projectionRows, storedMessages } from '../helpers/secret-places.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
-import { openTestVault } from '../helpers/vault.js';
 import { dropSchemas, freshSchemas } from '../projections/harness.js';
 
 // End to end with a real provider (issue 17): the vault makes the provider's superuser password
@@ -33,9 +28,7 @@ import { dropSchemas, freshSchemas } from '../projections/harness.js';
 
 describe('a real PostgreSQL provider and a consumer on another node', () => {
   let t: TestMesh;
-  let view: MeshView;
-  let keeper: SecretKeeper;
-  let vault: ReturnType<typeof openTestVault>;
+  let sealed: ReturnType<typeof startSealedPath>;
   let pool: pg.Pool;
   let wire: ReturnType<typeof listenToTheWire>;
   let env: Record<string, string>;
@@ -78,11 +71,7 @@ describe('a real PostgreSQL provider and a consumer on another node', () => {
     await assign('test-vault', 'alpha', ['mesh-vault']);
     await assign('local-postgres', 'alpha', [], { port: String(port) });
     await assign('guestbook', 'beta');
-    vault = openTestVault(t.nc, { prefix: t.names.prefix, controllerKey: t.controllerKey.publicKey });
-    view = new MeshView(t.newLog(), { logger: pino({ level: 'silent' }) });
-    view.start();
-    keeper = new SecretKeeper(t.nc, view, new MeshService(t.newLog(), {}, view), { prefix: t.names.prefix, controller: t.controllerKey, actor: 'controller', logger: pino({ level: 'silent' }) });
-    keeper.start();
+    sealed = startSealedPath(t);
     for (const node of ['alpha', 'beta']) agents.push(await enrolAndStartAgent(t, node, stateOf(node)));
   }, 60_000);
 
@@ -93,9 +82,7 @@ describe('a real PostgreSQL provider and a consumer on another node', () => {
     for (const node of ['alpha', 'beta']) stopRecordedProcesses(stateOf(node), 'SIGTERM');
     await waitFor('the modules to stop', async () => ['alpha', 'beta'].every((node) => runningPids(node).every((pid) => !existsSync(`/proc/${pid}`))), 20_000).catch(() => undefined);
     for (const node of ['alpha', 'beta']) stopRecordedProcesses(stateOf(node), 'SIGKILL');
-    await keeper?.stop();
-    await view?.stop();
-    vault?.remove();
+    await sealed?.stop();
     await t.close();
     await dropSchemas(pool, schemas);
     await pool.end();

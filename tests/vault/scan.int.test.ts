@@ -2,20 +2,15 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { pino } from 'pino';
 import { eventsStreamName } from '../../src/adapters/nats/control-streams.js';
 import type { Agent } from '../../src/agent/agent.js';
 import { stopRecordedProcesses } from '../../src/agent/left-running.js';
 import { meshHome } from '../../src/config.js';
-import { MeshService } from '../../src/controller/mesh-service.js';
-import { MeshView } from '../../src/controller/mesh-view.js';
-import { SecretKeeper } from '../../src/controller/secret-keeper.js';
 import { testDatabaseUrl } from '../helpers/database.js';
 import { uniqueName } from '../helpers/names.js';
 import { runMesh } from '../helpers/cli.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
-import { openTestVault } from '../helpers/vault.js';
-import { enrolAndStartAgent, listenToTheWire, plantedFound, projectionRows, storedMessages } from '../helpers/secret-places.js';
+import { enrolAndStartAgent, startSealedPath, listenToTheWire, plantedFound, projectionRows, storedMessages } from '../helpers/secret-places.js';
 import { dropSchemas, freshSchemas } from '../projections/harness.js';
 
 // Every path that handles a secret runs — the controller has the vault make it and records it, the
@@ -27,9 +22,7 @@ import { dropSchemas, freshSchemas } from '../projections/harness.js';
 
 describe('no secret value anywhere but the vault and the files of the nodes it names', () => {
   let t: TestMesh;
-  let view: MeshView;
-  let keeper: SecretKeeper;
-  let vault: ReturnType<typeof openTestVault>;
+  let sealed: ReturnType<typeof startSealedPath>;
   let pool: pg.Pool;
   let wire: ReturnType<typeof listenToTheWire>;
   let env: Record<string, string>;
@@ -73,11 +66,7 @@ describe('no secret value anywhere but the vault and the files of the nodes it n
     await assign('test-vault', 'alpha', ['mesh-vault']);
     await assign('logins', 'alpha');
     await assign('app', 'beta');
-    vault = openTestVault(t.nc, { prefix: t.names.prefix, controllerKey: t.controllerKey.publicKey });
-    view = new MeshView(t.newLog(), { logger: pino({ level: 'silent' }) });
-    view.start();
-    keeper = new SecretKeeper(t.nc, view, new MeshService(t.newLog(), {}, view), { prefix: t.names.prefix, controller: t.controllerKey, actor: 'controller', logger: pino({ level: 'silent' }) });
-    keeper.start();
+    sealed = startSealedPath(t);
     await enrolAndStart('alpha');
     await enrolAndStart('beta');
   });
@@ -85,9 +74,7 @@ describe('no secret value anywhere but the vault and the files of the nodes it n
     wire?.subscription.unsubscribe();
     for (const agent of agents) await agent.stop();
     for (const node of ['alpha', 'beta']) stopRecordedProcesses(stateOf(node), 'SIGKILL');
-    await keeper?.stop();
-    await view?.stop();
-    vault?.remove();
+    await sealed?.stop();
     await t.close();
     await dropSchemas(pool, schemas);
     await pool.end();
