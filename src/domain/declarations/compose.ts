@@ -43,6 +43,9 @@ const secretPath = (root: string, module: string, requirement: string): string =
 /** Where a provider finds the secret it makes for a consumer (`<node>-<module>`), to apply it. */
 export const consumerSecretPath = (root: string, module: string, consumer: string): string => `${root}/.mesh/${module}/consumers/${consumer}`;
 
+/** The folder of a provider's consumer secrets, beside the folder of its own (`${superuser.path}` → `.mesh/<module>/consumers`). */
+export const consumerSecretsFolderBeside = (ownSecretPath: string): string => `${ownSecretPath.replace(/\/secrets\/[^/]+$/, '')}/consumers`;
+
 /** Where a module's identity on the bus lands on its node; `${bus.credential}` is this path. */
 export const busIdentityPath = (root: string, module: string): string => `${root}/.mesh/${module}/bus-identity.json`;
 
