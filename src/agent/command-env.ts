@@ -1,9 +1,16 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { projectRoot } from '../config.js';
 import type { SystemUser } from './system-users.js';
 
 // The environment a declared command runs in: not the agent's own (a service must not depend on
 // how its agent happened to be started), only PATH, HOME, what the declaration sets, and the
-// environment files it names, which hold what the declaration may not carry.
+// environment files it names, which hold what the declaration may not carry. The mesh's own
+// program is first on the PATH: a module of the mesh's (the vault, the PostgreSQL provider) runs
+// `mesh …` of the same installation as the agent that starts it.
+
+/** Where `mesh` is, for the commands the agent runs. */
+export const MESH_PROGRAM_DIR = join(projectRoot, 'bin');
 
 export type CommandEnv = { ok: true; env: Record<string, string> } | { ok: false; reason: string };
 
@@ -25,7 +32,7 @@ export const commandEnv = (
   user: SystemUser | null,
 ): CommandEnv => {
   const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    PATH: `${MESH_PROGRAM_DIR}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}`,
     HOME: user?.home ?? process.env.HOME ?? '/',
   };
   for (const file of declared.envFiles) {

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Declaration, DeclaredAssignment, Resource } from '../domain/declarations/declaration.js';
 import type { ResourceOutcome } from '../domain/reports/report.js';
 import type { Driver } from './drivers/driver.js';
+import type { FileDriver } from './drivers/file.js';
 import type { ProcessDriver } from './drivers/process.js';
 import type { RunOnceDriver } from './drivers/run-once.js';
 import type { ServiceDriver } from './drivers/service.js';
@@ -19,7 +20,7 @@ import type { RecordStore } from './state-folder.js';
 
 export interface Drivers {
   directory: Driver<'directory'>;
-  file: Driver<'file'>;
+  file: FileDriver;
   region: Driver<'region'>;
   service: ServiceDriver;
   'trust-anchor': Driver<'trust-anchor'>;
@@ -117,7 +118,7 @@ export class Reconciler {
       case 'directory':
         return this.drivers.directory.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'directory' }> | undefined });
       case 'file':
-        return this.drivers.file.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'file' }> | undefined });
+        return this.drivers.file.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'file' }> | undefined }, secretFilesOf(resource.module, byKey));
       case 'region':
         return this.drivers.region.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'region' }> | undefined });
       case 'service': {
@@ -149,6 +150,10 @@ export class Reconciler {
  * its own module (ADR 0136), and only a step declared before what it gates, so a module never
  * waits on another and a pass never waits on itself.
  */
+/** Where the agent places each secret declared to a module here, by the secret's name: what a file's `${secret:NAME}` reads. */
+const secretFilesOf = (module: string, byKey: ReadonlyMap<string, Desired>): Map<string, string> =>
+  new Map([...byKey.values()].flatMap(({ resource }) => (resource.kind === 'secret' && resource.module === module ? [[resource.secret, resource.path] as const] : [])));
+
 const gateOf = (resource: Resource, assignment: DeclaredAssignment, outcomes: ReadonlyMap<string, Outcome>): string | null => {
   const after = 'after' in resource ? resource.after : [];
   for (const key of after) {

@@ -21,6 +21,7 @@ import { defineTrust } from './trust.js';
 import { defineStatus } from './status.js';
 import { defineSecret } from './secret.js';
 import { defineVault } from './vault.js';
+import { definePostgres } from './postgres.js';
 import { helpFooter, verbsOf } from './verbs.js';
 
 // The CLI's definition: every verb, its flags, its help. One program per run (commander keeps
@@ -90,7 +91,7 @@ export const meshProgram = (): Command => {
     .configureOutput({ outputError: () => undefined })
     .showSuggestionAfterError(true)
     .configureHelp({ helpWidth: TABLE_WIDTH });
-  for (const define of [defineDev, defineLog, defineHistory, defineOperator, defineAudit, defineModule, defineEvents, defineSeats, defineTrust, defineStatus, defineNode, defineAssign, defineBuilds, defineBuilder, defineVault, defineSecret, defineController, defineAgent, defineProjections, defineCompletion]) {
+  for (const define of [defineDev, defineLog, defineHistory, defineOperator, defineAudit, defineModule, defineEvents, defineSeats, defineTrust, defineStatus, defineNode, defineAssign, defineBuilds, defineBuilder, defineVault, defineSecret, definePostgres, defineController, defineAgent, defineProjections, defineCompletion]) {
     define(program);
   }
   // `mesh --help` lists every verb and sub-verb, not only the first words.
@@ -98,7 +99,7 @@ export const meshProgram = (): Command => {
     helpWidth: TABLE_WIDTH,
     formatHelp: (command, helper) => `Usage: ${helper.commandUsage(command)}\n\n${helper.commandDescription(command)}\n\nOptions:\n  -h, --help  this help\n\nVerbs:\n${verbList(program)}\n`,
   });
-  program.addHelpText('after', () => `\nVerbs:\n${verbList(program)}\n\n${ENVIRONMENT}\n${helpFooter({ example: ['mesh status', 'mesh node show alpha', 'mesh help assign'], exits: [1, 3, 4, 5, 6, 7] })}`);
+  program.addHelpText('after', () => `\n${ENVIRONMENT}\n${helpFooter({ example: ['mesh status', 'mesh node show alpha', 'mesh help assign'], exits: [1, 3, 4, 5, 6, 7] })}`);
   return program;
 };
 

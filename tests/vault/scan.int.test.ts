@@ -1,27 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { DeliverPolicy, jetstream } from '@nats-io/jetstream';
-import type { Subscription } from '@nats-io/nats-core';
 import pg from 'pg';
-import { pino } from 'pino';
-import { hostKey, nodeIdentity } from '../../src/adapters/enrolment-client.js';
 import { eventsStreamName } from '../../src/adapters/nats/control-streams.js';
-import { Agent } from '../../src/agent/agent.js';
+import type { Agent } from '../../src/agent/agent.js';
 import { stopRecordedProcesses } from '../../src/agent/left-running.js';
 import { meshHome } from '../../src/config.js';
-import { MeshService } from '../../src/controller/mesh-service.js';
-import { MeshView } from '../../src/controller/mesh-view.js';
-import { SecretKeeper } from '../../src/controller/secret-keeper.js';
-import { tokenVerifier } from '../../src/domain/nodes/enrolment.js';
-import { FAST } from '../agent/harness.js';
 import { testDatabaseUrl } from '../helpers/database.js';
-import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
 import { runMesh } from '../helpers/cli.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
-import { openTestVault } from '../helpers/vault.js';
+import { enrolAndStartAgent, startSealedPath, listenToTheWire, plantedFound, projectionRows, storedMessages } from '../helpers/secret-places.js';
 import { dropSchemas, freshSchemas } from '../projections/harness.js';
 
 // Every path that handles a secret runs — the controller has the vault make it and records it, the
@@ -33,12 +22,9 @@ import { dropSchemas, freshSchemas } from '../projections/harness.js';
 
 describe('no secret value anywhere but the vault and the files of the nodes it names', () => {
   let t: TestMesh;
-  let view: MeshView;
-  let keeper: SecretKeeper;
-  let vault: ReturnType<typeof openTestVault>;
+  let sealed: ReturnType<typeof startSealedPath>;
   let pool: pg.Pool;
-  let wire: Subscription;
-  const heard: string[] = [];
+  let wire: ReturnType<typeof listenToTheWire>;
   let env: Record<string, string>;
   const agents: Agent[] = [];
   const schemas = freshSchemas();
@@ -47,43 +33,14 @@ describe('no secret value anywhere but the vault and the files of the nodes it n
   const nodeRoot = (node: string) => join(root, 'nodes', node);
 
   const assign = (module: string, node: string, hold: string[] = []) => t.run({ type: 'assign', module, node, hold, pins: {}, values: {}, placements: {} });
-  const enrolAndStart = async (node: string) => {
-    const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir: stateOf(node), wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 500 }, logger: pino({ level: 'silent' }) });
-    // the keys the agent enrols with, recorded as the enrol tool records them
-    const tokenId = randomBytes(8).toString('hex');
-    await t.run({ type: 'issue-enrolment-token', tokenId, verifier: tokenVerifier('s'), node, expiresAt: new Date(Date.now() + 3_600_000).toISOString() });
-    await t.run({ type: 'enrol-node', node, tokenId, secret: 's', publicKey: nodeIdentity(stateOf(node)).publicKey, busKey: hostKey(stateOf(node)).publicKey, now: new Date().toISOString() });
-    await agent.start();
-    agents.push(agent);
-  };
-  const stored = async (stream: string): Promise<string[]> => {
-    const info = await t.jsm.streams.info(stream).catch(() => undefined);
-    if (!info || info.state.messages === 0) return [];
-    const consumer = await jetstream(t.nc).consumers.get(stream, { deliver_policy: DeliverPolicy.All });
-    const bodies: string[] = [];
-    const iterator = await consumer.consume();
-    for await (const message of iterator) {
-      bodies.push(`${message.subject} ${new TextDecoder().decode(message.data)}`);
-      if (message.info.pending === 0) break;
-    }
-    iterator.stop();
-    return bodies;
-  };
-  const projectionRows = async (): Promise<string[]> => {
-    const { rows: tables } = await pool.query<{ schemaname: string; tablename: string }>(`SELECT schemaname, tablename FROM pg_tables WHERE schemaname = $1 OR schemaname = $2 OR schemaname LIKE $3`, [schemas.control, schemas.read, `${schemas.control}\\_%`]);
-    const rows: string[] = [];
-    for (const { schemaname, tablename } of tables) {
-      const { rows: found } = await pool.query(`SELECT * FROM "${schemaname}"."${tablename}"`);
-      rows.push(...found.map((row) => `${schemaname}.${tablename} ${JSON.stringify(row)}`));
-    }
-    return rows;
-  };
+  const enrolAndStart = async (node: string) => void agents.push(await enrolAndStartAgent(t, node, stateOf(node)));
+  const stored = (stream: string) => storedMessages(t, stream);
 
   beforeAll(async () => {
     mkdirSync(root, { recursive: true });
     t = await openTestMesh();
     pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 2 });
-    wire = t.nc.subscribe(`${t.names.prefix}.>`, { callback: (error, message) => void (error ?? heard.push(`${message.subject} ${new TextDecoder().decode(message.data)}`)) });
+    wire = listenToTheWire(t);
     env = await t.startControlPlane(schemas);
     await t.run({ type: 'register-module', manifest: { name: 'test-vault', provides: [{ provision: 'secret' }], canHold: ['mesh-vault'], resources: {} } });
     await t.run({
@@ -109,21 +66,15 @@ describe('no secret value anywhere but the vault and the files of the nodes it n
     await assign('test-vault', 'alpha', ['mesh-vault']);
     await assign('logins', 'alpha');
     await assign('app', 'beta');
-    vault = openTestVault(t.nc, { prefix: t.names.prefix, controllerKey: t.controllerKey.publicKey });
-    view = new MeshView(t.newLog(), { logger: pino({ level: 'silent' }) });
-    view.start();
-    keeper = new SecretKeeper(t.nc, view, new MeshService(t.newLog(), {}, view), { prefix: t.names.prefix, controller: t.controllerKey, actor: 'controller', logger: pino({ level: 'silent' }) });
-    keeper.start();
+    sealed = startSealedPath(t);
     await enrolAndStart('alpha');
     await enrolAndStart('beta');
   });
   afterAll(async () => {
-    wire?.unsubscribe();
+    wire?.subscription.unsubscribe();
     for (const agent of agents) await agent.stop();
     for (const node of ['alpha', 'beta']) stopRecordedProcesses(stateOf(node), 'SIGKILL');
-    await keeper?.stop();
-    await view?.stop();
-    vault?.remove();
+    await sealed?.stop();
     await t.close();
     await dropSchemas(pool, schemas);
     await pool.end();
@@ -147,11 +98,11 @@ describe('no secret value anywhere but the vault and the files of the nodes it n
     expect(planted['the login beta/app presents']).toBe(planted['the login alpha/logins applies']);
     expect(planted['the token of beta/app']).not.toBe(planted['the login beta/app presents']);
 
-    const onTheWire = heard;
+    const onTheWire = wire.heard;
     const log = await stored(t.names.logStream);
     const nodes = await stored(t.names.nodesStream);
     const events = await stored(eventsStreamName({ prefix: t.names.prefix, nodes: t.names.nodesStream, control: t.names.controlStream }));
-    const projections = await projectionRows();
+    const projections = await projectionRows(pool, schemas);
     // each place was looked into, and names the secrets it may name
     expect(log.join('\n')).toContain('"secret":"test-login/beta-app"');
     expect(nodes.join('\n')).toContain('"secret":"test-login/beta-app"');
@@ -159,9 +110,7 @@ describe('no secret value anywhere but the vault and the files of the nodes it n
     expect(events.length).toBeGreaterThan(0);
     expect(projections.some((row) => row.includes('test-login/beta-app'))).toBe(true);
     const places = { 'the wire': onTheWire, LOG: log, NODES: nodes, EVENTS: events, projections };
-    const found = Object.entries(places).flatMap(([place, texts]) =>
-      Object.entries(planted).filter(([, value]) => texts.some((text) => text.includes(value))).map(([what]) => `${what} in ${place}`),
-    );
+    const found = plantedFound(places, planted);
     expect(found).toEqual([]);
   });
 

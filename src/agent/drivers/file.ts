@@ -8,6 +8,32 @@ import { newRecordId, type Applying, type Driver, type DriverContext } from './d
 // A file is written whole and renamed into place with its mode. A file that was already there
 // when first declared is kept aside (found/<record>) and put back when undeclared (ADR 0118); one
 // the agent created is removed — unless someone has changed it since, which the agent leaves.
+// A template that reads a secret (`${db.password}`) reaches the agent as `${secret:NAME}`: it is
+// filled here, on the node, from the file the vault's value was placed in (ADR 0113), so the value
+// never travels in a declaration; such a file is for its owner's eyes only.
+
+const SECRET_MARKER = /\$\{secret:([^}]+)\}/g;
+
+export interface FileDriver extends Driver<'file'> {
+  /** `secretFiles`: where each secret declared to the module is placed, by name */
+  apply(applying: Applying<'file'>, secretFiles?: ReadonlyMap<string, string>): Promise<Outcome>;
+}
+
+/** The content with each secret it names filled in, or why it cannot be yet. */
+const filled = (content: string, mode: number, secretFiles: ReadonlyMap<string, string>): { ok: true; content: Buffer } | { ok: false; outcome: Outcome } => {
+  const names = [...content.matchAll(SECRET_MARKER)].map((m) => m[1] ?? '');
+  if (names.length === 0) return { ok: true, content: Buffer.from(content) };
+  if ((mode & 0o077) !== 0) return { ok: false, outcome: refused(`it holds the secret ${names[0]}, and its mode ${mode.toString(8).padStart(4, '0')} lets others read it: give it mode 0600`) };
+  const values = new Map<string, string>();
+  for (const name of names) {
+    const path = secretFiles.get(name);
+    if (!path) return { ok: false, outcome: refused(`it reads the secret ${name}, which is not declared to its module on this node`) };
+    const value = readOrUndefined(path);
+    if (value === undefined) return { ok: false, outcome: held(`waiting for the vault to deliver ${name}`) };
+    values.set(name, value.toString('utf8'));
+  }
+  return { ok: true, content: Buffer.from(content.replace(SECRET_MARKER, (_, name: string) => values.get(name) ?? '')) };
+};
 
 const readOrUndefined = (path: string): Buffer | undefined => {
   try {
@@ -17,8 +43,8 @@ const readOrUndefined = (path: string): Buffer | undefined => {
   }
 };
 
-export const fileDriver = (context: DriverContext): Driver<'file'> => ({
-  async apply({ resource, record, identity, digest }: Applying<'file'>): Promise<Outcome> {
+export const fileDriver = (context: DriverContext): FileDriver => ({
+  async apply({ resource, record, identity, digest }: Applying<'file'>, secretFiles: ReadonlyMap<string, string> = new Map()): Promise<Outcome> {
     if (!existsSync(dirname(resource.path))) return held(`waiting for its directory ${dirname(resource.path)}`);
     if (existsSync(resource.path) && !statSync(resource.path).isFile()) return refused(`${resource.path} exists and is not a file`);
     const id = record?.id ?? newRecordId();
@@ -27,8 +53,10 @@ export const fileDriver = (context: DriverContext): Driver<'file'> => ({
       copyFileSync(resource.path, context.folder.foundCopy(id));
       found = true;
     }
-    const wanted = Buffer.from(resource.content);
     const mode = Number.parseInt(resource.mode, 8);
+    const content = filled(resource.content, mode, secretFiles);
+    if (!content.ok) return content.outcome;
+    const wanted = content.content;
     const actual = readOrUndefined(resource.path);
     if (!actual?.equals(wanted) || (statSync(resource.path).mode & 0o7777) !== mode) writeFileAtomic(resource.path, wanted, mode);
     context.records.put({ id, kind: 'file', key: resource.key, module: resource.module, identity, digest, path: resource.path, written: sha256(wanted), found });

@@ -8,10 +8,15 @@ import { createHash } from 'node:crypto';
 export const LOGIN_MAX = 20;
 const DIGEST_LENGTH = 8;
 
-export const derivedLogin = (node: string, module: string): string => {
-  const identity = `${node}-${module}`;
-  if (identity.length <= LOGIN_MAX) return identity;
-  const digest = createHash('sha256').update(identity).digest('hex').slice(0, DIGEST_LENGTH);
-  const head = identity.slice(0, LOGIN_MAX - DIGEST_LENGTH - 1).replace(/-+$/, '');
+/** `text` when it fits in `max` characters, else its first letters, `-`, and 8 hex digits of its sha256. */
+export const boundedName = (text: string, max: number): string => {
+  if (text.length <= max) return text;
+  const digest = createHash('sha256').update(text).digest('hex').slice(0, DIGEST_LENGTH);
+  const head = text.slice(0, max - DIGEST_LENGTH - 1).replace(/-+$/, '');
   return `${head}-${digest}`;
 };
+
+/** The login of a consumer known by its identity `<node>-<module>`, as a provider finds it (a file named for it). */
+export const loginOfIdentity = (identity: string): string => boundedName(identity, LOGIN_MAX);
+
+export const derivedLogin = (node: string, module: string): string => loginOfIdentity(`${node}-${module}`);

@@ -19,6 +19,7 @@ import { answerFor } from '../answers/state.js';
 import { derivedLogin } from '../answers/login.js';
 import { proxyResources, publicUrl } from '../routes/table.js';
 import { secretsAppliedBy } from '../secrets/wanted.js';
+import { declaredVersions, secretNamed } from '../secrets/state.js';
 import { currentTrustRoot } from '../trust/state.js';
 import { expandRoster, rosterOf, type Roster } from './roster.js';
 
@@ -41,6 +42,9 @@ const secretPath = (root: string, module: string, requirement: string): string =
 
 /** Where a provider finds the secret it makes for a consumer (`<node>-<module>`), to apply it. */
 export const consumerSecretPath = (root: string, module: string, consumer: string): string => `${root}/.mesh/${module}/consumers/${consumer}`;
+
+/** The folder of a provider's consumer secrets, beside the folder of its own (`${superuser.path}` → `.mesh/<module>/consumers`). */
+export const consumerSecretsFolderBeside = (ownSecretPath: string): string => `${ownSecretPath.replace(/\/secrets\/[^/]+$/, '')}/consumers`;
 
 /** Where a module's identity on the bus lands on its node; `${bus.credential}` is this path. */
 export const busIdentityPath = (root: string, module: string): string => `${root}/.mesh/${module}/bus-identity.json`;
@@ -239,7 +243,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
       }
       return { path: path ?? e.from, reason: e.reason };
     });
-  const restartKeys = (names: string[]) => names.map((n) => (files.has(n) ? key(n) : answers.secrets.has(n) ? key(`secret-${n}`) : key(n)));
+  const restartKeys = (names: string[]) => [...new Set([...names.map((n) => (files.has(n) ? key(n) : answers.secrets.has(n) ? key(`secret-${n}`) : key(n))), ...rotatedSecrets])];
   // The module's own artifact is the version its rollout put on its nodes (src/domain/builds).
   const artifact = deployedDigestOf(state.builds, module);
   const image = (spec: Manifest['resources']['containers'][number]['image']): string =>
@@ -270,13 +274,20 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
     resources.push({ key: key(service.name), module, kind: 'service', unit: service.unit, state: service.state ?? null, enabled: service.enabled ?? null, reloadOn: service.reloadOn.map(key) });
   }
   const secretOwner = readerOf(manifest);
+  const party = { node: assignment.node, module };
+  // A secret that has been rotated is one its readers restart on (derived, not declared): a new
+  // value in the file is of no use to a process that read the old one when it started.
+  const rotatedSecrets: string[] = [];
   for (const secret of answers.secrets.values()) {
-    resources.push({ key: key(`secret-${secret.requirement}`), module, kind: 'secret', secret: secret.name, path: answers.paths.get(secret.requirement) ?? '', owner: secretOwner, vault: secret.holder });
+    const versions = declaredVersions(secretNamed(state.secrets, secret.name), party);
+    if (versions) rotatedSecrets.push(key(`secret-${secret.requirement}`));
+    resources.push({ key: key(`secret-${secret.requirement}`), module, kind: 'secret', secret: secret.name, path: answers.paths.get(secret.requirement) ?? '', owner: secretOwner, vault: secret.holder, ...(versions ? { versions } : {}) });
   }
   // A provider that makes each consumer a secret applies it (creates the login): the vault delivers it here too (ADR 0113).
   for (const applied of secretsAppliedBy(state, assignment)) {
     const consumer = `${applied.consumer.node}-${applied.consumer.module}`;
-    resources.push({ key: key(`consumer-${consumer}`), module, kind: 'secret', secret: applied.secret, path: consumerSecretPath(root, module, consumer), owner: secretOwner, vault: applied.holder });
+    const versions = declaredVersions(secretNamed(state.secrets, applied.secret), party);
+    resources.push({ key: key(`consumer-${consumer}`), module, kind: 'secret', secret: applied.secret, path: consumerSecretPath(root, module, consumer), owner: secretOwner, vault: applied.holder, ...(versions ? { versions } : {}) });
   }
   if (busIdentity) resources.push(busIdentity);
 

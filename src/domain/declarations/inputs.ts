@@ -8,6 +8,7 @@ import { PROXY_SEAT, proxyHolder } from '../routes/grants.js';
 import { rosterListsRead } from './roster.js';
 import { hasGrants } from '../routes/state.js';
 import { perConsumerProvider } from '../secrets/wanted.js';
+import { secretNamed } from '../secrets/state.js';
 import type { AssignmentState } from '../assignments/state.js';
 
 // Which nodes' declarations an event can change, as a controller-runtime reconciler maps a watched
@@ -178,6 +179,17 @@ export class DeclarationInputs {
       }
       case 'trust.root-set':
         return { nodes: [], inputs: [TRUST_ROOT], all: false };
+      case 'secret.rotation-started':
+      case 'secret.rotation-made':
+      case 'secret.rotation-applied':
+      case 'secret.rotation-confirmed':
+      case 'secret.rotation-retired':
+      case 'secret.rotation-abandoned': {
+        // Which versions are placed where: every node the secret goes to, and the rotation's parties.
+        const secret = secretNamed(state.secrets, event.data.secret);
+        const parties = secret?.rotation ? [...secret.rotation.appliers, ...secret.rotation.readers].map((p) => p.node) : [];
+        return { nodes: [...new Set([...(secret?.recipients ?? []), ...parties])], inputs: [], all: false };
+      }
       default:
         return NOTHING;
     }

@@ -1,0 +1,167 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { eventsStreamName } from '../../src/adapters/nats/control-streams.js';
+import type { Agent } from '../../src/agent/agent.js';
+import { stopRecordedProcesses } from '../../src/agent/left-running.js';
+import { StateFolder } from '../../src/agent/state-folder.js';
+import { meshHome } from '../../src/config.js';
+import { freePort } from '../../src/dev/ports.js';
+import { readPgpass, type Login } from '../../src/modules/postgres/guestbook.js';
+import { runMesh } from '../helpers/cli.js';
+import { testDatabaseUrl } from '../helpers/database.js';
+import { fixtureManifest } from '../helpers/given.js';
+import { uniqueName } from '../helpers/names.js';
+import { enrolAndStartAgent, startSealedPath, listenToTheWire, plantedFound, projectionRows, storedMessages } from '../helpers/secret-places.js';
+import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
+import { dropSchemas, freshSchemas } from '../projections/harness.js';
+
+// End to end with a real provider (issue 17): the vault makes the provider's superuser password
+// and the consumer's login; alpha's agent runs the machine's PostgreSQL 15 as the local-postgres
+// module (initdb with the delivered superuser secret, the server, the ensure step that makes the
+// consumer's database, group role and login from the secret delivered to alpha); beta's agent runs
+// the guestbook, which logs in with the same secret delivered to beta and signs. Then `mesh status`
+// is healthy, a second credential is a login of its own whose retirement leaves the data, and the
+// passwords are in no stream, on no subject, in no projection, and in no process's arguments or
+// environment.
+
+describe('a real PostgreSQL provider and a consumer on another node', () => {
+  let t: TestMesh;
+  let sealed: ReturnType<typeof startSealedPath>;
+  let pool: pg.Pool;
+  let wire: ReturnType<typeof listenToTheWire>;
+  let env: Record<string, string>;
+  let port: number;
+  const agents: Agent[] = [];
+  const schemas = freshSchemas();
+  const root = join(meshHome(), 'tmp', uniqueName('pg-provider-'));
+  const stateOf = (node: string) => join(root, 'agents', node);
+  const nodeRoot = (node: string) => join(root, 'nodes', node);
+  const pgpassFile = () => join(nodeRoot('beta'), 'guestbook', 'data', 'pgpass');
+  const consumersFolder = () => join(nodeRoot('alpha'), '.mesh', 'local-postgres', 'consumers');
+  const assign = (module: string, node: string, hold: string[] = [], values: Record<string, string> = {}) => t.run({ type: 'assign', module, node, hold, pins: {}, values, placements: {} });
+
+  /** The guestbook's rows, read as `login`; undefined while that login cannot get in. */
+  const signatures = async (login: Login): Promise<number | undefined> => {
+    const client = new pg.Client({ ...login, connectionTimeoutMillis: 3_000 });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      const { rows } = await client.query<{ count: string }>('SELECT count(*) AS count FROM signatures');
+      return Number(rows[0]?.count);
+    } catch {
+      return undefined;
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  };
+  const runningPids = (node: string) => new StateFolder(stateOf(node)).loadRecords().flatMap((r) => (r.kind === 'process' && r.running ? [r.running.pid] : []));
+
+  beforeAll(async () => {
+    mkdirSync(root, { recursive: true });
+    port = await freePort();
+    t = await openTestMesh();
+    pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 2 });
+    wire = listenToTheWire(t);
+    env = await t.startControlPlane(schemas);
+    await t.run({ type: 'register-module', manifest: { name: 'test-vault', provides: [{ provision: 'secret' }], canHold: ['mesh-vault'], resources: {} } });
+    for (const name of ['local-postgres', 'guestbook']) await t.run({ type: 'register-module', manifest: fixtureManifest(name) });
+    for (const node of ['alpha', 'beta']) await t.run({ type: 'add-node', node, root: nodeRoot(node), address: '127.0.0.1' });
+    await assign('test-vault', 'alpha', ['mesh-vault']);
+    await assign('local-postgres', 'alpha', [], { port: String(port) });
+    await assign('guestbook', 'beta');
+    sealed = startSealedPath(t);
+    for (const node of ['alpha', 'beta']) agents.push(await enrolAndStartAgent(t, node, stateOf(node)));
+  }, 60_000);
+
+  afterAll(async () => {
+    wire?.subscription.unsubscribe();
+    for (const agent of agents) await agent.stop();
+    // The provider's server stops fast on SIGTERM (its launcher asks PostgreSQL for a fast shutdown).
+    for (const node of ['alpha', 'beta']) stopRecordedProcesses(stateOf(node), 'SIGTERM');
+    await waitFor('the modules to stop', async () => ['alpha', 'beta'].every((node) => runningPids(node).every((pid) => !existsSync(`/proc/${pid}`))), 20_000).catch(() => undefined);
+    for (const node of ['alpha', 'beta']) stopRecordedProcesses(stateOf(node), 'SIGKILL');
+    await sealed?.stop();
+    await t.close();
+    await dropSchemas(pool, schemas);
+    await pool.end();
+    rmSync(root, { recursive: true, force: true });
+  }, 60_000);
+
+  it('makes the consumer’s login from the secret delivered to the provider’s node, and the consumer on beta signs with it', async () => {
+    const login = readPgpass(await waitFor('the guestbook’s password file on beta', async () => existsSync(pgpassFile()) && pgpassFile(), 60_000));
+    expect(login).toMatchObject({ host: '127.0.0.1', port, database: 'beta-guestbook', user: 'beta-guestbook' });
+    // One secret, delivered to both: the consumer presents it, the provider made the login with it.
+    const atConsumer = readFileSync(join(nodeRoot('beta'), '.mesh', 'guestbook', 'secrets', 'db-secret'), 'utf8');
+    expect(login.password).toBe(atConsumer);
+    const atProvider = join(consumersFolder(), 'beta-guestbook');
+    expect(readFileSync(await waitFor('the login delivered to alpha', async () => existsSync(atProvider) && atProvider), 'utf8')).toBe(atConsumer);
+    await waitFor('the guestbook signed by beta', async () => ((await signatures(login)) ?? 0) > 0, 60_000);
+    // The data belongs to the consumer's group role, not to the login that wrote it.
+    const client = new pg.Client({ ...login });
+    await client.connect();
+    const { rows } = await client.query<{ tableowner: string }>("SELECT tableowner FROM pg_tables WHERE tablename = 'signatures'");
+    await client.end();
+    expect(rows).toEqual([{ tableowner: 'beta-guestbook/data' }]);
+    // A wrong password is refused: the login is a real one.
+    expect(await signatures({ ...login, password: `${login.password}x` })).toBeUndefined();
+  }, 120_000);
+
+  it('mesh status says the mesh does what it was told', async () => {
+    const status = await runMesh(['status', '--wait', '60s'], env, 90_000);
+    expect({ code: status.code, stdout: status.stdout, stderr: status.stderr }).toMatchObject({ code: 0 });
+    expect(status.stdout).toMatch(/^ {2}alpha\s.*local-postgres/m);
+    expect(status.stdout).toMatch(/^ {2}beta\s.*guestbook/m);
+  }, 120_000);
+
+  it('keeps a second credential as a login of its own, and retiring it keeps what it wrote', async () => {
+    const login = readPgpass(pgpassFile());
+    // What a rotation places beside the current credential (docs/decisions.md, "A PostgreSQL provider …").
+    const next = { ...login, user: 'beta-guestbook-next', password: 'a-second-credential-of-beta-guestbook' };
+    writeFileSync(join(consumersFolder(), 'beta-guestbook.next'), next.password, { mode: 0o600 });
+    await waitFor('the second login made', async () => (await signatures(next)) !== undefined, 30_000);
+    const client = new pg.Client({ ...next });
+    await client.connect();
+    await client.query("INSERT INTO signatures (signed_by) VALUES ('the second credential')");
+    await client.end();
+    rmSync(join(consumersFolder(), 'beta-guestbook.next'));
+    await waitFor('the second login dropped', async () => (await signatures(next)) === undefined, 30_000);
+    const client2 = new pg.Client({ ...login });
+    await client2.connect();
+    const { rows } = await client2.query<{ count: string }>("SELECT count(*) AS count FROM signatures WHERE signed_by = 'the second credential'");
+    await client2.end();
+    expect(rows).toEqual([{ count: '1' }]);
+  }, 90_000);
+
+  it('finds the passwords in the nodes’ files, and nowhere in the streams, on the wire, in a projection or a process’s arguments and environment', async () => {
+    const planted = {
+      'the login beta/guestbook presents': readFileSync(join(nodeRoot('beta'), '.mesh', 'guestbook', 'secrets', 'db-secret'), 'utf8'),
+      'the superuser of alpha/local-postgres': readFileSync(join(nodeRoot('alpha'), '.mesh', 'local-postgres', 'secrets', 'superuser'), 'utf8'),
+    };
+    expect(planted['the login beta/guestbook presents']).not.toBe(planted['the superuser of alpha/local-postgres']);
+    const names = { prefix: t.names.prefix, nodes: t.names.nodesStream, control: t.names.controlStream };
+    const processes = ['alpha', 'beta'].flatMap((node) => runningPids(node)).flatMap((pid) => {
+      try {
+        return [`${readFileSync(`/proc/${pid}/cmdline`, 'utf8')} ${readFileSync(`/proc/${pid}/environ`, 'utf8')}`];
+      } catch {
+        return [];
+      }
+    });
+    expect(processes.length).toBeGreaterThanOrEqual(3);
+    const places = {
+      'the wire': wire.heard,
+      LOG: await storedMessages(t, t.names.logStream),
+      NODES: await storedMessages(t, t.names.nodesStream),
+      CONTROL: await storedMessages(t, t.names.controlStream),
+      EVENTS: await storedMessages(t, eventsStreamName(names)),
+      projections: await projectionRows(pool, schemas),
+      'the processes': processes,
+    };
+    // each place was looked into, and names the secrets it may name
+    expect(places.LOG.join('\n')).toContain('"secret":"postgres-database/beta-guestbook"');
+    expect(places.NODES.join('\n')).toContain('${secret:postgres-database/beta-guestbook}');
+    expect(places.projections.some((row) => row.includes('postgres-database/beta-guestbook'))).toBe(true);
+    expect(plantedFound(places, planted)).toEqual([]);
+  });
+});
