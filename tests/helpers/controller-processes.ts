@@ -109,7 +109,22 @@ export const openControllersMesh = async (settings: { leaseMs: number; env?: Rec
     rmSync(dir, { recursive: true, force: true });
   };
 
-  return { t, ada, start, send, logEvents, close, processes };
+  /** The environment a `mesh` child process reads this mesh with and sends ada's commands in. */
+  const cliEnv = (): Record<string, string> => ({
+    MESH_NATS_URL: settings.url ?? testNatsUrl(),
+    MESH_OPERATOR_KEY: join(dir, 'operator.key'),
+    MESH_CONTROLLER_KEY: join(dir, 'controller.key'),
+    MESH_SUBJECT_PREFIX: t.names.prefix,
+    MESH_LOG_STREAM: t.names.logStream,
+    MESH_LOG_SUBJECT_PREFIX: t.names.logPrefix,
+    MESH_NODES_STREAM: t.names.nodesStream,
+    MESH_CONTROL_STREAM: t.names.controlStream,
+    MESH_PROJECTOR_SCHEMA: schemas.control,
+    MESH_READ_SCHEMA: schemas.read,
+    MESH_CONTROLLER_SCHEMA: `status_${t.names.prefix}`,
+  });
+
+  return { t, ada, start, send, logEvents, close, processes, cliEnv };
 };
 
 export const isWriter = (p: Pick<ControllerProcess, 'writerSince'>): boolean => p.writerSince() !== undefined;
