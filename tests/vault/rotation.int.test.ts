@@ -17,7 +17,7 @@ import { openControllersMesh, type ControllerProcess } from '../helpers/controll
 import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
 import { waitFor } from '../helpers/test-mesh.js';
-import { openTestVault } from '../helpers/vault.js';
+import { LOGIN_AND_TOKEN, openTestVault } from '../helpers/vault.js';
 
 // Rotation against the real servers, a `mesh controller` process, a vault and two agents
 // (docs/decisions.md, "Rotating a secret"). The provider is a small fixture: an HTTP server on
@@ -123,10 +123,7 @@ describe('rotating a secret over two credentials, against the real servers and a
       type: 'register-module',
       manifest: {
         name: 'app',
-        requires: [
-          { name: 'db', contract: 'test-login', provider: 'module' },
-          { name: 'token', contract: 'secret', provider: 'module', seat: 'mesh-vault' },
-        ],
+        requires: LOGIN_AND_TOKEN,
         // the consumer reads its login where the mesh places it (the fixture names the path: a per-consumer secret has no reference of its own)
         resources: { processes: [{ name: 'client', run: ['sh', '-c', 'test -s "$0" && exec node -e "$1" "$2" "$3"', '${token.path}', CLIENT, consumerFile(), '${db.url}'] }] },
       },
