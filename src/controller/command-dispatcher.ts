@@ -48,6 +48,8 @@ export const OPERATOR_COMMANDS: ReadonlySet<string> = new Set<MeshCommand['type'
   'deploy-version',
   'void-commit',
   'set-trust-root',
+  'rotate-secret',
+  'abandon-secret-rotation',
 ]);
 
 export class CommandDispatcher {

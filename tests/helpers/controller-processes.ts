@@ -51,21 +51,26 @@ export const openControllersMesh = async (settings: { leaseMs: number; env?: Rec
   const schemas = freshSchemas();
   const processes: ControllerProcess[] = [];
 
+  /** Where this mesh is: its bus, streams, subjects, schemas and controller key, as every process of it is told. */
+  const meshEnv = (): Record<string, string> => ({
+    MESH_NATS_URL: settings.url ?? testNatsUrl(),
+    MESH_SUBJECT_PREFIX: t.names.prefix,
+    MESH_LOG_STREAM: t.names.logStream,
+    MESH_LOG_SUBJECT_PREFIX: t.names.logPrefix,
+    MESH_NODES_STREAM: t.names.nodesStream,
+    MESH_CONTROL_STREAM: t.names.controlStream,
+    MESH_PROJECTOR_SCHEMA: schemas.control,
+    MESH_READ_SCHEMA: schemas.read,
+    MESH_CONTROLLER_SCHEMA: `status_${t.names.prefix}`,
+    MESH_CONTROLLER_KEY: join(dir, 'controller.key'),
+  });
+
   const start = async (): Promise<ControllerProcess> => {
     const httpPort = await freePort();
     const env = {
-      MESH_NATS_URL: settings.url ?? testNatsUrl(),
+      ...meshEnv(),
       MESH_DATABASE_URL: process.env.MESH_DATABASE_URL ?? '',
       MESH_NAME: t.names.prefix,
-      MESH_SUBJECT_PREFIX: t.names.prefix,
-      MESH_LOG_STREAM: t.names.logStream,
-      MESH_LOG_SUBJECT_PREFIX: t.names.logPrefix,
-      MESH_NODES_STREAM: t.names.nodesStream,
-      MESH_CONTROL_STREAM: t.names.controlStream,
-      MESH_PROJECTOR_SCHEMA: schemas.control,
-      MESH_READ_SCHEMA: schemas.read,
-      MESH_CONTROLLER_SCHEMA: `status_${t.names.prefix}`,
-      MESH_CONTROLLER_KEY: join(dir, 'controller.key'),
       MESH_HTTP_PORT: String(httpPort),
       MESH_WRITER_LEASE_MS: String(settings.leaseMs),
       ...settings.env,
@@ -109,7 +114,10 @@ export const openControllersMesh = async (settings: { leaseMs: number; env?: Rec
     rmSync(dir, { recursive: true, force: true });
   };
 
-  return { t, ada, start, send, logEvents, close, processes };
+  /** The environment a `mesh` child process reads this mesh with and sends ada's commands in. */
+  const cliEnv = (): Record<string, string> => ({ ...meshEnv(), MESH_OPERATOR_KEY: join(dir, 'operator.key') });
+
+  return { t, ada, start, send, logEvents, close, processes, cliEnv };
 };
 
 export const isWriter = (p: Pick<ControllerProcess, 'writerSince'>): boolean => p.writerSince() !== undefined;

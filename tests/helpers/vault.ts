@@ -44,5 +44,11 @@ export const openTestVault = (nc: NatsConnection, options: { prefix: string; con
 };
 
 /** `node` asking the vault for `secret`, as its agent does. */
-export const fetchAs = (nc: NatsConnection, prefix: string, node: TestNode, secret: string) =>
-  fetchSecret(nc, { prefix, node: node.name, secret, hostKey: node.host, sealingSecretKey: node.sealing.secretKey, timeoutMs: 3_000 });
+export const fetchAs = (nc: NatsConnection, prefix: string, node: TestNode, secret: string, version?: number) =>
+  fetchSecret(nc, { prefix, node: node.name, secret, ...(version === undefined ? {} : { version }), hostKey: node.host, sealingSecretKey: node.sealing.secretKey, timeoutMs: 3_000 });
+
+/** What a consumer of the fixture provider `logins` requires: its login (a per-consumer secret) and a token of its own (a plain secret). */
+export const LOGIN_AND_TOKEN = [
+  { name: 'db', contract: 'test-login', provider: 'module' },
+  { name: 'token', contract: 'secret', provider: 'module', seat: 'mesh-vault' },
+] as const;

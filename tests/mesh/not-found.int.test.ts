@@ -43,6 +43,7 @@ const NOT_FOUND: Record<string, { args: string[]; names: RegExp }> = {
   build: { args: ['build', 'nosuch'], names: /nosuch/ },
   graph: { args: ['graph', 'nosuch'], names: /no module nosuch is registered/ },
   'projections rebuild': { args: ['projections', 'rebuild', 'nosuch'], names: /no projection named "nosuch"/ },
+  'secret rotate': { args: ['secret', 'rotate', 'nosuch'], names: /nosuch: no such secret: the log names no secret by that name/ },
 };
 
 describe('exit 5 for whatever a verb names that does not exist', () => {

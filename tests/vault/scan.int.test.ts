@@ -11,6 +11,8 @@ import { uniqueName } from '../helpers/names.js';
 import { runMesh } from '../helpers/cli.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 import { enrolAndStartAgent, startSealedPath, listenToTheWire, plantedFound, projectionRows, storedMessages } from '../helpers/secret-places.js';
+
+import { LOGIN_AND_TOKEN } from '../helpers/vault.js';
 import { dropSchemas, freshSchemas } from '../projections/harness.js';
 
 // Every path that handles a secret runs — the controller has the vault make it and records it, the
@@ -55,10 +57,7 @@ describe('no secret value anywhere but the vault and the files of the nodes it n
       type: 'register-module',
       manifest: {
         name: 'app',
-        requires: [
-          { name: 'db', contract: 'test-login', provider: 'module' },
-          { name: 'token', contract: 'secret', provider: 'module', seat: 'mesh-vault' },
-        ],
+        requires: LOGIN_AND_TOKEN,
         resources: { processes: [{ name: 'server', run: ['sh', '-c', 'test -s "$0" && exec sleep 600', '${token.path}'] }] },
       },
     });

@@ -47,6 +47,26 @@ describe('the vault', () => {
     expect(await fetchAs(nc, prefix, beta, 'db-one')).toEqual(first);
   });
 
+  it('keeps the current version and a rotation’s new one, hands out each by number, and the current when none is named', async () => {
+    const rotate = (version: number, current: number) => makeSecret(nc, { prefix, controller, secret: 'db-rotated', purpose: 'p', version, current, recipients: [alpha.recipient], timeoutMs: 3_000 });
+    await make('db-rotated');
+    const one = await fetchAs(nc, prefix, alpha, 'db-rotated');
+    expect(await rotate(2, 1)).toEqual({ made: true });
+    // the new version beside the current one: named, it is handed out; unnamed, the current one is
+    const two = await fetchAs(nc, prefix, alpha, 'db-rotated', 2);
+    expect(two.version).toBe(2);
+    expect(two.value).not.toBe(one.value);
+    expect(await fetchAs(nc, prefix, alpha, 'db-rotated')).toEqual(one);
+    expect(await fetchAs(nc, prefix, alpha, 'db-rotated', 1)).toEqual(one);
+    // abandoned, then a third made beside the first: the second is gone
+    expect(await rotate(3, 1)).toEqual({ made: true });
+    await expect(fetchAs(nc, prefix, alpha, 'db-rotated', 2)).rejects.toMatchObject({ problems: [expect.objectContaining({ why: 'the vault holds versions 1, 3 of db-rotated, not that one' })] });
+    // retired: the third alone, and current
+    expect(await rotate(3, 3)).toEqual({ made: false });
+    expect((await fetchAs(nc, prefix, alpha, 'db-rotated')).version).toBe(3);
+    await expect(fetchAs(nc, prefix, alpha, 'db-rotated', 1)).rejects.toMatchObject({ problems: [expect.objectContaining({ why: 'the vault holds versions 3 of db-rotated, not that one' })] });
+  });
+
   it('refuses a node the secret does not name', async () => {
     await make('db-two');
     await expect(fetchAs(nc, prefix, beta, 'db-two')).rejects.toMatchObject({ problems: [expect.objectContaining({ why: expect.stringContaining('node beta is not a recipient of db-two') })] });
