@@ -30,13 +30,15 @@ export interface MakeAsk {
   purpose: string;
   version: number;
   recipients: Recipient[];
+  /** during a rotation, the version readers hold now (kept beside `version`) */
+  current?: number;
   now?: Date;
   timeoutMs?: number;
 }
 
 /** Whether the vault made a value (false: it held that version already); a Refusal or UnavailableError when not. */
 export const makeSecret = async (nc: NatsConnection, ask_: MakeAsk): Promise<{ made: boolean }> => {
-  const request: MakeRequest = { secret: ask_.secret, purpose: ask_.purpose, version: ask_.version, recipients: ask_.recipients, at: (ask_.now ?? new Date()).toISOString(), nonce: randomBytes(16).toString('base64') };
+  const request: MakeRequest = { secret: ask_.secret, purpose: ask_.purpose, version: ask_.version, recipients: ask_.recipients, ...(ask_.current === undefined ? {} : { current: ask_.current }), at: (ask_.now ?? new Date()).toISOString(), nonce: randomBytes(16).toString('base64') };
   const raw = await ask(nc, vaultToolSubject(ask_.prefix, 'make'), sign(request, ask_.controller), ask_.timeoutMs ?? 5_000, { secret: ask_.secret });
   const answer = makeAnswerSchema.safeParse(raw);
   if (!answer.success) throw new Refusal(`making ${ask_.secret}`, [{ what: 'answer', why: 'not a vault answer', remedy: 'run a vault of the same version as the controller' }]);
@@ -48,6 +50,8 @@ export interface FetchAsk {
   prefix: string;
   node: string;
   secret: string;
+  /** the version a declaration placed; the vault's current when absent */
+  version?: number;
   /** the node's host key: the vault knows the node by it */
   hostKey: Pick<Identity, 'secretKey'>;
   /** the node's tweetnacl box secret key (enrolment-client.ts nodeIdentity) */
@@ -58,7 +62,7 @@ export interface FetchAsk {
 
 /** The secret's value and version, opened; a Refusal (the vault said no, or the answer does not add up) or an UnavailableError (nobody answered). */
 export const fetchSecret = async (nc: NatsConnection, ask_: FetchAsk): Promise<{ version: number; value: string }> => {
-  const request: FetchRequest = { secret: ask_.secret, node: ask_.node, at: (ask_.now ?? new Date()).toISOString(), nonce: randomBytes(16).toString('base64') };
+  const request: FetchRequest = { secret: ask_.secret, node: ask_.node, ...(ask_.version === undefined ? {} : { version: ask_.version }), at: (ask_.now ?? new Date()).toISOString(), nonce: randomBytes(16).toString('base64') };
   const raw = await ask(nc, vaultToolSubject(ask_.prefix, 'fetch'), sign(request, ask_.hostKey), ask_.timeoutMs ?? 5_000, { secret: ask_.secret, node: ask_.node });
   const subject = `fetching ${ask_.secret} for ${ask_.node}`;
   const answer = fetchAnswerSchema.safeParse(raw);
@@ -69,6 +73,6 @@ export const fetchSecret = async (nc: NatsConnection, ask_: FetchAsk): Promise<{
   const delivered = deliveredSchema.safeParse(JSON.parse(opened));
   if (!delivered.success) throw new Refusal(subject, [{ what: 'answer', why: 'the sealed value is not a delivery', remedy: 'run a vault of the same version as the agent' }]);
   const { secret, node, nonce, version, value } = delivered.data;
-  if (secret !== ask_.secret || node !== ask_.node || nonce !== request.nonce) throw new Refusal(subject, [{ what: 'answer', why: `it answers another request (${secret} for ${node})`, remedy: 'ask again' }]);
+  if (secret !== ask_.secret || node !== ask_.node || nonce !== request.nonce || (ask_.version !== undefined && version !== ask_.version)) throw new Refusal(subject, [{ what: 'answer', why: `it answers another request (${secret} for ${node})`, remedy: 'ask again' }]);
   return { version, value };
 };

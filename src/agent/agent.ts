@@ -130,7 +130,7 @@ export class Agent {
           region: regionDriver(context),
           'trust-anchor': trustAnchorDriver(context, this.options.trustStore ?? trustStore()),
           service: serviceDriver(context, commandServiceManager(this.options.serviceManager ?? serviceManagerCommand())),
-          secret: secretDriver(context, (secret) => this.fetchSecret(secret)),
+          secret: secretDriver(context, (secret, version) => this.fetchSecret(secret, version)),
           'bus-identity': busIdentityDriver(context, (module) => this.askBusIdentity(module)),
           process: this.processes,
           'run-once': this.steps,
@@ -217,9 +217,9 @@ export class Agent {
   }
 
   /** A secret from the vault, asked as this node (signed with its host key), opened with the key it enrolled with. */
-  private fetchSecret(secret: string): Promise<{ version: number; value: string }> {
+  private fetchSecret(secret: string, version?: number): Promise<{ version: number; value: string }> {
     if (!this.nc || !this.connected) return Promise.reject(new UnavailableError('the agent is not connected to the bus', { secret }));
-    return fetchSecret(this.nc, { node: this.node, secret, prefix: this.wire.prefix, hostKey: hostKey(this.folder.dir), sealingSecretKey: nodeIdentity(this.folder.dir).secretKey });
+    return fetchSecret(this.nc, { node: this.node, secret, ...(version === undefined ? {} : { version }), prefix: this.wire.prefix, hostKey: hostKey(this.folder.dir), sealingSecretKey: nodeIdentity(this.folder.dir).secretKey });
   }
 
   private async publishReport(report: Report): Promise<void> {

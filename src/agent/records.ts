@@ -66,6 +66,8 @@ export interface SecretRecord extends RecordBase {
   path: string;
   written?: string;
   version?: number;
+  /** sha256 of `<path>.next` as written, while a rotation has this node hold a second version */
+  nextWritten?: string;
 }
 
 /** `written`: sha256 of the identity file as the agent wrote it from the controller's answer. */

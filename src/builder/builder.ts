@@ -224,7 +224,7 @@ export class Builder {
       const dir = resolve(checkout, job.path);
       // A folder the commit does not have would end in `spawn sh ENOENT`: say what is missing and where it looked.
       if (!(await stat(dir).then((s) => s.isDirectory()).catch(() => false))) {
-        throw new JobFailed(`the source has no folder ${job.path} at commit ${job.commit} (looked in ${url}): the module's source path is not in that commit`);
+        throw new JobFailed(`the source has no folder ${job.path} at commit ${job.commit} (looked in ${url}${job.ref ? `, ref ${job.ref},` : ''} for ${job.path}): the module's source path is not in that commit`);
       }
       // `set -u`: a recipe naming a base it was not handed stops there, with that reason; there is no default base.
       const result = await runCommand('sh', ['-c', `set -u\n${job.recipe}`], dir, env).catch((error: JobFailed) => {

@@ -6,6 +6,8 @@ import { allStatedHolds } from '../domain/facts/state.js';
 import type { MeshState } from '../domain/mesh/state.js';
 import { allNodes, nodeNamed } from '../domain/nodes/state.js';
 import { allHoldings, allSeats, heldBy, seatById } from '../domain/seats/state.js';
+import { grantsOf } from '../domain/routes/state.js';
+import { publicNamesLine } from './public-names.js';
 import { NotFoundError } from '../errors.js';
 import type { GraphEdge, ProjectedGraph } from '../projections/mesh/graph.js';
 import type { SeatRead } from '../projections/mesh/seats.js';
@@ -85,6 +87,11 @@ export const nodeShowAt = (out: Output, mesh: MeshAt, name: string): number => {
     cordoned: node.cordoned === true,
     assignments: assignments.map((a) => ({ module: a.module, definitionVersion: a.definitionVersion })),
     seats,
+    publicDomain: node.publicDomain ?? null,
+    publicNames: assignments
+      .flatMap((a) => [...grantsOf(state.routes, a).values()])
+      .map((g) => ({ publicName: g.publicName, module: g.module, route: g.route, redirect: g.name !== g.route }))
+      .sort((a, b) => (a.publicName < b.publicName ? -1 : 1)),
     held,
     machine: null,
     notKnown: [notKnownThen],
@@ -98,6 +105,7 @@ export const nodeShowAt = (out: Output, mesh: MeshAt, name: string): number => {
   if (shown.cordoned) proseLine(out, 'cordoned: it took no new assignment');
   proseLine(out, `runs: ${shown.assignments.map((a) => `${a.module} (definition v${a.definitionVersion})`).join(', ') || 'nothing'}`);
   proseLine(out, `seats it holds: ${shown.seats.map((h) => `${h.seat} (by ${h.module})`).join(', ') || 'none'}`);
+  proseLine(out, publicNamesLine(shown.node, shown.publicDomain, shown.publicNames));
   proseLine(out, shown.held.length > 0 ? `held back (${shown.held.length}):` : 'held back: nothing');
   for (const h of shown.held) proseLine(out, `  ${h.module}: ${h.resource} (${h.kind}): ${h.reason ?? 'no reason given'} — since ${h.since.time} (log seq ${h.since.seq})`);
   proseLine(out, `not known: ${notKnownThen}`);

@@ -14,6 +14,7 @@ import { LogWriter } from '../adapters/eventlog/log-writer.js';
 import { beginLog, defineSystemSeats } from '../controller/bootstrap.js';
 import { BuildCoordinator } from '../controller/build-coordinator.js';
 import { BusIdentityService } from '../controller/bus-identity-service.js';
+import { ProviderAnswerService } from '../controller/provider-answers.js';
 import { SecretKeeper } from '../controller/secret-keeper.js';
 import { Controller } from '../controller/controller.js';
 import { EnrolmentService } from '../controller/enrolment-service.js';
@@ -201,6 +202,10 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
     const busIdentities = new BusIdentityService(nc, mesh, { prefix: config.subjectPrefix, controller: controllerKey, logger: logger.child({ component: 'bus-identity' }) });
     busIdentities.start();
     writing.push(busIdentities);
+    // Providers answering their consumers as themselves, and the proxy handing back public names.
+    const providerAnswers = new ProviderAnswerService(nc, mesh, { prefix: config.subjectPrefix, logger: logger.child({ component: 'provider-answers' }) });
+    providerAnswers.start();
+    writing.push(providerAnswers);
     // Every secret the assignments name, made by the vault and recorded once it holds it.
     const secrets = new SecretKeeper(nc, view, mesh, { prefix: config.subjectPrefix, controller: controllerKey, actor: 'controller', logger: logger.child({ component: 'secrets' }) });
     secrets.start();

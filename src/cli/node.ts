@@ -17,6 +17,8 @@ import { readNodeHolds } from '../projections/mesh/holds.js';
 import { nodeNames, readNode, readNodesWithModules } from '../projections/mesh/nodes.js';
 import { OVERVIEW_PROJECTIONS } from '../projections/mesh/overview.js';
 import { holdingsOf } from '../projections/mesh/seats.js';
+import { readPublicNamesOn } from '../projections/mesh/routes.js';
+import { publicNamesLine } from './public-names.js';
 
 // mesh node add NAME [--root PATH] [--address HOST] | list | show NAME | token [--node NAME] [--ttl 1h]
 // mesh node cordon NAME | uncordon NAME | domain NAME DOMAIN | remove NAME [--drain]
@@ -112,7 +114,7 @@ const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?
   const out = output(values.json ?? false, values.output);
   const at = atFlag(values.at);
   if (at) return withMeshAt(at, async (mesh) => nodeShowAt(out, mesh, name));
-  return withReads([...new Set([...OVERVIEW_PROJECTIONS, 'facts'])], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
+  return withReads([...new Set([...OVERVIEW_PROJECTIONS, 'facts', 'routes'])], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const node = await readNode(session, name);
     if (!node) {
       const known = await nodeNames(session);
@@ -129,6 +131,7 @@ const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?
     const facts = await lastFactsOf(session, name, 10);
     // What the node holds and why, as the facts stated it (the holds projection), not the report re-read.
     const held = await readNodeHolds(session, name);
+    const served = await readPublicNamesOn(session, name);
     const shown = {
       node: node.name,
       root: node.root,
@@ -138,6 +141,8 @@ const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?
       ...(node.enrolled_at ? { enrolledAt: new Date(node.enrolled_at).toISOString() } : {}),
       assignments: assignments.map((a) => ({ module: a.module, definitionVersion: a.definition_version })),
       seats: seats.map((h) => ({ seat: h.seat, module: h.module })),
+      publicDomain: served.domain,
+      publicNames: served.names,
       held: held.map(({ module, resource, kind, reason, since }) => ({ module, resource, kind, reason, since })),
       lastFacts: facts.map((f) => ({ seq: Number(f.seq), type: f.type, module: f.module, time: new Date(f.time).toISOString(), data: f.data })),
       // What the machine itself last said: heard when, running what, what is not as told.
@@ -151,6 +156,7 @@ const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?
     if (shown.cordoned) proseLine(out, `cordoned: it takes no new assignment; what it runs keeps running (mesh node uncordon ${shown.node})`);
     proseLine(out, `runs: ${shown.assignments.map((a) => `${a.module} (definition v${a.definitionVersion})`).join(', ') || 'nothing'}`);
     proseLine(out, `seats it holds: ${shown.seats.map((h) => `${h.seat} (by ${h.module})`).join(', ') || 'none'}`);
+    proseLine(out, publicNamesLine(shown.node, shown.publicDomain, shown.publicNames));
     const machine = shown.machine;
     const never = machine?.statusUnknown ? `not known (${machine.statusUnknown})` : 'never';
     proseLine(out, `last heard: ${machine?.lastHeard ?? never}; last report: ${machine?.lastReport ?? never}; declaration ${machine?.appliedSequence ?? '–'} applied of ${machine?.declaredSequence ?? '–'}`);

@@ -99,7 +99,7 @@ export const meshProgram = (): Command => {
     helpWidth: TABLE_WIDTH,
     formatHelp: (command, helper) => `Usage: ${helper.commandUsage(command)}\n\n${helper.commandDescription(command)}\n\nOptions:\n  -h, --help  this help\n\nVerbs:\n${verbList(program)}\n`,
   });
-  program.addHelpText('after', () => `\nVerbs:\n${verbList(program)}\n\n${ENVIRONMENT}\n${helpFooter({ example: ['mesh status', 'mesh node show alpha', 'mesh help assign'], exits: [1, 3, 4, 5, 6, 7] })}`);
+  program.addHelpText('after', () => `\n${ENVIRONMENT}\n${helpFooter({ example: ['mesh status', 'mesh node show alpha', 'mesh help assign'], exits: [1, 3, 4, 5, 6, 7] })}`);
   return program;
 };
 

@@ -1,11 +1,14 @@
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { readSecrets } from '../projections/mesh/secrets.js';
+import { readSecrets, type SecretRotationRead } from '../projections/mesh/secrets.js';
+import { PLAN_OPTION, runCommand } from './mesh-session.js';
 import { output, table } from './output.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { group, run, verb, WIDE_OPTION } from './verbs.js';
 
-// mesh secret status: the secrets the log names — never a value — each with its version and the
-// nodes the vault hands it to. Rotation is not built yet: every secret is at rest.
+// mesh secret status: the secrets the log names — never a value — each with its version, the
+// nodes the vault hands it to, and its rotation: the step it is at and whom it waits on.
+// mesh secret rotate NAME [--abandon]: an operator's signed command that starts a rotation (or
+// gives one up before its old value is retired); the steps after it are the controller's.
 
 export const defineSecret = (mesh: CommandUnknownOpts): void => {
   const secret = group(mesh, 'secret', 'the secrets the mesh names (their values stay in the vault)');
@@ -13,14 +16,41 @@ export const defineSecret = (mesh: CommandUnknownOpts): void => {
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
     .option(...WIDE_OPTION)
     .action(run(secretStatus));
+  verb(secret, 'rotate', {
+    summary: 'a new value for a secret, over two credentials: nobody is without a working one; --abandon gives a rotation up',
+    example: ['mesh secret rotate postgres-database/beta-gitea', 'mesh secret rotate postgres-database/beta-gitea --abandon'],
+    exits: [3, 4, 5, 6],
+  })
+    .argument('<name>', 'the secret, as mesh secret status names it')
+    .option('--abandon', 'give up the rotation under way: the old value stays current, the new one is never used again')
+    .option('--reason <text>', 'why it is abandoned (with --abandon)')
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
+    .action(
+      run((name: string, values: { json?: true; commandId?: string; plan?: true; abandon?: true; reason?: string }) =>
+        runCommand(
+          output(values.json ?? false),
+          values.abandon ? { type: 'abandon-secret-rotation', secret: name, reason: values.reason ?? 'abandoned by an operator' } : { type: 'rotate-secret', secret: name },
+          values.commandId,
+          { plan: values.plan },
+        ),
+      ),
+    );
 };
 
 const secretStatus = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
   return withReads(['secrets'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const secrets = await readSecrets(session);
-    if (out.json) out.data(secrets.map((s) => ({ ...s, rotation: null })));
-    else table(out, ['SECRET', 'VERSION', 'ROTATION', 'RECIPIENTS', 'PURPOSE'], secrets.map((s) => [s.secret, String(s.version), 'none', s.recipients.join(', ') || 'none', s.purpose]));
+    if (out.json) out.data(secrets);
+    else table(out, ['SECRET', 'VERSION', 'ROTATION', 'RECIPIENTS', 'PURPOSE'], secrets.map((s) => [s.secret, String(s.version), rotationText(s.rotation), s.recipients.join(', ') || 'none', s.purpose]));
     return 0;
   });
+};
+
+/** `applying v2, waits on alpha/logins` — the step and exactly whom it waits on. */
+const rotationText = (rotation: SecretRotationRead | null): string => {
+  if (!rotation) return 'none';
+  const who = rotation.waitsOn === 'vault' ? 'the vault' : rotation.waitsOn.map((p) => `${p.node}/${p.module}`).join(', ');
+  return `${rotation.step} v${rotation.version}, waits on ${who}`;
 };

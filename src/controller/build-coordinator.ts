@@ -11,6 +11,7 @@ import { assessGraph, attemptKey } from '../domain/builds/graph.js';
 import { branchMovedSchema, buildOutcomeSchema, type BuildJob } from '../domain/builds/job.js';
 import { unfinishedBuilds, type BuildRecord } from '../domain/builds/state.js';
 import type { MeshState } from '../domain/mesh/state.js';
+import { manifestOf } from '../domain/catalogue/state.js';
 import { holderOf, seatNamed } from '../domain/seats/state.js';
 import { MeshError, ValidationError } from '../errors.js';
 import type { z } from 'zod';
@@ -137,7 +138,8 @@ export class BuildCoordinator {
 
   /** The job for a submitted build, on the seat's queue; its id is the build's, so handing it twice queues it once. */
   private async handOut(build: BuildRecord): Promise<void> {
-    const job: BuildJob = { buildId: build.buildId, module: build.module, commit: build.commit, source: build.source, path: build.path, recipe: build.recipe, output: build.output, bases: build.bases };
+    const ref = manifestOf(this.state.catalogue, build.module)?.source?.ref;
+    const job: BuildJob = { buildId: build.buildId, module: build.module, commit: build.commit, source: build.source, path: build.path, ...(ref ? { ref } : {}), recipe: build.recipe, output: build.output, bases: build.bases };
     await jetstream(this.nc).publish(buildJobSubject(this.options.names.prefix), JSON.stringify(job), { msgID: build.buildId });
     this.handed.add(build.buildId);
   }

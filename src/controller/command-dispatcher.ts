@@ -3,6 +3,7 @@ import { verifySignature } from '../adapters/operator-keys.js';
 import { decideMeshCommand, parseMeshCommand, type MeshCommand } from '../domain/mesh/commands.js';
 import type { SubmitBuild } from '../domain/builds/decider.js';
 import { probeNote, probeRefusal, probeRequestOf } from '../domain/builds/probe.js';
+import { manifestOf } from '../domain/catalogue/state.js';
 import { DEFAULT_MAX_PAYLOAD } from '../domain/operators/command-size.js';
 import { signedCommandSchema, type SignedCommand } from '../domain/operators/signed-command.js';
 import { entryRefusal } from './entry-checks.js';
@@ -158,7 +159,7 @@ export class CommandDispatcher {
     }
     if (!request) return this.mesh.execute(command, metadata, { signed });
     const outcome = await probe(request);
-    const refusal = probeRefusal(command.module, request, outcome);
+    const refusal = probeRefusal(command.module, request, outcome, manifestOf(state.catalogue, command.module)?.source?.ref);
     if (refusal) throw refusal;
     const result = await this.mesh.execute(command, metadata, { signed });
     return result.events.length > 0 ? { ...result, summary: `${result.summary}; ${probeNote(request, outcome)}` } : result;

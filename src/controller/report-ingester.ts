@@ -8,6 +8,7 @@ import type { MeshEvent, StoredMeshEvent } from '../domain/registry.js';
 import type { MeshService } from './mesh-service.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
 import { deriveCapabilities, deriveFacts } from '../domain/facts/derive.js';
+import { deriveRotationSteps } from '../domain/secrets/rotation.js';
 import { nodeNamed } from '../domain/nodes/state.js';
 import { factAggregate, factSubject } from '../domain/facts/events.js';
 import type { MeshState } from '../domain/mesh/state.js';
@@ -144,6 +145,7 @@ export class ReportIngester {
       }
       await recordReport(this.options.pool, this.options.statusSchema, report, new Date(report.at));
       await this.stateFacts(declaration, report);
+      await this.stateRotationSteps(declaration, report);
       this.options.metrics?.reportRead('acted');
       message.ack();
     } catch (error) {
@@ -159,6 +161,28 @@ export class ReportIngester {
       commandId,
       causationId: `report:${report.node}:${report.sequence}`,
     });
+  }
+
+  /**
+   * What the report shows of rotations it takes part in (an applier holding both versions, a
+   * reader running with the new one), stated on each secret's aggregate after the report's facts,
+   * each judged again against the newest state so it is stated once (docs/decisions.md, "Rotating a
+   * secret").
+   */
+  private async stateRotationSteps(declaration: Declaration, report: Report): Promise<void> {
+    for (const found of deriveRotationSteps(this.options.state(), declaration, report)) {
+      const decide = (state: MeshState) => deriveRotationSteps(state, declaration, report).find((d) => d.aggregate === found.aggregate) ?? { ...found, events: [] };
+      const metadata = { commandId: `rotation:${found.aggregate}:${report.node}:${declaration.sequence}`, causationId: `report:${report.node}:${report.sequence}`, actor: this.options.actor };
+      if (this.options.mesh) {
+        await this.options.mesh.appendDecided({ subject: found.summary, decide, metadata });
+        continue;
+      }
+      const state = this.options.state();
+      const events = decide(state).events;
+      if (events.length === 0) continue;
+      const result = await this.log.append(found.aggregate, events, state.versions.get(found.aggregate) ?? 0, metadata);
+      await this.options.reached(result.seq);
+    }
   }
 
   /** A heartbeat naming capabilities other than those stated: stated once (one in flight per node and set). */

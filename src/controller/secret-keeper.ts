@@ -7,7 +7,8 @@ import type { MeshState } from '../domain/mesh/state.js';
 import { nodeNamed } from '../domain/nodes/state.js';
 import { Refusal } from '../domain/refusal.js';
 import { decideRecordSecret } from '../domain/secrets/decider.js';
-import { secretNamed } from '../domain/secrets/state.js';
+import { decideRotationMade, decideRotationRetired } from '../domain/secrets/rotation.js';
+import { allSecrets, rotationStep, secretNamed, type Rotation } from '../domain/secrets/state.js';
 import type { Recipient } from '../domain/secrets/vault-wire.js';
 import { wantedSecrets, type WantedSecret } from '../domain/secrets/wanted.js';
 import type { MeshService } from './mesh-service.js';
@@ -111,6 +112,10 @@ export class SecretKeeper {
         else this.options.logger.warn({ secret: wanted.secret, err: error }, 'the vault did not answer; asking again later');
       }
     }
+    for (const secret of allSecrets(state.secrets)) {
+      if (this.stopped) return;
+      if (secret.rotation && !(await this.rotate(state, secret.secret, secret.rotation))) unanswered++;
+    }
     if (unanswered > 0 && !this.stopped) {
       clearTimeout(this.retry);
       this.retry = setTimeout(() => this.schedule(), this.backoff);
@@ -118,6 +123,37 @@ export class SecretKeeper {
       // waiting on a secret holds until it is (asking costs one request per secret).
       this.backoff = Math.min(this.backoff * 2, this.options.retryMs?.most ?? 5_000);
     } else this.backoff = this.options.retryMs?.first ?? 1_000;
+  }
+
+  /**
+   * A rotation's steps that wait on the vault (docs/decisions.md, "Rotating a secret"): the new
+   * version made beside the current one, then — every party done — the old one dropped. Each is
+   * asked of the vault first, then stated; the vault's make is idempotent by version, so a
+   * controller restarted between the two asks again and states it then. False when the vault did
+   * not answer.
+   */
+  private async rotate(state: MeshState, name: string, rotation: Rotation): Promise<boolean> {
+    const step = rotationStep(rotation).step;
+    if (step !== 'making' && step !== 'retiring') return true;
+    const wanted = wantedSecrets(state).get(name);
+    const known = secretNamed(state.secrets, name);
+    if (!wanted || !known) return true;
+    const current = step === 'making' ? rotation.from : rotation.version;
+    const decide = step === 'making' ? decideRotationMade : decideRotationRetired;
+    try {
+      await makeSecret(this.nc, { prefix: this.options.prefix, controller: this.options.controller, secret: name, purpose: known.purpose, version: rotation.version, current, recipients: recipientsOf(state, wanted) });
+      await this.mesh.appendDecided({
+        subject: `${step === 'making' ? 'recording the new version of' : 'retiring the old version of'} secret ${name}`,
+        decide: (now) => decide(now, name, rotation.version),
+        metadata: { commandId: `rotation:${name}:${rotation.version}:${step === 'making' ? 'made' : 'retired'}`, actor: this.options.actor },
+      });
+      this.options.logger.info({ secret: name, version: rotation.version, step }, step === 'making' ? 'the vault made the new version of a secret' : 'the vault retired the old version of a secret');
+      return true;
+    } catch (error) {
+      if (error instanceof Refusal) this.options.logger.error({ secret: name, refused: error.problems }, 'a rotation step was refused');
+      else this.options.logger.warn({ secret: name, err: error }, 'the vault did not answer a rotation step; asking again later');
+      return false;
+    }
   }
 }
 

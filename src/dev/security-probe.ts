@@ -5,7 +5,8 @@ import { writerLeaseSubject } from '../adapters/nats/writer-lease.js';
 import { writerToolSubject } from '../controller/tool-server.js';
 import { busIdentityToolSubject } from '../domain/bus/module-identity.js';
 import { foldSnapshotBucket, moduleInbox } from '../domain/bus/subjects.js';
-import { hostInbox, personInbox, type BusWire } from '../domain/bus/users.js';
+import { vaultToolSubject } from '../domain/secrets/vault-wire.js';
+import { hostInbox, personInbox, providerAnswerSubject, type BusWire } from '../domain/bus/users.js';
 
 // The attacks a process on the mesh's machine would try against the bus, each tried for real
 // against a running server: who may connect, who may say what, who may read what. Used by
@@ -106,6 +107,8 @@ export const probeBus = async (targets: ProbeTargets): Promise<AttackOutcome[]> 
     await record(`host ${node} appends operator.added mallory to the log`, me, `${wire.logPrefix}.operator.mallory`, publishTo(`${wire.logPrefix}.operator.mallory`, forgedCommit));
     await record(`host ${node} states a controller fact`, me, `${wire.prefix}.seat.mesh-controller.event.crash-looping`, publishTo(`${wire.prefix}.seat.mesh-controller.event.crash-looping`));
     await record(`host ${node} writes the controller's snapshot of its fold`, me, snapshotMeta, publishTo(snapshotMeta, forgedSnapshot));
+    await record(`host ${node} asks the vault to make a secret (only the controller may)`, me, vaultToolSubject(wire.prefix, 'make'), publishTo(vaultToolSubject(wire.prefix, 'make')));
+    await record(`host ${node} answers as the vault (every node's fetch would be its to read)`, me, vaultToolSubject(wire.prefix, 'fetch'), subscribeTo(vaultToolSubject(wire.prefix, 'fetch')));
     await record(`host ${node} reads the log`, me, `$JS.API.CONSUMER.CREATE.${wire.logStream}`, requestTo(`$JS.API.CONSUMER.CREATE.${wire.logStream}`));
   }
 
@@ -120,17 +123,24 @@ export const probeBus = async (targets: ProbeTargets): Promise<AttackOutcome[]> 
     await record(`module ${module} listens on every inbox`, me, '_INBOX.>', subscribeTo('_INBOX.>'));
     await record(`module ${module} asks for a module's bus identity`, me, busIdentityToolSubject(wire.prefix), publishTo(busIdentityToolSubject(wire.prefix), JSON.stringify({ node, module: otherModule })));
     await record(`module ${module} writes the controller's snapshot of its fold`, me, snapshotMeta, publishTo(snapshotMeta, forgedSnapshot));
+    await record(`module ${module} asks the vault to make a secret`, me, vaultToolSubject(wire.prefix, 'make'), publishTo(vaultToolSubject(wire.prefix, 'make')));
+    await record(`module ${module} listens for the vault's make requests`, me, vaultToolSubject(wire.prefix, 'make'), subscribeTo(vaultToolSubject(wire.prefix, 'make')));
     await record(`module ${module} appends to the log`, me, `${wire.logPrefix}.operator.mallory`, publishTo(`${wire.logPrefix}.operator.mallory`, forgedCommit));
+    await record(`module ${module} answers a consumer as ${otherModule}`, me, providerAnswerSubject(wire.prefix, node, otherModule), publishTo(providerAnswerSubject(wire.prefix, node, otherModule)));
   }
 
   if (targets.operator) {
     const { name, key } = targets.operator;
     const me = { key, inbox: personInbox(name) };
     await record(`operator ${name} appends to the log around the controller`, me, `${wire.logPrefix}.operator.mallory`, publishTo(`${wire.logPrefix}.operator.mallory`, forgedCommit));
+    // a provider's answer is recorded as the provider's, unsigned: the server alone says who gave it
+    const provider = targets.module ?? { node: 'alpha', module: 'greeter' };
+    await record(`operator ${name} answers a consumer as ${provider.module}`, me, providerAnswerSubject(wire.prefix, provider.node, provider.module), publishTo(providerAnswerSubject(wire.prefix, provider.node, provider.module)));
     await record(`operator ${name} publishes a declaration`, me, `${wire.prefix}.node.x.declare`, publishTo(`${wire.prefix}.node.x.declare`));
     await record(`operator ${name} writes the controller's snapshot of its fold`, me, snapshotMeta, publishTo(snapshotMeta, forgedSnapshot));
     await record(`operator ${name} makes the snapshot bucket's stream`, me, `$JS.API.STREAM.CREATE.OBJ_${snapshotBucket}`, requestTo(`$JS.API.STREAM.CREATE.OBJ_${snapshotBucket}`));
     await record(`operator ${name} purges the snapshot bucket's stream`, me, `$JS.API.STREAM.PURGE.OBJ_${snapshotBucket}`, requestTo(`$JS.API.STREAM.PURGE.OBJ_${snapshotBucket}`));
+    await record(`operator ${name} asks the vault to make a secret around the controller`, me, vaultToolSubject(wire.prefix, 'make'), publishTo(vaultToolSubject(wire.prefix, 'make')));
     await record(`operator ${name} deletes the log`, me, `$JS.API.STREAM.DELETE.${wire.logStream}`, requestTo(`$JS.API.STREAM.DELETE.${wire.logStream}`));
     await record(`operator ${name} takes the writer lease (to stand a controller of its own in as writer)`, me, writerLeaseSubject(wire.prefix), publishTo(writerLeaseSubject(wire.prefix), JSON.stringify({ holder: 'mallory' })));
   }

@@ -12,7 +12,7 @@ export interface Problem {
    * Set when what was refused names something that does not exist (a node, a module, a seat, an
    * operator, an assignment): the refusal is then a not-found (exit 5, HTTP 404), naming it.
    */
-  missing?: 'node' | 'module' | 'seat' | 'operator' | 'assignment';
+  missing?: 'node' | 'module' | 'seat' | 'operator' | 'assignment' | 'secret';
 }
 
 export class Refusal extends RefusedError {

@@ -19,8 +19,10 @@ const entrySchema = z.strictObject({
   secret: z.string().min(1),
   purpose: z.string(),
   recipients: z.array(recipientSchema),
-  /** the versions the vault still holds, oldest first; the last is current */
+  /** the versions the vault still holds, oldest first */
   versions: z.array(boxed).min(1),
+  /** the version handed to a fetch that names none; the last held when absent */
+  current: z.number().int().positive().optional(),
 });
 export type VaultEntry = z.infer<typeof entrySchema>;
 const fileSchema = z.strictObject({ format: z.literal('mesh-vault/1'), secrets: z.array(entrySchema) });
@@ -60,21 +62,25 @@ export class VaultStore {
     return this.entries.size;
   }
 
-  /** The value of a secret's current version. */
-  value(entry: VaultEntry): { version: number; value: string } {
-    const current = entry.versions[entry.versions.length - 1]!;
-    return { version: current.version, value: this.open(entry.secret, current) };
+  /** The value of `version` of a secret (its current one when not named), if the vault holds it. */
+  value(entry: VaultEntry, version?: number): { version: number; value: string } | undefined {
+    const wanted = version ?? entry.current;
+    const held = wanted === undefined ? entry.versions[entry.versions.length - 1] : entry.versions.find((v) => v.version === wanted);
+    return held ? { version: held.version, value: this.open(entry.secret, held) } : undefined;
   }
 
   /**
    * Makes `version` of `secret` if the vault does not hold it (a fresh random value), and names
-   * who may have it either way. Returns whether a value was made.
+   * who may have it either way. With `current` (a rotation), keeps that version and `version`
+   * alone, and hands out `current` to a fetch that names none. Returns whether a value was made.
    */
-  ensure(secret: string, purpose: string, version: number, recipients: Recipient[]): boolean {
+  ensure(secret: string, purpose: string, version: number, recipients: Recipient[], current?: number): boolean {
     const known = this.entries.get(secret);
     const held = known?.versions.some((v) => v.version === version) ?? false;
-    const versions = known?.versions ?? [];
-    const next: VaultEntry = { secret, purpose, recipients, versions: held ? versions : [...versions, this.seal(newValue(), version)].slice(-2) };
+    const all = held ? (known?.versions ?? []) : [...(known?.versions ?? []), this.seal(newValue(), version)];
+    const versions = current === undefined ? all.slice(-2) : all.filter((v) => v.version === version || v.version === current);
+    const now = current ?? known?.current ?? version;
+    const next: VaultEntry = { secret, purpose, recipients, versions, ...(versions.some((v) => v.version === now) ? { current: now } : {}) };
     this.entries.set(secret, next);
     this.save();
     return !held;

@@ -72,7 +72,7 @@ export class Vault {
     const read = this.read(payload, makeRequestSchema, 'make', () => this.options.controllerKey, 'the controller');
     if (!read.ok) return read;
     const { request } = read;
-    const made = this.options.store.ensure(request.secret, request.purpose, request.version, request.recipients);
+    const made = this.options.store.ensure(request.secret, request.purpose, request.version, request.recipients, request.current);
     this.options.logger.info({ secret: request.secret, version: request.version, recipients: request.recipients.map((r) => r.node), made }, made ? 'secret made' : 'secret recipients named');
     return { ok: true, secret: request.secret, version: request.version, made };
   }
@@ -92,7 +92,13 @@ export class Vault {
     const { request } = read;
     const entry = this.options.store.get(request.secret)!;
     const recipient = entry.recipients.find((r) => r.node === request.node)!;
-    const { version, value } = this.options.store.value(entry);
+    const held = this.options.store.value(entry, request.version);
+    if (!held) {
+      const refused = [{ what: `${request.secret} version ${request.version ?? 'current'}`, why: `the vault holds versions ${entry.versions.map((v) => v.version).join(', ')} of ${request.secret}, not that one`, remedy: 'wait until the controller has had it made (mesh secret status)' }];
+      this.options.logger.warn({ refused }, 'secret not handed out');
+      return { ok: false, refused };
+    }
+    const { version, value } = held;
     const delivered: Delivered = { secret: request.secret, node: request.node, version, nonce: request.nonce, value };
     this.options.logger.info({ secret: request.secret, node: request.node, version }, 'secret handed out, sealed to its node');
     return { ok: true, secret: request.secret, node: request.node, sealed: seal(JSON.stringify(delivered), recipient.sealingKey) };

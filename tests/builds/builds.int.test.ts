@@ -161,6 +161,26 @@ describe('from a merge to a running version', () => {
     expect(await latestOf(mesh, 'docs')).toBeUndefined();
   });
 
+  it('a build whose source lacks the folder at its path fails at the builder, recorded saying the repository, ref and path where it looked', async () => {
+    const mesh = await openBuildMesh();
+    const forge = join(scratch, 'forge-missing');
+    const repo = newRepo(join(forge, 'acme'), 'shop');
+    const commit = commitFiles(repo, { 'api/files/v': 'api 1' }, 'first', 'release');
+    await holdMeshGit(mesh, forge);
+    await mesh.run({ type: 'register-module', manifest: moduleOf('lost', { seat: 'mesh-git', repository: 'acme/shop', ref: 'release', path: 'services/lost' }, COPY) });
+    startBuilder(mesh, 'b-missing');
+    // The forge says the branch moved: the coordinator submits a build of it, unprobed, so the builder is the one that finds nothing there.
+    await jetstream(mesh.nc).publish(`${mesh.names.prefix}.seat.mesh-git.event.pull.merged`, JSON.stringify({ repository: 'acme/shop', branch: 'release', commit }));
+    const [failed] = await waitFor('the build recorded as failed', async () => {
+      const found = (await events(mesh, 'build.failed')).filter((e) => (e.data as { module: string }).module === 'lost');
+      return found.length > 0 && found;
+    });
+    expect((failed?.data as { reason: string }).reason).toBe(
+      `the source has no folder services/lost at commit ${commit} (looked in file://${forge}/acme/shop, ref release, for services/lost): the module's source path is not in that commit`,
+    );
+    expect(await latestOf(mesh, 'lost')).toBeUndefined();
+  });
+
   it('the diamond B → {C, D} → E builds E once, after C and D; a failing base leaves its dependents waiting, with no job for them', async () => {
     const mesh = await openBuildMesh();
     const repo = newRepo(scratch, 'diamond');

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from '@jest/globals';
+import { CommanderError, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { bashCompletion, zshCompletion } from '../../src/cli/completion.js';
 import { commandAt, meshProgram } from '../../src/cli/program.js';
 import { TABLE_WIDTH } from '../../src/cli/output.js';
@@ -13,12 +14,34 @@ import { runMesh } from '../helpers/cli.js';
 const program = meshProgram();
 const verbs = verbsOf(program);
 
+/** What `mesh ARGS` prints when it asks for help, parsed by the CLI's definition in this process. */
+const helpInProcess = async (args: string[]): Promise<{ code: number; stdout: string; stderr: string }> => {
+  const own = meshProgram();
+  let stdout = '';
+  let stderr = '';
+  const capture = (command: CommandUnknownOpts): void => {
+    command.configureOutput({ writeOut: (text) => (stdout += text), writeErr: (text) => (stderr += text), outputError: () => undefined });
+    command.commands.forEach(capture);
+  };
+  capture(own);
+  try {
+    await own.parseAsync(args, { from: 'user' });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    if (error instanceof CommanderError) return { code: error.exitCode, stdout, stderr };
+    throw error;
+  }
+};
+
 describe('mesh --help', () => {
   it('lists every verb and sub-verb of the definition, mesh node token among them', async () => {
     expect(verbs.length).toBeGreaterThan(40);
     const help = await runMesh(['--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/^ {2}node token\s/m);
+    // Each verb once: one list, not one before the footer and another after it.
+    expect(help.stdout.match(/^Verbs:$/gm)).toHaveLength(1);
+    expect(help.stdout.match(/^ {2}node token\s/gm)).toHaveLength(1);
     for (const path of verbs) if ((commandAt(program, path)?.commands.length ?? 0) === 0) expect(help.stdout).toContain(`  ${path.join(' ')}`);
     expect(help.stdout).toContain('Exit codes:');
   });
@@ -58,7 +81,9 @@ describe.each(verbs.map((path) => [path.join(' '), path] as const))('mesh %s', (
   const flags = (command?.options ?? []).filter((o) => !o.hidden).map((o) => o.long ?? o.short ?? '');
 
   it.each(['--help', '-h'])('%s: exit 0, its flags, an example and its exit codes, in 100 columns', async (asked) => {
-    const result = await runMesh([...path, asked]);
+    // `--help` through the command itself (its exit code and streams); `-h`, which commander takes
+    // as the same flag, through the definition in this process: half the processes to start.
+    const result = asked === '--help' ? await runMesh([...path, asked]) : await helpInProcess([...path, asked]);
     expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
     expect(result.stdout).toContain(`Usage: mesh ${path.join(' ')}`);
     for (const flag of flags) expect(result.stdout).toContain(flag);

@@ -13,9 +13,9 @@ import { besideARebuild, dropSchemas, freshSchemas } from '../projections/harnes
 // renamed), left stalled, then mended by hand: it retries the whole time on a capped backoff — its
 // attempts and next try in `mesh projections status` — and resumes by itself, with no rebuild,
 // both on the controller that saw it stall and on one started while it was stalled. Its rows then
-// equal a rebuild. MESH_TEST_STALL_MS sets how long it stays broken: several minutes, as an operator's broken schema would (2.5 min by default).
+// equal a rebuild. MESH_TEST_STALL_MS sets how long it stays broken: a minute by default; set it to several, as an operator's broken schema would stay, to try it longer.
 
-const STALL_MS = Number(process.env.MESH_TEST_STALL_MS ?? 150_000);
+const STALL_MS = Number(process.env.MESH_TEST_STALL_MS ?? 60_000);
 const RETRY_MAX_MS = 1_000;
 
 interface StatusLine {

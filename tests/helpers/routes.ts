@@ -1,3 +1,7 @@
+import { providerAnswerSubject } from '../../src/domain/bus/users.js';
+import { routesAsked, type Ask } from '../../src/domain/routes/grants.js';
+import type { ToolAnswer } from '../../src/controller/tool-server.js';
+import type { TestMesh } from './test-mesh.js';
 import { fixtureManifest } from './given.js';
 
 // Manifests of modules that contribute routes, for the route tests of every tier.
@@ -30,3 +34,19 @@ export const foundationAssignments = (node: string) =>
     { module: 'vault', hold: ['mesh-vault'], values: {} },
     { module: 'route-proxy', hold: ['mesh-proxy'], values: { 'acme-email': 'ops@mesh.invalid' } },
   ].map((a) => ({ type: 'assign' as const, module: a.module, node, hold: a.hold, pins: {}, values: a.values as Record<string, string>, placements: {} }));
+
+/**
+ * What a proxy holding mesh-proxy does with what it is asked (ADR 0007): hands back each name as
+ * the mesh asked for it, on its own answer-consumer subject. `asked` is the routes file's list (as
+ * a proxy reads it from its node), or what the mesh asks now. Returns each answer.
+ */
+export const handBackAsked = async (t: TestMesh, proxy: { node: string; module: string }, asked?: Ask[]): Promise<ToolAnswer[]> => {
+  const asks = asked ?? routesAsked(await t.mesh.current());
+  const answers: ToolAnswer[] = [];
+  for (const ask of asks) {
+    const body = { consumer: { node: ask.node, module: ask.module }, requirement: `route:${ask.name}`, values: { publicName: ask.publicName } };
+    const reply = await t.nc.request(providerAnswerSubject(t.names.prefix, proxy.node, proxy.module), JSON.stringify(body), { timeout: 10_000 });
+    answers.push(reply.json<ToolAnswer>());
+  }
+  return answers;
+};

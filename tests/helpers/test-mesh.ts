@@ -19,6 +19,7 @@ import { foldSnapshotBucket } from '../../src/domain/bus/subjects.js';
 import { eventsStreamName, type ControlStreamNames } from '../../src/adapters/nats/control-streams.js';
 import { Controller, type ControllerOptions, type DeclarationPass } from '../../src/controller/controller.js';
 import { EnrolmentService } from '../../src/controller/enrolment-service.js';
+import { ProviderAnswerService } from '../../src/controller/provider-answers.js';
 import { ReportIngester } from '../../src/controller/report-ingester.js';
 import { CommandDispatcher } from '../../src/controller/command-dispatcher.js';
 import { sourceProbe } from '../../src/controller/source-probe.js';
@@ -172,6 +173,14 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
     return service;
   };
 
+  /** Providers' own answer-consumer tool on this mesh's prefix: the proxy hands back public names on it. */
+  const startProviderAnswers = (): ProviderAnswerService => {
+    const service = new ProviderAnswerService(nc, new MeshService(newLog()), { prefix: names.prefix, logger: pino({ level: 'silent' }) });
+    service.start();
+    services.push(service);
+    return service;
+  };
+
   const coordinators: BuildCoordinator[] = [];
   /** Turns moved branches into builds and builds into versions, with a short ack wait so a dead builder's job moves on quickly. */
   const startBuilds = async (ackWaitMs = 3_000): Promise<BuildCoordinator> => {
@@ -266,6 +275,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
     operatorCommands,
     startEnrolment,
     startBusIdentities,
+    startProviderAnswers,
     startIngester,
     startBuilds,
     log,

@@ -155,7 +155,7 @@ describe('builds that cannot start or did not succeed', () => {
     const refused = await runMesh(['build', name], env);
     expect(refused.code).toBe(3);
     expect(refused.stderr).toContain(`building module ${name} refused`);
-    expect(refused.stderr).toContain(`${name}'s source.path apii: the source has no folder apii at commit ${commit} (the commit's tree has nothing at apii; looked in ${url}, asked probe-builder)`);
+    expect(refused.stderr).toContain(`${name}'s source.path apii: the source has no folder apii at commit ${commit} (the commit's tree has nothing at apii; looked in ${url}, ref main, for apii, asked probe-builder)`);
     expect(refused.stderr).toMatch(/correct source\.path in .*'s manifest .* and register it again/);
     expect(await head()).toBe(before);
     expect(await jobs()).toBe(queued);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { runMesh } from '../helpers/cli.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { uniqueName } from '../helpers/names.js';
+import { handBackAsked, routedModule } from '../helpers/routes.js';
 import { openTestMesh, type TestMesh } from '../helpers/test-mesh.js';
 import { dropSchemas, freshSchemas, openPool } from '../projections/harness.js';
 
@@ -81,6 +82,36 @@ describe('cordoning and removing a node', () => {
     expect(json((await mesh('history', `${lab}/caller`, '--json')).stdout).map((e) => e.type)).toEqual(['assignment.created', 'assignment.removed']);
     expect((await mesh('node', 'show', lab)).stdout).toContain('runs: greeter (definition v1)');
     expect((await mesh('unassign', 'caller', other)).code).toBe(0);
+  });
+
+  it('shows a node\'s public domain and the public names its modules serve, now and as of a sequence', async () => {
+    const before = await mesh('node', 'show', other);
+    expect(before.stdout).toContain(`public domain: none, so no route has a public name here (mesh node domain ${other} D)`);
+    await t.run({ type: 'register-module', manifest: { name: 'test-proxy', provides: [{ provision: 'route' }], canHold: ['mesh-proxy'] } });
+    await t.run({ type: 'register-module', manifest: routedModule('shop', { route: 'shop', policy: [{ kind: 'redirect', from: 'www' }] }) });
+    await t.run({ type: 'assign', module: 'test-proxy', node: bus, hold: ['mesh-proxy'], pins: {}, values: {}, placements: {} });
+    const domainSet = await t.run({ type: 'set-node-domain', node: other, domain: 'other.example' });
+    await t.run({ type: 'assign', module: 'shop', node: other, hold: [], pins: {}, values: {}, placements: {} });
+    // Asked, not yet handed back: nothing served.
+    expect((await mesh('node', 'show', other)).stdout).toContain('public domain: other.example; public names it serves: none');
+    t.startProviderAnswers();
+    expect(await handBackAsked(t, { node: bus, module: 'test-proxy' })).toMatchObject([{ ok: true }, { ok: true }]);
+
+    const show = await mesh('node', 'show', other);
+    // A person's line wraps at 100 columns, continued indented.
+    expect(show.stdout.replace(/\n\s+/g, ' ')).toContain('public domain: other.example; public names it serves: shop.other.example (shop, route shop), www.other.example (shop, redirect to route shop)');
+    expect(json((await mesh('node', 'show', other, '--json')).stdout)[0]).toMatchObject({
+      publicDomain: 'other.example',
+      publicNames: [
+        { publicName: 'shop.other.example', module: 'shop', route: 'shop', redirect: false },
+        { publicName: 'www.other.example', module: 'shop', route: 'shop', redirect: true },
+      ],
+    });
+    // As of the domain's own commit: the domain, and nothing granted yet.
+    const then = await mesh('node', 'show', other, '--at', String(domainSet.seq));
+    expect(then.stdout).toContain('public domain: other.example; public names it serves: none');
+    expect(json((await mesh('node', 'show', other, '--json', '--at', String(domainSet.seq))).stdout)[0]).toMatchObject({ publicDomain: 'other.example', publicNames: [] });
+    await t.run({ type: 'unassign', module: 'shop', node: other });
   });
 
   it('drains and removes a node: each unassignment an event, then the removal; it is gone from the mesh, its record kept', async () => {

@@ -134,7 +134,13 @@ export const writeMeshLog = async (
   run({ type: 'set-node-domain', node: 'n5', domain: 'five.example' });
   run({ type: 'register-module', manifest: { name: 'site', requires: [{ name: 'http-port', contract: 'port', provider: 'host', port: 8080 }], routes: [{ name: 'site', port: 'http-port', policy: [{ kind: 'redirect', from: 'www' }] }] } });
   assign('site', 'n5');
+  // The holder of mesh-proxy hands back each name asked for (ADR 0007), under each domain in turn.
+  const handBack = (domain: string) => {
+    for (const name of ['site', 'www']) run({ type: 'answer-consumer', provider: { node: 'n4', module: 'route-proxy' }, consumer: { node: 'n5', module: 'site' }, requirement: `route:${name}`, values: { publicName: `${name}.${domain}` } });
+  };
+  handBack('five.example');
   run({ type: 'set-node-domain', node: 'n5', domain: 'moved.example' });
+  handBack('moved.example');
   run({ type: 'register-module', manifest: { name: 'store', provides: [{ provision: 'object-store', fields: { bucket: { type: 'string' } } }] } });
   run({ type: 'register-module', manifest: { name: 'app', requires: [{ name: 'store', contract: 'object-store', provider: 'module' }] } });
   assign('store', 'n6');
@@ -197,6 +203,19 @@ export const writeMeshLog = async (
       const secret = `test-login/n${round % 4}-agent`;
       record(secretAggregate(secret), [{ type: 'secret.made', data: { secret, purpose: `the login of round ${round}`, recipients: [node], version: round } }], `secret-made-${round}`, 'controller');
       if (round % 10 === 5) record(secretAggregate(secret), [{ type: 'secret.shared', data: { secret, recipients: [...new Set([node, 'n1'])].sort(), version: round } }], `secret-shared-${round}`, 'controller');
+      // A rotation of it: started, made, applied, confirmed, then retired — or abandoned half-way.
+      if (round % 10 === 0) {
+        const rotation = { secret, version: round + 1 };
+        const parties = { node, module: 'agent' };
+        record(secretAggregate(secret), [{ type: 'secret.rotation-started', data: { ...rotation, from: round, parties: 'two', appliers: [{ node: 'n1', module: 'agent' }], readers: [parties] } }], `rotate-${round}`);
+        record(secretAggregate(secret), [{ type: 'secret.rotation-made', data: rotation }], `rotation-made-${round}`, 'controller');
+        record(secretAggregate(secret), [{ type: 'secret.rotation-applied', data: { ...rotation, node: 'n1', module: 'agent', declarationSequence: round } }], `rotation-applied-${round}`, 'controller');
+        if (round % 20 === 0) record(secretAggregate(secret), [{ type: 'secret.rotation-abandoned', data: { ...rotation, reason: `round ${round}` } }], `rotation-abandoned-${round}`);
+        else {
+          record(secretAggregate(secret), [{ type: 'secret.rotation-confirmed', data: { ...rotation, ...parties, declarationSequence: round } }], `rotation-confirmed-${round}`, 'controller');
+          record(secretAggregate(secret), [{ type: 'secret.rotation-retired', data: { ...rotation, retired: round } }], `rotation-retired-${round}`, 'controller');
+        }
+      }
       // What an agent said it applies, stated again when it changed; a trust root set, then rotated.
       if (round % 25 === 5) record(`fact.${node}`, [{ type: 'fact.capabilities', data: { node, capabilities: round % 50 === 5 ? ['region'] : ['region', 'service', 'trust-anchor'] } }], `facts-e-${round}`, 'controller');
       if (round % 40 === 10) {

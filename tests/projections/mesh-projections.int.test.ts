@@ -18,6 +18,13 @@ const TABLES = ['audit', 'nodes', 'enrolment_tokens', 'modules', 'module_definit
 /** Event types that change nothing evolveMesh keeps: only the audit index records them. */
 const STATELESS = new Set(['mesh.initialised', 'log.voided']);
 
+/** A rotation as the secrets table keeps it, as the slice does: the parties done as sets. */
+const rotationOfRow = (row: unknown) => {
+  if (row === null || typeof row !== 'object') return null;
+  const { applied, confirmed, ...rest } = row as { applied: string[]; confirmed: string[] };
+  return { ...rest, applied: new Set(applied), confirmed: new Set(confirmed) };
+};
+
 describe('the mesh projections', () => {
   let testLog: TestLog;
   let pool: pg.Pool;
@@ -119,7 +126,7 @@ describe('the mesh projections', () => {
       (r) => [r.public_name as string, { node: r.node, module: r.module, route: r.route, name: r.name, publicName: r.public_name, proxy: { node: r.proxy_node, module: r.proxy_module } }] as [string, unknown],
     );
     expect(byKey(names)).toEqual(sorted(state.routes.byPublicName));
-    const secrets = (await rows(schemas, 'secrets')).map((r) => [r.name as string, { secret: r.name, purpose: r.purpose, version: r.version, recipients: r.recipients, seq: Number(r.changed_seq) }] as [string, unknown]);
+    const secrets = (await rows(schemas, 'secrets')).map((r) => [r.name as string, { secret: r.name, purpose: r.purpose, version: r.version, recipients: r.recipients, seq: Number(r.changed_seq), highest: r.highest, rotation: rotationOfRow(r.rotation) }] as [string, unknown]);
     expect(secrets.length).toBeGreaterThan(0);
     expect(byKey(secrets)).toEqual(sorted(state.secrets.byName));
     const [root, ...others] = await rows(schemas, 'trust_root');

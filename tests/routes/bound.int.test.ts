@@ -7,6 +7,7 @@ import { stopRecordedProcesses } from '../../src/agent/left-running.js';
 import { meshHome } from '../../src/config.js';
 import { derivedLogin } from '../../src/domain/answers/login.js';
 import { RefusedError } from '../../src/errors.js';
+import { providerAnswerSubject } from '../../src/domain/bus/users.js';
 import { FAST } from '../agent/harness.js';
 import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
@@ -39,6 +40,7 @@ describe('a provider’s derived values reach the consumer (${bound:…})', () =
     mkdirSync(root, { recursive: true });
     t = await openTestMesh();
     await t.startController();
+    t.startProviderAnswers();
     await t.run({ type: 'register-module', manifest: STORE });
     await t.run({
       type: 'register-module',
@@ -87,7 +89,13 @@ describe('a provider’s derived values reach the consumer (${bound:…})', () =
       expect(await head()).toBe(before);
     }
 
-    await answer({ bucket: 'lab1-app-files' });
+    // The provider answers as itself, on its own subject (the server vouches for who it is), and is recorded as the actor.
+    const body = { consumer: { node, module: consumer }, requirement: 'store', values: { bucket: 'lab1-app-files' } };
+    const reply = (await t.nc.request(providerAnswerSubject(t.names.prefix, 'core', 'store'), JSON.stringify(body), { timeout: 10_000 })).json<{ ok: boolean }>();
+    expect(reply).toMatchObject({ ok: true });
+    const answered = [];
+    for await (const event of t.log.read({ aggregate: 'consumer' })) if (event.type === 'consumer.answered') answered.push(event);
+    expect(answered.map((e) => [e.actor, e.data])).toEqual([['module:core/store', { provider: { node: 'core', module: 'store' }, consumer: { node, module: consumer }, requirement: 'store', values: { bucket: 'lab1-app-files' } }]]);
     const told = await waitFor('the process told its bucket and login', async () => seen());
     const login = derivedLogin(node, consumer);
     expect(told).toBe(`lab1-app-files ${login}`);

@@ -16,7 +16,8 @@ import { refusalMesh } from '../helpers/refusal-mesh.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
-import { ADMIN_LOGIN, HTTP_PORT, foundationAssignments, routedModule } from '../helpers/routes.js';
+import { ADMIN_LOGIN, HTTP_PORT, foundationAssignments, handBackAsked, routedModule } from '../helpers/routes.js';
+import { providerAnswerSubject } from '../../src/domain/bus/users.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 
 // Routes with policy and a module told its own names, against the real servers: every refusal
@@ -74,7 +75,7 @@ describe('route refusals through the CLI: a clear message, exit 3, nothing appen
     expect((await mesh('node', 'domain', 'lab2', 'shop.example')).code).toBe(0);
     const assigned = await mesh('assign', first, 'lab1');
     expect(assigned.stdout).toContain('public names shop.shop.example');
-    expect(await refused(['assign', second, 'lab2'], 3)).toContain(`the public name shop.shop.example is held by lab1/${first} (route shop)`);
+    expect(await refused(['assign', second, 'lab2'], 3)).toContain(`the public name shop.shop.example is claimed by lab1/${first} (route shop), waiting for the holder of mesh-proxy to hand it back`);
   });
 
   it('refuses a manifest naming an installation’s literal, naming the module and the key', async () => {
@@ -104,6 +105,16 @@ describe('routes on real agents: the routes file, a module’s own URL, a domain
     const path = routesFilePath(nodeRoot('edge'), 'test-proxy');
     return existsSync(path) ? readFileSync(path, 'utf8') : undefined;
   };
+  const PROXY = { node: 'edge', module: 'test-proxy' };
+  /** As the proxy does: reads what it is asked from its routes file, once it asks for `publicName`, and hands each back on its own subject. */
+  const proxyAnswers = async (publicName: string): Promise<void> => {
+    const file = await waitFor(`the routes file to ask for ${publicName}`, async () => {
+      const text = routesFileText();
+      const parsed = text ? (JSON.parse(text) as RoutesFile) : undefined;
+      return parsed?.asked.some((a) => a.publicName === publicName) && parsed;
+    });
+    for (const answer of await handBackAsked(t, PROXY, file.asked)) expect(answer).toMatchObject({ ok: true });
+  };
   /** The URL the module's process was started with, as it wrote it down. */
   const urlSeenBy = (module: string): string | undefined => {
     const path = join(nodeRoot('lab1'), module, 'data', 'url');
@@ -124,6 +135,7 @@ describe('routes on real agents: the routes file, a module’s own URL, a domain
     mkdirSync(root, { recursive: true });
     t = await openTestMesh();
     await t.startController();
+    t.startProviderAnswers();
     for (const name of ['nats', 'vault']) await t.run({ type: 'register-module', manifest: fixtureManifest(name) });
     await t.run({ type: 'register-module', manifest: { name: 'test-proxy', provides: [{ provision: 'route' }], canHold: ['mesh-proxy'], resources: { processes: [{ name: 'serve', run: ['node', '-e', 'setInterval(() => {}, 1 << 30)'] }] } } });
     await t.run({ type: 'register-module', manifest: { name: 'plain', requires: [HTTP_PORT(9090)], resources: { processes: [{ name: 'server', run: ['node', '-e', 'setInterval(() => {}, 1 << 30)', '${http-port}'] }] } } });
@@ -153,8 +165,12 @@ describe('routes on real agents: the routes file, a module’s own URL, a domain
     ];
     await t.run({ type: 'register-module', manifest: tellsItsUrl('forge', policy) });
     await t.run(assign('forge', 'lab1'));
+    await proxyAnswers('forge.lab.example');
 
-    const text = await waitFor('the routes file on edge', async () => routesFileText()?.includes('forge.lab.example') && routesFileText());
+    const text = await waitFor('the routes file on edge, every name handed back', async () => {
+      const now = routesFileText();
+      return now !== undefined && (JSON.parse(now) as RoutesFile).entries.length > 0 && (JSON.parse(now) as RoutesFile).asked.length === 0 && now;
+    });
     const file = JSON.parse(text) as RoutesFile;
     expect(file.entries.map((e) => [e.host, e.path, e.priority, e.action])).toEqual([
       ['forge.lab.example', '/.well-known/acme-challenge', 9007199254740991, 'forward'],
@@ -196,6 +212,21 @@ describe('routes on real agents: the routes file, a module’s own URL, a domain
     await t.run({ type: 'register-module', manifest: tellsItsUrl('forge', []) });
     await t.run(assign('forge', 'lab1'));
     await t.run(assign('plain', 'lab1'));
+    // Until the holder of mesh-proxy hands the name back, lab1's declaration waits, saying on what.
+    const refusal = await waitFor('lab1 waiting for its public name', async () => {
+      const refused = [];
+      for await (const event of t.log.read({ aggregate: 'node' })) if (event.type === 'declaration.refused' && (event.data as { node: string }).node === 'lab1') refused.push(event);
+      return refused.at(-1);
+    });
+    expect(JSON.stringify(refusal.data)).toContain('${route:forge} waits for edge/test-proxy, the holder of mesh-proxy, to hand back the public name of route forge (asked: forge.lab.example)');
+    expect(urlSeenBy('forge')).toBeUndefined();
+    // Nobody else hands it back: a module that does not hold mesh-proxy is refused, appending nothing.
+    const head = (await t.jsm.streams.info(t.names.logStream)).state.last_seq;
+    const body = { consumer: { node: 'lab1', module: 'forge' }, requirement: 'route:forge', values: { publicName: 'forge.lab.example' } };
+    const impostor = (await t.nc.request(providerAnswerSubject(t.names.prefix, 'lab1', 'plain'), JSON.stringify(body), { timeout: 10_000 })).json<{ ok: boolean; refused: { why: string }[] }>();
+    expect(impostor).toMatchObject({ ok: false, refused: [{ why: 'the holder of mesh-proxy is edge/test-proxy, and only it hands back a public name' }] });
+    expect((await t.jsm.streams.info(t.names.logStream)).state.last_seq).toBe(head);
+    await proxyAnswers('forge.lab.example');
     expect(await waitFor('forge told its URL', async () => urlSeenBy('forge'))).toBe('https://forge.lab.example');
 
     const digests = async (node: string) => new Map((await t.declarationOf(node))?.assignments.map((a) => [a.module, sha256Digest(a)]));
@@ -204,8 +235,9 @@ describe('routes on real agents: the routes file, a module’s own URL, a domain
     const lab1Before = await t.declarationOf('lab1');
 
     await t.run({ type: 'set-node-domain', node: 'lab1', domain: 'moved.example' });
+    await proxyAnswers('forge.moved.example');
     expect(await waitFor('forge told its new URL', async () => urlSeenBy('forge') === 'https://forge.moved.example' && urlSeenBy('forge'))).toBe('https://forge.moved.example');
-    await waitFor('the routes file names the new host', async () => routesFileText()?.includes('forge.moved.example'));
+    await waitFor('the routes file serves the new host', async () => (JSON.parse(routesFileText() ?? '{"entries":[]}') as RoutesFile).entries.some((e) => e.host === 'forge.moved.example'));
     const after = await digests('lab1');
     expect(after.get('forge')).not.toBe(before.get('forge'));
     expect(after.get('plain')).toBe(before.get('plain'));

@@ -18,7 +18,8 @@ import { Controller } from '../../src/controller/controller.js';
 import { MeshView } from '../../src/controller/mesh-view.js';
 import { EnrolmentService } from '../../src/controller/enrolment-service.js';
 import { MeshService } from '../../src/controller/mesh-service.js';
-import { composeBusUsers, CONTROLLER_INBOX, hostInbox, personInbox, SNAPSHOT_WRITER_INBOX, type BusWire } from '../../src/domain/bus/users.js';
+import { composeBusUsers, CONTROLLER_INBOX, hostInbox, personInbox, providerAnswerSubject, SNAPSHOT_WRITER_INBOX, type BusWire } from '../../src/domain/bus/users.js';
+import { ProviderAnswerService } from '../../src/controller/provider-answers.js';
 import { FoldSnapshotStore } from '../../src/adapters/nats/fold-snapshot-store.js';
 import { moduleInbox } from '../../src/domain/bus/subjects.js';
 import type { MeshCommand } from '../../src/domain/mesh/commands.js';
@@ -200,6 +201,21 @@ describe('the bus, enforced by the server from the composed user list', () => {
     expect(errors).toEqual([]);
     watchDrops('operator ada', operator);
     await greeter.close();
+  });
+
+  it('lets a provider answer its consumers as itself, on its own subject, and the controller records it as that provider', async () => {
+    const answers = new ProviderAnswerService(controllerNc, new MeshService(new JetStreamEventLog(controllerNc, { stream: WIRE.logStream, subjectPrefix: WIRE.logPrefix, registry: meshEventRegistry(), writer: new LogWriter(controllerNc, { stream: WIRE.logStream, key: controllerKey }) })), { prefix: WIRE.prefix, logger: pino({ level: 'silent' }) });
+    answers.start();
+    try {
+      const greeter = await connectNats(url, { name: 'greeter-answers', identity: { key: moduleBusIdentity(controllerKey, 'alpha', 'greeter'), inbox: moduleInbox('greeter', 'alpha') } });
+      const body = { consumer: { node: 'beta', module: 'caller' }, requirement: 'greeting', values: { text: 'hello' } };
+      const reply = (await greeter.request(providerAnswerSubject(WIRE.prefix, 'alpha', 'greeter'), JSON.stringify(body), { timeout: 10_000 })).json<{ ok: boolean; refused: { what: string; why: string }[] }>();
+      // The server let it through and the controller decided it as alpha/greeter's answer (beta runs no caller here, so it is refused).
+      expect(reply).toMatchObject({ ok: false, refused: [{ what: 'beta/caller', why: 'no such assignment' }] });
+      await greeter.close();
+    } finally {
+      answers.stop();
+    }
   });
 
   it('adds a module’s user live when it is assigned and removes it (closing its connection) when unassigned; nobody else is dropped', async () => {

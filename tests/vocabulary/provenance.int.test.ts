@@ -25,6 +25,15 @@ describe('provenance and the trust root, from the command line', () => {
     expect(result.stdout).not.toContain('names no path');
     const registered = await last('module.mono-app');
     expect(registered?.data).toMatchObject({ manifest: { source: { url: 'https://example.org/mono.git', path: 'services/app', ref: 'main' } } });
+    // Corrected only by an event: registering it again with the right folder is a new definition, the first kept in the log.
+    const corrected = await mesh('module', 'register', manifestFile(minimalModule('mono-app')), '--source', 'https://example.org/mono.git', '--path', 'apps/app');
+    expect(corrected.stdout).toContain('mono-app registered as definition version 2');
+    const versions: StoredMeshEvent[] = [];
+    for await (const event of m.t.log.read({ aggregate: 'module.mono-app' })) versions.push(event);
+    expect(versions.map((e) => (e.data as { manifest: { source: unknown } }).manifest.source)).toEqual([
+      { url: 'https://example.org/mono.git', path: 'services/app', ref: 'main' },
+      { url: 'https://example.org/mono.git', path: 'apps/app', ref: 'main' },
+    ]);
   });
 
   it('a source naming no folder registers, and says it is built from the repository\'s root', async () => {

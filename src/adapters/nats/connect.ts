@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { busAuthenticator, identityFromSeed, loadIdentityFile, type KeyPairFile } from '../identity.js';
 import { fromBase64 } from '../key-files.js';
+import { coalesceWrites } from './coalesced-writes.js';
 
 // Every connection to the bus is made as an identity: the server knows its public half as an nkey
 // and checks a signature over its nonce (docs/decisions.md, "Bus identities"). A connection also
@@ -56,7 +57,7 @@ export const connectTimeoutMs = (env: NodeJS.ProcessEnv = process.env): number =
 export const connectNats = async (url: string, options: ConnectOptions): Promise<NatsConnection> => {
   const identity = identityFromEnv() ?? options.identity;
   try {
-    return await connect({
+    const nc = await connect({
       // A cluster's address is every member's, comma-separated: the client tries the next when one is away.
       servers: url.split(','),
       name: options.name,
@@ -69,6 +70,8 @@ export const connectNats = async (url: string, options: ConnectOptions): Promise
       noAsyncTraces: options.persistent === true,
       ...(identity ? { authenticator: busAuthenticator(identity.key), inboxPrefix: identity.inbox } : {}),
     });
+    coalesceWrites(nc);
+    return nc;
   } catch (cause) {
     const refused = /authorization/i.test((cause as Error).message);
     throw new UnavailableError(

@@ -32,7 +32,9 @@ describe("a provider's answer for one consumer (${bound:…})", () => {
     const waiting = composeDeclaration(mesh.state, 'lab1');
     expect(waiting.ok).toBe(false);
     if (!waiting.ok) expect(waiting.problems).toEqual([expect.objectContaining({ what: 'lab1/app resources.processes.app.run', why: '${bound:store.bucket} waits for core/store to answer bucket for lab1/app' })]);
-    mesh.run(answer({ bucket: 'lab1-app-files' }));
+    expect(mesh.run(answer({ bucket: 'lab1-app-files' })).map((e) => e.type)).toEqual(['consumer.answered']);
+    // The same answer again (a provider answering on every pass) records nothing; another does.
+    expect(mesh.run(answer({ bucket: 'lab1-app-files' }))).toEqual([]);
     const composed = composeDeclaration(mesh.state, 'lab1');
     if (!composed.ok) throw new Error(JSON.stringify(composed.problems));
     expect(composed.declaration.assignments[0]?.resources[0]).toMatchObject({ run: ['app', '--bucket', 'lab1-app-files', '--login', 'lab1-app'] });

@@ -6,6 +6,13 @@ import type { MeshState } from '../mesh/state.js';
 import { refuseIfAny, type Problem } from '../refusal.js';
 import { assignmentRef } from '../seats/events.js';
 import { ConsumerAnswered, consumerAggregate } from './events.js';
+import { assignmentAggregate } from '../assignments/events.js';
+import { answerFor } from './state.js';
+import { canonicalJson } from '../canonical.js';
+import { decideRouteAnswer } from '../routes/grants.js';
+
+/** `answer-consumer` with requirement `route:<name>`: the holder of mesh-proxy handing back a public name. */
+export const ROUTE_ANSWER = 'route:';
 
 export const answerConsumerSchema = z.strictObject({
   type: z.literal('answer-consumer'),
@@ -26,6 +33,18 @@ const VALUE_MAX = 1024;
 export const decideAnswerConsumer = (command: AnswerConsumer, state: MeshState): Decision => {
   const { provider, consumer, requirement } = command;
   const subject = `${provider.node}/${provider.module} answering ${consumer.node}/${consumer.module}'s ${requirement}`;
+  // ADR 0007: a route's public name is the proxy's answer to the name the route asks for.
+  if (requirement.startsWith(ROUTE_ANSWER)) {
+    const name = requirement.slice(ROUTE_ANSWER.length);
+    const { events, problems, already } = decideRouteAnswer(state, { provider, consumer, name, values: command.values });
+    refuseIfAny(subject, problems);
+    const publicName = command.values.publicName ?? '';
+    return {
+      aggregate: assignmentAggregate(consumer.node, consumer.module),
+      events,
+      summary: already ? `${consumer.node}/${consumer.module}'s ${name} is already ${publicName}` : `${provider.node}/${provider.module} handed back ${publicName} for ${consumer.node}/${consumer.module}'s ${name}`,
+    };
+  }
   const problems: Problem[] = [];
   const assignment = assignmentOf(state.assignments, consumer);
   const resolution = assignment?.resolutions.find((r) => r.requirement === requirement);
@@ -46,6 +65,11 @@ export const decideAnswerConsumer = (command: AnswerConsumer, state: MeshState):
     if (knownContractField(state, contract, field)?.secret) problems.push({ what: field, why: `${field} is a secret field of ${contract}, and a secret never enters the log (ADR 0113)`, remedy: 'deliver it through the vault' });
   }
   refuseIfAny(subject, problems);
+  // The same answer again (a provider answering on every pass, a retry) records nothing.
+  const standing = answerFor(state.answers, consumer, requirement, provider)?.values;
+  if (standing && canonicalJson(standing) === canonicalJson(command.values)) {
+    return { aggregate: consumerAggregate(consumer, requirement), events: [], summary: `${consumer.node}/${consumer.module}'s ${requirement} is already answered so by ${provider.node}/${provider.module}` };
+  }
   return {
     aggregate: consumerAggregate(consumer, requirement),
     events: [{ type: ConsumerAnswered.type, data: { provider, consumer, requirement, values: command.values } }],

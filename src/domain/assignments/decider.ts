@@ -11,7 +11,7 @@ import type { AssignmentRef } from '../seats/events.js';
 import { AssignmentCreated, AssignmentRemoved, SeatHeld, SeatReleased, assignmentAggregate } from './events.js';
 import { resolveRequirements } from './resolve.js';
 import { answeredBy, assignmentOf, assignmentsOf } from './state.js';
-import { grantRoutes } from '../routes/grants.js';
+import { claimRoutes } from '../routes/grants.js';
 
 // Command schemas check shape only: every rule about what the values mean is the decider's, so
 // its refusals stay the ones an operator knows.
@@ -102,8 +102,8 @@ export const decideAssign = (command: Assign, state: MeshState): Decision => {
       problems.push({ what: command.module, why: 'it provides secret, which only the holder of mesh-vault may (R110.8)', remedy: `assign it with --hold ${vault.name}` });
     }
   }
-  // ADR 0007: the proxy hands back each route's public name, unique across the mesh.
-  const routes = grantRoutes(state, command, manifest, node?.publicDomain);
+  // ADR 0007: the routes ask for names the proxy hands back (answer-consumer), unique across the mesh.
+  const routes = claimRoutes(state, command, manifest, node?.publicDomain);
   problems.push(...routes.problems);
   refuseIfAny(subject, problems);
 
@@ -116,9 +116,8 @@ export const decideAssign = (command: Assign, state: MeshState): Decision => {
         data: { module: command.module, node: command.node, definitionVersion: module.definitionVersion, resolutions, pins: command.pins, values: Object.fromEntries(resolutions.flatMap((r) => (r.answer.kind === 'value' && r.answer.from === 'assignment' ? [[r.requirement, r.answer.value]] : []))), placements: command.placements },
       },
       ...holds,
-      ...routes.events,
     ],
-    summary: `${command.module} assigned to ${command.node} (definition version ${module.definitionVersion}); ${resolutions.length} requirements resolved${held.length > 0 ? `; holds ${held.join(', ')}` : ''}${routes.events.length > 0 ? `; public names ${routes.events.map((e) => e.data.publicName).join(', ')}` : ''}`,
+    summary: `${command.module} assigned to ${command.node} (definition version ${module.definitionVersion}); ${resolutions.length} requirements resolved${held.length > 0 ? `; holds ${held.join(', ')}` : ''}${routes.asks.length > 0 ? `; public names ${routes.asks.map((a) => a.publicName).join(', ')} asked of the holder of mesh-proxy` : ''}`,
   };
 };
 

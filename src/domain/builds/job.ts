@@ -13,6 +13,8 @@ export const buildJobSchema = z.strictObject({
   /** a repository on a seat is cloned from where that seat's holder runs at the moment of building */
   source: sourceRefSchema,
   path: z.string(),
+  /** the branch or tag the module follows, for a failure to say where it looked; absent from jobs queued before it was handed */
+  ref: z.string().min(1).optional(),
   recipe: z.string().min(1),
   output: z.string().min(1),
   bases: z.array(baseSchema),

@@ -49,13 +49,13 @@ export const probeRequestOf = (decision: Decision): ProbeRequest | undefined => 
 
 const sourceName = (source: ProbeRequest['source']): string => ('seat' in source ? `${source.repository} on ${source.seat}` : source.url);
 
-/** A build the holder found cannot start is refused, naming the module, the folder, the commit and where it looked; anything else is not. */
-export const probeRefusal = (module: string, request: ProbeRequest, outcome: ProbeOutcome): Refusal | undefined => {
+/** A build the holder found cannot start is refused, naming the module, the folder, the commit and where it looked (the repository, the ref the module follows, the path); anything else is not. */
+export const probeRefusal = (module: string, request: ProbeRequest, outcome: ProbeOutcome, ref?: string): Refusal | undefined => {
   if (outcome.found !== 'missing') return undefined;
   return new Refusal(`building module ${module}`, [
     {
       what: `${module}'s source.path ${request.path}`,
-      why: `the source has no folder ${request.path} at commit ${outcome.looked.commit} (${outcome.why}; looked in ${outcome.looked.url}, asked ${outcome.builder}): the build could not start, so nothing was submitted`,
+      why: `the source has no folder ${request.path} at commit ${outcome.looked.commit} (${outcome.why}; looked in ${outcome.looked.url}${ref ? `, ref ${ref},` : ''} for ${request.path}, asked ${outcome.builder}): the build could not start, so nothing was submitted`,
       remedy: `correct source.path in ${module}'s manifest to the folder the module is in at that commit and register it again (mesh module register <manifest.json>), or move the module to a commit that has ${request.path} (mesh module moved ${module} COMMIT)`,
     },
   ]);

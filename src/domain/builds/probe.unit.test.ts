@@ -32,12 +32,12 @@ describe('the build seat probe', () => {
   const looked = { url: 'file:///forge/acme/shop', commit: COMMIT, path: 'apii' };
 
   it('refuses only a folder the holder found missing, naming the module, the path, the commit, where it looked and the remedy', () => {
-    const refusal = probeRefusal('api', request, { found: 'missing', why: "the commit's tree has nothing at apii", looked, builder: 'b1' });
+    const refusal = probeRefusal('api', request, { found: 'missing', why: "the commit's tree has nothing at apii", looked, builder: 'b1' }, 'main');
     expect(refusal?.message).toContain('building module api refused');
     expect(refusal?.problems).toEqual([
       {
         what: "api's source.path apii",
-        why: `the source has no folder apii at commit ${COMMIT} (the commit's tree has nothing at apii; looked in file:///forge/acme/shop, asked b1): the build could not start, so nothing was submitted`,
+        why: `the source has no folder apii at commit ${COMMIT} (the commit's tree has nothing at apii; looked in file:///forge/acme/shop, ref main, for apii, asked b1): the build could not start, so nothing was submitted`,
         remedy: expect.stringContaining('correct source.path in api\'s manifest'),
       },
     ]);

@@ -65,6 +65,8 @@ export const enrolmentInbox = (tokenId: string): string => `_INBOX.enrol.${token
 
 const controllerSeat = (prefix: string): string => `${prefix}.seat.mesh-controller`;
 export const enrolSubject = (prefix: string): string => `${controllerSeat(prefix)}.tool.enrol`;
+/** A provider's own `answer-consumer`: the subject names who answers, and only that module's user may publish to it. */
+export const providerAnswerSubject = (prefix: string, node: string, module: string): string => `${controllerSeat(prefix)}.tool.answer-consumer.${node}.${module}`;
 
 /** What no identity may do to a stream, the controller included: the log is never deleted or purged. */
 const DESTRUCTIVE = ['$JS.API.STREAM.DELETE.>', '$JS.API.STREAM.PURGE.>', '$JS.API.STREAM.MSG.DELETE.>'];
@@ -169,6 +171,8 @@ const operatorUser = (wire: BusWire, operator: string, publicKey: string): BusUs
         `$JS.API.CONSUMER.CREATE.${snapshotStream(wire)}`,
         `$JS.FC.${snapshotStream(wire)}.>`,
       ],
+      // a provider's own answer is the provider's to give: an operator answers with the signed tool
+      deny: [providerAnswerSubject(wire.prefix, '*', '*')],
     },
     subscribe: { allow: [`${personInbox(operator)}.>`] },
     // a person asks; a person never answers (design 25 §7)
@@ -260,6 +264,8 @@ const moduleUser = (state: MeshState, wire: BusWire, node: string, module: strin
     if (seat.name === 'mesh-vault') publish.add(`$JS.API.STREAM.MSG.GET.${wire.logStream}`);
     serves = true;
   }
+  // a provider, or a seat's holder, answers its consumers as itself (answer-consumer; a route's public name)
+  if (manifest.provides.length > 0 || heldBy(state.seats, { node, module }).length > 0) publish.add(providerAnswerSubject(wire.prefix, node, module));
   for (const used of manifest.uses) {
     // a user of a seat submits work to it, and nothing else (design 32 §2)
     const seat = seatNamed(state.seats, used);

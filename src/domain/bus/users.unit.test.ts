@@ -69,7 +69,8 @@ describe('the bus user list, composed from the log', () => {
     // caller and local-bus do not require mesh-bus: no user; a revoked operator and an expired token: none
     expect(names.some((n) => /caller|local-bus|bob|00000000000000cc/.test(n))).toBe(false);
     const greeter = users.find((u) => u.name === 'module greeter on alpha');
-    expect(greeter?.permissions.publish.allow).toEqual(['mesh.mod.greeter.event.greeted', 'mesh.seat.front-desk.>']);
+    // a provider answers its consumers as itself, on its own subject alone
+    expect(greeter?.permissions.publish.allow).toEqual(['mesh.mod.greeter.event.greeted', 'mesh.seat.front-desk.>', 'mesh.seat.mesh-controller.tool.answer-consumer.alpha.greeter']);
     expect(greeter?.permissions.subscribe.allow).toEqual(['_INBOX.greeter.alpha.>', 'mesh.seat.front-desk.>']);
     const showcase = users.find((u) => u.name === 'module showcase on beta');
     // a user of a seat submits to its accept subjects only; a consumer acks only its own consumer

@@ -43,6 +43,12 @@ export const provisionSchema = z.strictObject({
   /** "For each consumer, one secret": resolution adds a `secret` requirement named for the consumer. */
   perConsumerSecret: z.boolean().default(false),
   /**
+   * "two-credentials": it takes a second credential for one consumer beside the first, so the mesh
+   * may rotate a consumer's secret without a moment when neither works (docs/decisions.md, "Rotating
+   * a secret"). Absent, its per-consumer secrets are refused rotation.
+   */
+  rotation: z.enum(['two-credentials']).optional(),
+  /**
    * How this provider answers a consumer's non-secret fields, written with its own requirements:
    * `{ "url": "http://${identity.address}:${port}" }`. Filled in when a consumer's declaration is composed.
    */

@@ -1,6 +1,7 @@
 import type { Problem } from '../refusal.js';
 import type { MeshState } from '../mesh/state.js';
 import { knownContractField, knownContractFields } from './contracts.js';
+import { rosterBlocks } from '../declarations/roster.js';
 
 // The closed vocabulary of references (docs/manifest.md, "References"): `${<requirement>}` or
 // `${<requirement>.<field>}`, where what the requirement is decides which fields it has, and
@@ -79,8 +80,8 @@ export const parseReferences = (value: string): { references: Reference[]; unkno
 };
 
 /** Where a manifest may write references: each text, by the field path a refusal names. */
-export const referenceSites = (raw: Raw): { what: string; value: string; container?: number; answer?: boolean }[] => {
-  const sites: { what: string; value: string; container?: number; answer?: boolean }[] = [];
+export const referenceSites = (raw: Raw): { what: string; value: string; container?: number; answer?: boolean; roster?: boolean }[] => {
+  const sites: { what: string; value: string; container?: number; answer?: boolean; roster?: boolean }[] = [];
   const texts = (what: string, value: unknown, container?: number, answer?: boolean): void => {
     if (typeof value === 'string') sites.push({ what, value, ...(container !== undefined ? { container } : {}), ...(answer ? { answer } : {}) });
     else if (Array.isArray(value)) value.forEach((v, i) => texts(`${what}.${i}`, v, container, answer));
@@ -95,8 +96,12 @@ export const referenceSites = (raw: Raw): { what: string; value: string; contain
     texts(`resources.processes.${i}.run`, record(p).run);
     texts(`resources.processes.${i}.env`, record(p).env);
   });
-  list(resources.files).forEach((f, i) => texts(`resources.files.${i}.template`, record(f).template));
-  list(resources.regions).forEach((r, i) => texts(`resources.regions.${i}.template`, record(r).template));
+  // A file's or region's content may repeat a line over the mesh's roster (ADR 0120): nothing else can.
+  const content = (what: string, value: unknown): void => {
+    if (typeof value === 'string') sites.push({ what, value, roster: true });
+  };
+  list(resources.files).forEach((f, i) => content(`resources.files.${i}.template`, record(f).template));
+  list(resources.regions).forEach((r, i) => content(`resources.regions.${i}.template`, record(r).template));
   list(resources.runOnce).forEach((s, i) => texts(`resources.runOnce.${i}.command`, record(s).command, -1));
   texts('resources.prepare.command', record(resources.prepare).command);
   list(raw.provides).forEach((p, i) => texts(`provides.${i}.answers`, record(p).answers, undefined, true));
@@ -115,6 +120,10 @@ const boundProblem = (whole: string, name: string, field: string, requirements: 
   return undefined;
 };
 
+/** `${each:…}`, `${entry:…}`, `${end:…}`: the roster's block (src/domain/declarations/roster.ts). */
+const ROSTER_TOKEN = /^\$\{(each|entry|end):/;
+const ROSTER_VOCABULARY = 'a file or region repeats a line over the mesh\'s roster as ${each:machines} or ${each:names}, the line reading ${entry:name} and ${entry:address}, ended by ${end:each} (docs/manifest.md, "References")';
+
 const VOCABULARY = 'a reference is ${<requirement>} or ${<requirement>.<field>} of one of the module\'s own requirements (docs/manifest.md, "References")';
 
 /** Every reference the composer could not fill, and every host path a container could not see. */
@@ -126,7 +135,15 @@ export const referenceProblems = (raw: Raw, state: MeshState): Problem[] => {
   const problems: Problem[] = [];
   for (const site of referenceSites(raw)) {
     const { references, unknownForms } = parseReferences(site.value);
+    const roster = unknownForms.some((whole) => ROSTER_TOKEN.test(whole));
+    if (roster && site.roster) for (const why of rosterBlocks(site.value).problems) problems.push({ what: site.what, why, remedy: ROSTER_VOCABULARY });
     for (const whole of unknownForms) {
+      if (ROSTER_TOKEN.test(whole)) {
+        if (!site.roster && !problems.some((p) => p.what === site.what && p.why.startsWith('a roster'))) {
+          problems.push({ what: site.what, why: `a roster block (${whole}) repeats lines of a file, and this is no file's or region's template`, remedy: `write the roster into a file or region the module reads (resources.files, resources.regions): ${ROSTER_VOCABULARY}` });
+        }
+        continue;
+      }
       const route = ROUTE_REFERENCE.exec(whole)?.[1];
       if (route !== undefined) {
         if (!routes.includes(route)) problems.push({ what: site.what, why: `${whole} names "${route}", which is no route of this module, so it has no public URL`, remedy: routes.length > 0 ? `write one of: ${routes.map((r) => `\${route:${r}}`).join(', ')}` : `contribute the route in routes ({ "name": "${route}", "port": "http-port" })` });

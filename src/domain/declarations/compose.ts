@@ -14,13 +14,14 @@ import type { DeclaredAssignment, Resource } from './declaration.js';
 import { deployedDigestOf } from '../builds/state.js';
 import { statedCapabilities } from '../facts/state.js';
 import { needsCapability } from './capabilities.js';
-import { proxyHolder } from '../routes/grants.js';
+import { currentGrantsOf, proxyHolder } from '../routes/grants.js';
 import { answerFor } from '../answers/state.js';
 import { derivedLogin } from '../answers/login.js';
-import { grantsOf } from '../routes/state.js';
 import { proxyResources, publicUrl } from '../routes/table.js';
 import { secretsAppliedBy } from '../secrets/wanted.js';
+import { declaredVersions, secretNamed } from '../secrets/state.js';
 import { currentTrustRoot } from '../trust/state.js';
+import { expandRoster, rosterOf, type Roster } from './roster.js';
 
 // What one node must run now, composed from the mesh as the log says it is. Requirements are
 // resolved here, at composition (design 27), against the assignments and holders of this moment,
@@ -191,7 +192,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
     });
   };
   // issue 122: `${route:NAME}` is the public URL the proxy handed back for the module's own route on this node.
-  const grants = grantsOf(state.routes, assignment);
+  const grants = currentGrantsOf(state, assignment);
   const routeUrls = new Map((manifest.routes ?? []).flatMap((route) => {
     const grant = grants.get(route.name);
     return grant ? [[route.name, publicUrl(grant.publicName, route.location)] as const] : [];
@@ -199,9 +200,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
   const routesFilled = (where: string) => (text: string): string =>
     text.replace(ROUTE_REFERENCE_ANYWHERE, (whole, name: string) => {
       const url = routeUrls.get(name);
-      if (url === undefined && !held.some((p) => p.what === where && p.why.startsWith(whole))) {
-        held.push({ what: where, why: `${whole} has no public name: route ${name} was not granted one on ${assignment.node}`, remedy: `assign ${module} again (the holder of mesh-proxy grants its routes' names when it is assigned), after giving ${assignment.node} a public domain: mesh node domain ${assignment.node} DOMAIN` });
-      }
+      if (url === undefined && !held.some((p) => p.what === where && p.why.startsWith(whole))) held.push(routeWait(state, assignment, where, whole, name));
       return url ?? whole;
     });
   // issue 124: `${bound:REQ.FIELD}` is what the provider answering REQ derived for this consumer and
@@ -244,7 +243,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
       }
       return { path: path ?? e.from, reason: e.reason };
     });
-  const restartKeys = (names: string[]) => names.map((n) => (files.has(n) ? key(n) : answers.secrets.has(n) ? key(`secret-${n}`) : key(n)));
+  const restartKeys = (names: string[]) => [...new Set([...names.map((n) => (files.has(n) ? key(n) : answers.secrets.has(n) ? key(`secret-${n}`) : key(n))), ...rotatedSecrets])];
   // The module's own artifact is the version its rollout put on its nodes (src/domain/builds).
   const artifact = deployedDigestOf(state.builds, module);
   const image = (spec: Manifest['resources']['containers'][number]['image']): string =>
@@ -256,11 +255,14 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
     const requirement = manifest.requires.find((r) => r.name === directory.requirement);
     resources.push({ key: key(directory.requirement), module, kind: 'directory', path: answers.paths.get(directory.requirement) ?? `${root}/${module}/${directory.requirement}`, owner: requirement?.owner ?? null, mode: requirement?.mode ?? '0750' });
   }
+  // ADR 0120: a file or region may repeat a line over the mesh's machines or the names it serves.
+  let roster: Roster | undefined;
+  const withRoster = (template: string): string => (template.includes('${each:') ? expandRoster(template, (roster ??= rosterOf(state))) : template);
   for (const file of manifest.resources.files) {
-    resources.push({ key: key(file.name), module, kind: 'file', path: files.get(file.name) ?? '', content: fillerAt(`resources.files.${file.name}.template`)(file.template), mode: file.mode });
+    resources.push({ key: key(file.name), module, kind: 'file', path: files.get(file.name) ?? '', content: fillerAt(`resources.files.${file.name}.template`)(withRoster(file.template)), mode: file.mode });
   }
   for (const region of manifest.resources.regions) {
-    resources.push({ key: key(region.name), module, kind: 'region', path: region.file, content: fillerAt(`resources.regions.${region.name}.template`)(region.template), at: region.at });
+    resources.push({ key: key(region.name), module, kind: 'region', path: region.file, content: fillerAt(`resources.regions.${region.name}.template`)(withRoster(region.template)), at: region.at });
   }
   for (const anchor of manifest.resources.trustAnchors) {
     const root = currentTrustRoot(state.trust);
@@ -272,13 +274,20 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
     resources.push({ key: key(service.name), module, kind: 'service', unit: service.unit, state: service.state ?? null, enabled: service.enabled ?? null, reloadOn: service.reloadOn.map(key) });
   }
   const secretOwner = readerOf(manifest);
+  const party = { node: assignment.node, module };
+  // A secret that has been rotated is one its readers restart on (derived, not declared): a new
+  // value in the file is of no use to a process that read the old one when it started.
+  const rotatedSecrets: string[] = [];
   for (const secret of answers.secrets.values()) {
-    resources.push({ key: key(`secret-${secret.requirement}`), module, kind: 'secret', secret: secret.name, path: answers.paths.get(secret.requirement) ?? '', owner: secretOwner, vault: secret.holder });
+    const versions = declaredVersions(secretNamed(state.secrets, secret.name), party);
+    if (versions) rotatedSecrets.push(key(`secret-${secret.requirement}`));
+    resources.push({ key: key(`secret-${secret.requirement}`), module, kind: 'secret', secret: secret.name, path: answers.paths.get(secret.requirement) ?? '', owner: secretOwner, vault: secret.holder, ...(versions ? { versions } : {}) });
   }
   // A provider that makes each consumer a secret applies it (creates the login): the vault delivers it here too (ADR 0113).
   for (const applied of secretsAppliedBy(state, assignment)) {
     const consumer = `${applied.consumer.node}-${applied.consumer.module}`;
-    resources.push({ key: key(`consumer-${consumer}`), module, kind: 'secret', secret: applied.secret, path: consumerSecretPath(root, module, consumer), owner: secretOwner, vault: applied.holder });
+    const versions = declaredVersions(secretNamed(state.secrets, applied.secret), party);
+    resources.push({ key: key(`consumer-${consumer}`), module, kind: 'secret', secret: applied.secret, path: consumerSecretPath(root, module, consumer), owner: secretOwner, vault: applied.holder, ...(versions ? { versions } : {}) });
   }
   if (busIdentity) resources.push(busIdentity);
 
@@ -398,6 +407,19 @@ const unsupported = (state: MeshState, node: string, assignment: DeclaredAssignm
       why: `node ${node}'s agent has not reported the capability "${r.kind}": a host that does not apply ${r.kind} resources would refuse the whole declaration`,
       remedy: `run an agent on ${node} that applies ${r.kind} resources (it says so in its heartbeat); the declaration is sent once it has`,
     }));
+};
+
+/** What a `${route:NAME}` with no public name yet waits on: the domain, or the holder of mesh-proxy handing it back. */
+const routeWait = (state: MeshState, assignment: AssignmentState, where: string, whole: string, name: string): Problem => {
+  const domain = nodeNamed(state.nodes, assignment.node)?.publicDomain;
+  const proxy = proxyHolder(state);
+  if (domain === undefined) return { what: where, why: `${whole} has no public name: node ${assignment.node} has no public domain`, remedy: `mesh node domain ${assignment.node} DOMAIN` };
+  if (!proxy) return { what: where, why: `${whole} waits for a public name, and nobody holds mesh-proxy to hand it back`, remedy: 'assign a proxy: mesh assign route-proxy NODE --hold mesh-proxy' };
+  return {
+    what: where,
+    why: `${whole} waits for ${proxy.node}/${proxy.module}, the holder of mesh-proxy, to hand back the public name of route ${name} (asked: ${name}.${domain})`,
+    remedy: `it is filled once the proxy answers (answer-consumer ${assignment.node}/${assignment.module} route:${name} publicName=…, on its bus tool); the routes file on ${proxy.node} lists what it is asked`,
+  };
 };
 
 /** Composes one node's declaration, or says every requirement that cannot be resolved now. */

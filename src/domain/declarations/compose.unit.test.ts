@@ -161,6 +161,7 @@ describe("composing a node's declaration", () => {
     samples.set('bus-identity', { key: 'x/bus-identity', module: 'x', kind: 'bus-identity', path: '/m/.mesh/x/bus-identity.json', owner: null, inbox: '_INBOX.x.n', consumes: ['**'] });
     samples.set('region', { key: 'x/hosts', module: 'x', kind: 'region', path: '/etc/hosts', content: '10.0.0.1 a\n', at: 'end' });
     samples.set('service', { key: 'x/runtime', module: 'x', kind: 'service', unit: 'docker.service', state: 'running', enabled: true, reloadOn: ['x/f'] });
+    samples.set('secret', { key: 'x/secret-token', module: 'x', kind: 'secret', secret: 'x/token', path: '/m/.mesh/x/secrets/token', owner: null, vault: { node: 'n', module: 'vault' }, versions: [1, 2] });
     samples.set('trust-anchor', { key: 'x/mesh-root', module: 'x', kind: 'trust-anchor', certificate: '-----BEGIN CERTIFICATE-----\n', fingerprint: `sha256:${'0'.repeat(64)}` });
     const uncovered: string[] = [];
     for (const option of resourceSchema.options) {

@@ -79,6 +79,11 @@ export const secretResource = z.strictObject({
   /** the user the module's processes run as, who alone may read it (0600); null is the agent's own */
   owner: z.string().nullable(),
   vault: z.strictObject({ node: name, module: name }),
+  /**
+   * The versions to place: the first at `path`, a second (while a rotation has this node hold both)
+   * at `<path>.next`. Absent for a secret never rotated: the vault's current version is placed.
+   */
+  versions: z.array(z.number().int().positive()).min(1).max(2).optional(),
 });
 
 /**

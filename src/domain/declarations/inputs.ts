@@ -4,9 +4,11 @@ import { manifestOf } from '../catalogue/state.js';
 import type { MeshState } from '../mesh/state.js';
 import { nodeNamed } from '../nodes/state.js';
 import { seatById, seatNamed } from '../seats/state.js';
-import { proxyHolder } from '../routes/grants.js';
+import { PROXY_SEAT, proxyHolder } from '../routes/grants.js';
+import { rosterListsRead } from './roster.js';
 import { hasGrants } from '../routes/state.js';
 import { perConsumerProvider } from '../secrets/wanted.js';
+import { secretNamed } from '../secrets/state.js';
 import type { AssignmentState } from '../assignments/state.js';
 
 // Which nodes' declarations an event can change, as a controller-runtime reconciler maps a watched
@@ -27,6 +29,8 @@ const seatKey = (seat: string): string => `seat:${seat}`;
 const ROUTES = 'routes';
 /** the mesh's trust root, read by every node with a trust anchor */
 const TRUST_ROOT = 'trust:root';
+/** the machines of the mesh, read by every node with a roster block (ADR 0120; roster.ts) */
+const MACHINES = 'roster:machines';
 
 /** What one event changes among the declarations' inputs: nodes to compose again, inputs whose readers must be, or everything. */
 export interface Touched {
@@ -56,6 +60,10 @@ export class DeclarationInputs {
       inputs.add(moduleKey(assignment.module));
       const manifest = manifestOf(state.catalogue, assignment.module);
       if ((manifest?.resources.trustAnchors.length ?? 0) > 0) inputs.add(TRUST_ROOT);
+      // A roster of machines reads the nodes; of names, the public names too, at the proxy's address.
+      const lists = new Set([...(manifest?.resources.files ?? []), ...(manifest?.resources.regions ?? [])].flatMap((r) => rosterListsRead(r.template)));
+      if (lists.size > 0) inputs.add(MACHINES);
+      if (lists.has('names')) inputs.add(ROUTES).add(seatKey(seatNamed(state.seats, PROXY_SEAT)?.id ?? PROXY_SEAT));
       for (const requirement of manifest?.requires ?? []) {
         inputs.add(provisionKey(requirement.contract));
         if (requirement.seat) inputs.add(seatKey(seatNamed(state.seats, requirement.seat)?.id ?? requirement.seat));
@@ -122,7 +130,8 @@ export class DeclarationInputs {
         // `${route:…}` of the module on its node, and the routes file.
         return { nodes: [event.data.node], inputs: [ROUTES], all: false };
       case 'node.public-domain-set':
-        return { nodes: [event.data.node], inputs: [], all: false };
+        // `${route:…}` of its modules waits for names under the new domain; the routes file asks for them.
+        return { nodes: [event.data.node], inputs: [ROUTES], all: false };
       case 'consumer.answered':
         // `${bound:…}` of the consumer it answers.
         return { nodes: [event.data.consumer.node], inputs: [], all: false };
@@ -154,10 +163,11 @@ export class DeclarationInputs {
         this.placed.set(node, { address: now?.address ?? null, root: now?.root ?? '' });
         // A node's address and root reach whoever is answered by its modules: rare, so everyone.
         const moved = placed !== undefined && (placed.address !== (now?.address ?? null) || placed.root !== (now?.root ?? ''));
-        return { nodes: [node], inputs: [], all: moved };
+        return { nodes: [node], inputs: [MACHINES], all: moved };
       }
-      case 'node.enrolled':
       case 'node.removed':
+        return { nodes: [event.data.node], inputs: [MACHINES], all: false };
+      case 'node.enrolled':
       case 'fact.capabilities':
         return { nodes: [event.data.node], inputs: [], all: false };
       case 'build.succeeded':
@@ -169,6 +179,17 @@ export class DeclarationInputs {
       }
       case 'trust.root-set':
         return { nodes: [], inputs: [TRUST_ROOT], all: false };
+      case 'secret.rotation-started':
+      case 'secret.rotation-made':
+      case 'secret.rotation-applied':
+      case 'secret.rotation-confirmed':
+      case 'secret.rotation-retired':
+      case 'secret.rotation-abandoned': {
+        // Which versions are placed where: every node the secret goes to, and the rotation's parties.
+        const secret = secretNamed(state.secrets, event.data.secret);
+        const parties = secret?.rotation ? [...secret.rotation.appliers, ...secret.rotation.readers].map((p) => p.node) : [];
+        return { nodes: [...new Set([...(secret?.recipients ?? []), ...parties])], inputs: [], all: false };
+      }
       default:
         return NOTHING;
     }

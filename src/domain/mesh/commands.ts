@@ -27,10 +27,11 @@ import { decideSetTrustRoot, setTrustRootSchema, type SetTrustRoot } from '../tr
 import type { MeshState } from './state.js';
 import { decideSetNodeDomain, setNodeDomainSchema, type SetNodeDomain } from '../routes/decider.js';
 import { answerConsumerSchema, decideAnswerConsumer, type AnswerConsumer } from '../answers/decider.js';
+import { abandonRotationSchema, decideAbandonRotation, decideRotateSecret, rotateSecretSchema, type AbandonRotation, type RotateSecret } from '../secrets/rotation.js';
 
 // Every command the mesh takes, and the one place that routes it to its rule.
 
-export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | CordonNode | UncordonNode | RemoveNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit | SetNodeDomain | SetTrustRoot | AnswerConsumer;
+export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | CordonNode | UncordonNode | RemoveNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit | SetNodeDomain | SetTrustRoot | AnswerConsumer | RotateSecret | AbandonRotation;
 
 /** Every command's schema, told apart by `type`: a command body as it arrives is read against the one its type names. */
 export const meshCommandSchema = z.discriminatedUnion('type', [
@@ -59,6 +60,8 @@ export const meshCommandSchema = z.discriminatedUnion('type', [
   setNodeDomainSchema,
   setTrustRootSchema,
   answerConsumerSchema,
+  rotateSecretSchema,
+  abandonRotationSchema,
 ]);
 
 /**
@@ -115,6 +118,10 @@ export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decis
       return decideSetTrustRoot(command, state);
     case 'answer-consumer':
       return decideAnswerConsumer(command, state);
+    case 'rotate-secret':
+      return decideRotateSecret(command, state);
+    case 'abandon-secret-rotation':
+      return decideAbandonRotation(command, state);
     case 'move-source':
     case 'move-module':
     case 'submit-build':

@@ -4,6 +4,13 @@ import { ADMIN_LOGIN, ROUTE_FOUNDATION, foundationAssignments, plainModule, rout
 import { composeDeclaration } from '../declarations/compose.js';
 import type { Resource } from '../declarations/declaration.js';
 import type { RoutesFile } from './table.js';
+import { routesAsked } from './grants.js';
+
+const PROXY = { node: 'edge', module: 'route-proxy' };
+const answer = (consumer: { node: string; module: string }, name: string, publicName: string, provider = PROXY) => ({ type: 'answer-consumer' as const, provider, consumer, requirement: `route:${name}`, values: { publicName } });
+
+/** What the proxy does with what it is asked: hands each name back as asked (ADR 0007). */
+const handBack = (mesh: MeshFixture): string[] => routesAsked(mesh.state).flatMap((ask) => mesh.run(answer(ask, ask.name, ask.publicName)).map((e) => (e.type === 'route.public-name-granted' ? e.data.publicName : e.type)));
 
 const meshWithProxy = (): MeshFixture => {
   const mesh = new MeshFixture().node('edge').node('lab1');
@@ -72,15 +79,33 @@ describe('a route contributed in a manifest (ADR 0108)', () => {
 });
 
 describe('public names, handed back by the holder of mesh-proxy', () => {
-  it('grants <route>.<domain> at assignment, and refuses a second claim naming the holder', () => {
+  it('asks for <route>.<domain> at assignment; the route waits, named, until the holder hands it back; a second claim is refused naming the first', () => {
     const mesh = meshWithProxy().node('lab2');
     mesh.run({ type: 'set-node-domain', node: 'lab2', domain: 'lab.example' });
     mesh.register(routedModule('forge'));
     mesh.register(routedModule('other-forge', { route: 'forge' }));
     const events = mesh.assign('forge', 'lab1');
-    expect(events.filter((e) => e.type === 'route.public-name-granted').map((e) => e.data)).toEqual([
-      { node: 'lab1', module: 'forge', route: 'forge', name: 'forge', publicName: 'forge.lab.example', proxy: { node: 'edge', module: 'route-proxy' } },
+    expect(events.filter((e) => e.type === 'route.public-name-granted')).toEqual([]);
+    expect(routesAsked(mesh.state)).toEqual([{ node: 'lab1', module: 'forge', route: 'forge', name: 'forge', publicName: 'forge.lab.example' }]);
+    const waiting = composeDeclaration(mesh.state, 'lab1');
+    expect(waiting.ok ? [] : waiting.problems).toEqual([
+      expect.objectContaining({ what: 'lab1/forge resources.processes.server.run', why: '${route:forge} waits for edge/route-proxy, the holder of mesh-proxy, to hand back the public name of route forge (asked: forge.lab.example)' }),
     ]);
+    expect(mesh.refusal({ type: 'assign', module: 'other-forge', node: 'lab2', hold: [], pins: {}, values: {}, placements: {} })).toEqual([
+      expect.objectContaining({ what: 'route forge', why: expect.stringContaining('forge.lab.example is claimed by lab1/forge (route forge), waiting for the holder of mesh-proxy to hand it back') }),
+    ]);
+
+    // Only the holder answers, only a name the module asks for, only under the node's domain.
+    const forge = { node: 'lab1', module: 'forge' };
+    expect(mesh.refusal(answer(forge, 'forge', 'forge.lab.example', { node: 'edge', module: 'vault' }))).toEqual([expect.objectContaining({ why: 'the holder of mesh-proxy is edge/route-proxy, and only it hands back a public name' })]);
+    expect(mesh.refusal(answer(forge, 'admin', 'admin.lab.example'))).toEqual([expect.objectContaining({ what: 'route:admin', why: 'forge asks for no public name admin' })]);
+    expect(mesh.refusal(answer(forge, 'forge', 'forge.elsewhere.example'))).toEqual([expect.objectContaining({ what: 'publicName', why: expect.stringContaining("is not a DNS name under lab1's public domain lab.example") })]);
+    expect(mesh.refusal({ ...answer(forge, 'forge', 'forge.lab.example'), values: { publicName: 'forge.lab.example', port: '1' } })).toEqual([expect.objectContaining({ what: 'port' })]);
+
+    expect(mesh.run(answer(forge, 'forge', 'forge.lab.example')).map((e) => e.data)).toEqual([{ node: 'lab1', module: 'forge', route: 'forge', name: 'forge', publicName: 'forge.lab.example', proxy: PROXY }]);
+    expect(mesh.run(answer(forge, 'forge', 'forge.lab.example'))).toEqual([]);
+    expect(routesAsked(mesh.state)).toEqual([]);
+    expect(composeDeclaration(mesh.state, 'lab1').ok).toBe(true);
     const problems = mesh.refusal({ type: 'assign', module: 'other-forge', node: 'lab2', hold: [], pins: {}, values: {}, placements: {} });
     expect(problems).toEqual([expect.objectContaining({ what: 'route forge', why: expect.stringContaining('forge.lab.example is held by lab1/forge (route forge)') })]);
   });
@@ -92,18 +117,21 @@ describe('public names, handed back by the holder of mesh-proxy', () => {
     expect(problems.map((p) => p.why)).toEqual([expect.stringContaining('nobody holds mesh-proxy'), expect.stringContaining('node lab1 has no public domain')]);
   });
 
-  it('refuses a domain that would give a name another assignment holds, and re-grants the names on the node under a new one', () => {
+  it('refuses a domain that would give a name another assignment holds; under a new one the names are asked for again and handed back', () => {
     const mesh = meshWithProxy().node('lab2');
     mesh.run({ type: 'set-node-domain', node: 'lab2', domain: 'two.example' });
     mesh.register(routedModule('forge'));
     mesh.register(routedModule('other-forge', { route: 'forge' }));
     mesh.assign('forge', 'lab1');
     mesh.assign('other-forge', 'lab2');
+    expect(handBack(mesh)).toEqual(['forge.lab.example', 'forge.two.example']);
     expect(mesh.refusal({ type: 'set-node-domain', node: 'lab2', domain: 'lab.example' })).toEqual([expect.objectContaining({ why: expect.stringContaining('held by lab1/forge') })]);
-    const events = mesh.run({ type: 'set-node-domain', node: 'lab1', domain: 'one.example' });
-    expect(events.map((e) => (e.type === 'route.public-name-granted' ? e.data.publicName : e.type))).toEqual(['node.public-domain-set', 'forge.one.example']);
+    expect(mesh.run({ type: 'set-node-domain', node: 'lab1', domain: 'one.example' }).map((e) => e.type)).toEqual(['node.public-domain-set']);
+    expect(routesAsked(mesh.state).map((a) => a.publicName)).toEqual(['forge.one.example']);
+    expect(handBack(mesh)).toEqual(['forge.one.example']);
     // The old name is free again.
-    expect(mesh.run({ type: 'set-node-domain', node: 'lab2', domain: 'lab.example' }).map((e) => (e.type === 'route.public-name-granted' ? e.data.publicName : e.type))).toEqual(['node.public-domain-set', 'forge.lab.example']);
+    expect(mesh.run({ type: 'set-node-domain', node: 'lab2', domain: 'lab.example' }).map((e) => e.type)).toEqual(['node.public-domain-set']);
+    expect(handBack(mesh)).toEqual(['forge.lab.example']);
   });
 });
 
@@ -113,8 +141,21 @@ describe('the routes file on the proxy’s node', () => {
     mesh.register(routedModule('forge', { policy: [{ kind: 'refuse', path: '/api/internal', priority: 100000 }, { kind: 'authentication', secret: 'admin-login' }], requires: [ADMIN_LOGIN] }));
     mesh.register(routedModule('site', { policy: [{ kind: 'redirect', from: 'www' }] }));
     for (const module of order === 'ab' ? ['forge', 'site'] : ['site', 'forge']) mesh.assign(module, 'lab1');
+    handBack(mesh);
     return mesh;
   };
+
+  it('lists what the proxy is asked until it hands the names back, serving none of them meanwhile', () => {
+    const mesh = meshWithProxy();
+    mesh.register(routedModule('site', { policy: [{ kind: 'redirect', from: 'www' }] }));
+    mesh.assign('site', 'lab1');
+    expect(routesFileOn(mesh).file).toEqual({ version: 1, entries: [], asked: [
+      { node: 'lab1', module: 'site', route: 'site', name: 'site', publicName: 'site.lab.example' },
+      { node: 'lab1', module: 'site', route: 'site', name: 'www', publicName: 'www.lab.example' },
+    ] });
+    handBack(mesh);
+    expect(routesFileOn(mesh).file.asked).toEqual([]);
+  });
 
   it('orders every entry totally, so the same routes give the same bytes whatever order they came in', () => {
     const { text, file } = routesFileOn(twoRoutes('ab'));
@@ -153,9 +194,13 @@ describe('a module told its own names (issue 122)', () => {
     mesh.register(plainModule('plain'));
     mesh.assign('forge', 'lab1');
     mesh.assign('plain', 'lab1');
+    handBack(mesh);
     const before = resourcesOn(mesh, 'lab1');
     expect(before.get('forge/server')).toMatchObject({ run: ['server', '--public-url', 'https://forge.lab.example/git', '--port', '8080'] });
     mesh.run({ type: 'set-node-domain', node: 'lab1', domain: 'moved.example' });
+    const waiting = composeDeclaration(mesh.state, 'lab1');
+    expect(waiting.ok ? [] : waiting.problems.map((p) => p.why)).toEqual([expect.stringContaining('(asked: forge.moved.example)')]);
+    handBack(mesh);
     const after = resourcesOn(mesh, 'lab1');
     expect(after.get('forge/server')).toMatchObject({ run: ['server', '--public-url', 'https://forge.moved.example/git', '--port', '8080'] });
     expect(after.get('plain/server')).toEqual(before.get('plain/server'));

@@ -6,7 +6,8 @@ import type { MeshState } from '../mesh/state.js';
 import { nodeNamed } from '../nodes/state.js';
 import type { AssignmentRef } from '../seats/events.js';
 import type { RouteContribution } from './contribution.js';
-import { allGrants, type Grant } from './state.js';
+import type { Grant } from './state.js';
+import { currentGrants, routesAsked, type Ask } from './grants.js';
 
 // The routes file: the contract between the mesh and any proxy (ADR 0108, R108.6), written to the
 // node of mesh-proxy's holder. One entry per (host, path, priority), in one total order, so the same
@@ -33,6 +34,12 @@ export interface RouteEntry {
 export interface RoutesFile {
   version: 1;
   entries: RouteEntry[];
+  /**
+   * The names the mesh asks the proxy for and it has not handed back yet (ADR 0007): the proxy
+   * answers each with `answer-consumer` on its own bus tool, requirement `route:<name>`, value
+   * `publicName`; until then no entry serves it and the module's `${route:…}` waits.
+   */
+  asked: Ask[];
 }
 
 const ACTION_ORDER = { refuse: 0, redirect: 1, forward: 2 } as const;
@@ -85,7 +92,7 @@ const contributionOf = (state: MeshState, grant: Grant): Contribution | undefine
 export const routesTable = (state: MeshState, proxy: { root: string; module: string }): { file: RoutesFile; secrets: { name: string; path: string; vault: AssignmentRef }[] } => {
   const entries: RouteEntry[] = [];
   const secrets = new Map<string, { name: string; path: string; vault: AssignmentRef }>();
-  const grants = allGrants(state.routes);
+  const grants = currentGrants(state);
   for (const grant of grants) {
     const found = contributionOf(state, grant);
     if (!found) continue;
@@ -121,7 +128,7 @@ export const routesTable = (state: MeshState, proxy: { root: string; module: str
     }
   }
   entries.sort(compareEntries);
-  return { file: { version: 1, entries }, secrets: [...secrets.values()].sort((a, b) => compareText(a.name, b.name)) };
+  return { file: { version: 1, entries, asked: routesAsked(state) }, secrets: [...secrets.values()].sort((a, b) => compareText(a.name, b.name)) };
 };
 
 /** The proxy's resources on its node: the routes file in a directory of its own, and its routes' secrets (delivered by the vault, as any secret, readable only by the user the proxy's processes run as). */

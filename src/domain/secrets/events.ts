@@ -22,7 +22,57 @@ export const SecretShared = defineEvent({
   schema: z.strictObject({ secret, recipients, version: z.number().int().positive() }),
 });
 
-export const secretEvents = [SecretMade, SecretShared] as const;
+const version = z.number().int().positive();
+const party = z.strictObject({ node: z.string().min(1), module: z.string().min(1) });
+export type RotationParty = z.infer<typeof party>;
+
+// A rotation, step by step (docs/decisions.md, "Rotating a secret"): started by an operator, the
+// new value made by the vault, both credentials in force at every applier, the new one confirmed by
+// every reader, then the old one retired — or abandoned before that. Each names the new version.
+
+/** An operator asked for a new value: from `from` to `version`, with these parties, fixed now. */
+export const SecretRotationStarted = defineEvent({
+  type: 'secret.rotation-started',
+  version: 1,
+  schema: z.strictObject({ secret, from: version, version, parties: z.enum(['two', 'one']), appliers: z.array(party), readers: z.array(party) }),
+});
+
+/** The vault holds the new version beside the current one. */
+export const SecretRotationMade = defineEvent({
+  type: 'secret.rotation-made',
+  version: 1,
+  schema: z.strictObject({ secret, version }),
+});
+
+/** An applier runs with both versions placed: both credentials are in force there. */
+export const SecretRotationApplied = defineEvent({
+  type: 'secret.rotation-applied',
+  version: 1,
+  schema: z.strictObject({ secret, version, node: z.string().min(1), module: z.string().min(1), declarationSequence: z.number().int().nonnegative() }),
+});
+
+/** A reader runs with the new version alone. */
+export const SecretRotationConfirmed = defineEvent({
+  type: 'secret.rotation-confirmed',
+  version: 1,
+  schema: z.strictObject({ secret, version, node: z.string().min(1), module: z.string().min(1), declarationSequence: z.number().int().nonnegative() }),
+});
+
+/** Every applier applied and every reader confirmed: the old value is gone from the vault, `version` is current. */
+export const SecretRotationRetired = defineEvent({
+  type: 'secret.rotation-retired',
+  version: 1,
+  schema: z.strictObject({ secret, version, retired: version }),
+});
+
+/** An operator gave the rotation up before the old value was retired: the old version stays current. */
+export const SecretRotationAbandoned = defineEvent({
+  type: 'secret.rotation-abandoned',
+  version: 1,
+  schema: z.strictObject({ secret, version, reason: z.string() }),
+});
+
+export const secretEvents = [SecretMade, SecretShared, SecretRotationStarted, SecretRotationMade, SecretRotationApplied, SecretRotationConfirmed, SecretRotationRetired, SecretRotationAbandoned] as const;
 
 /** A secret's aggregate: its name's `/` as a subject token boundary (`postgres-database/lab1-gitea` → `secret.postgres-database.lab1-gitea`). */
 export const secretAggregate = (name: string): string => `secret.${name.split('/').join('.')}`;

@@ -1,6 +1,25 @@
 import { defineSlice } from '../slice.js';
+import type { RotationParty } from './events.js';
 
-// The secrets the log names: for each, what it is for, its current version and who may have it.
+// The secrets the log names: for each, what it is for, its current version and who may have it,
+// and the rotation under way, if any — a fold of its steps, so a restarted controller knows where
+// it was (docs/decisions.md, "Rotating a secret").
+
+export interface Rotation {
+  from: number;
+  version: number;
+  parties: 'two' | 'one';
+  appliers: RotationParty[];
+  readers: RotationParty[];
+  /** the vault holds the new version */
+  made: boolean;
+  /** `node/module` of each applier that runs with both versions */
+  applied: Set<string>;
+  /** `node/module` of each reader that runs with the new version */
+  confirmed: Set<string>;
+  /** the log sequence it started at */
+  startedSeq: number;
+}
 
 export interface SecretState {
   secret: string;
@@ -9,25 +28,57 @@ export interface SecretState {
   recipients: string[];
   /** the log sequence of its last change */
   seq: number;
+  /** the highest version it ever had, an abandoned rotation's included: a new one goes above it */
+  highest: number;
+  rotation: Rotation | null;
 }
 
 export interface SecretsState {
   byName: Map<string, SecretState>;
 }
 
+export const partyKey = (party: RotationParty): string => `${party.node}/${party.module}`;
+
 export const secretsSlice = defineSlice({
-  eventTypes: ['secret.made', 'secret.shared'] as const,
+  eventTypes: ['secret.made', 'secret.shared', 'secret.rotation-started', 'secret.rotation-made', 'secret.rotation-applied', 'secret.rotation-confirmed', 'secret.rotation-retired', 'secret.rotation-abandoned'] as const,
   empty: (): SecretsState => ({ byName: new Map() }),
   evolve(state, event) {
+    const known = state.byName.get(event.data.secret);
     switch (event.type) {
       case 'secret.made':
-        state.byName.set(event.data.secret, { secret: event.data.secret, purpose: event.data.purpose, version: event.data.version, recipients: [...event.data.recipients], seq: event.seq });
+        state.byName.set(event.data.secret, { secret: event.data.secret, purpose: event.data.purpose, version: event.data.version, recipients: [...event.data.recipients], seq: event.seq, highest: Math.max(known?.highest ?? 0, event.data.version), rotation: known?.rotation ?? null });
         return;
-      case 'secret.shared': {
-        const known = state.byName.get(event.data.secret);
+      case 'secret.shared':
         if (known && known.version === event.data.version) state.byName.set(event.data.secret, { ...known, recipients: [...event.data.recipients], seq: event.seq });
         return;
+      case 'secret.rotation-started': {
+        if (!known || known.rotation) return;
+        const { from, version, parties, appliers, readers } = event.data;
+        known.rotation = { from, version, parties, appliers, readers, made: false, applied: new Set(), confirmed: new Set(), startedSeq: event.seq };
+        known.highest = Math.max(known.highest, version);
+        known.seq = event.seq;
+        return;
       }
+      case 'secret.rotation-made':
+        if (known?.rotation?.version === event.data.version) known.rotation.made = true;
+        return;
+      case 'secret.rotation-applied':
+        if (known?.rotation?.version === event.data.version) known.rotation.applied.add(partyKey(event.data));
+        return;
+      case 'secret.rotation-confirmed':
+        if (known?.rotation?.version === event.data.version) known.rotation.confirmed.add(partyKey(event.data));
+        return;
+      case 'secret.rotation-retired':
+        if (known?.rotation?.version !== event.data.version) return;
+        known.version = event.data.version;
+        known.rotation = null;
+        known.seq = event.seq;
+        return;
+      case 'secret.rotation-abandoned':
+        if (known?.rotation?.version !== event.data.version) return;
+        known.rotation = null;
+        known.seq = event.seq;
+        return;
     }
   },
 });
@@ -35,3 +86,35 @@ export const secretsSlice = defineSlice({
 export const secretNamed = (state: SecretsState, name: string): SecretState | undefined => state.byName.get(name);
 
 export const allSecrets = (state: SecretsState): IterableIterator<SecretState> => state.byName.values();
+
+/** Where a rotation stands: its step and whom it waits on (the vault, appliers, readers). */
+export type RotationStep =
+  | { step: 'making'; waitsOn: 'vault' }
+  | { step: 'applying'; waitsOn: RotationParty[] }
+  | { step: 'reading'; waitsOn: RotationParty[] }
+  | { step: 'retiring'; waitsOn: 'vault' };
+
+export const rotationStep = (rotation: Rotation): RotationStep => {
+  if (!rotation.made) return { step: 'making', waitsOn: 'vault' };
+  const appliers = rotation.appliers.filter((p) => !rotation.applied.has(partyKey(p)));
+  if (appliers.length > 0) return { step: 'applying', waitsOn: appliers };
+  const readers = rotation.readers.filter((p) => !rotation.confirmed.has(partyKey(p)));
+  if (readers.length > 0) return { step: 'reading', waitsOn: readers };
+  return { step: 'retiring', waitsOn: 'vault' };
+};
+
+/**
+ * The versions a party is declared of a secret: the first at its path, a second at `<path>.next`.
+ * None for a secret never rotated (the vault's current is placed). An applier holds both from the
+ * moment the vault made the new one; a reader moves to the new one once every applier holds both.
+ */
+export const declaredVersions = (secret: SecretState | undefined, party: RotationParty): number[] | undefined => {
+  if (!secret) return undefined;
+  const rotation = secret.rotation;
+  if (!rotation) return secret.highest > 1 ? [secret.version] : undefined;
+  const key = partyKey(party);
+  if (rotation.appliers.some((p) => partyKey(p) === key)) return rotation.made ? [rotation.from, rotation.version] : [rotation.from];
+  const appliedEverywhere = rotation.made && rotation.appliers.every((p) => rotation.applied.has(partyKey(p)));
+  if (rotation.readers.some((p) => partyKey(p) === key)) return appliedEverywhere ? [rotation.version] : [rotation.from];
+  return [rotation.from];
+};

@@ -30,12 +30,18 @@ export const makeRequestSchema = z.strictObject({
   purpose: z.string().min(1),
   version: z.number().int().positive(),
   recipients: z.array(recipientSchema),
+  /**
+   * The version readers hold now, during a rotation: the vault keeps it and `version`, drops any
+   * other, and answers a fetch that names no version with it. Absent: `version` is current.
+   */
+  current: z.number().int().positive().optional(),
   at: z.string().datetime(),
   nonce: base64,
 });
 export type MakeRequest = z.infer<typeof makeRequestSchema>;
 
-export const fetchRequestSchema = z.strictObject({ secret: name, node: name, at: z.string().datetime(), nonce: base64 });
+/** `version`: the one a declaration placed (a rotation places two); absent, the current one. */
+export const fetchRequestSchema = z.strictObject({ secret: name, node: name, version: z.number().int().positive().optional(), at: z.string().datetime(), nonce: base64 });
 export type FetchRequest = z.infer<typeof fetchRequestSchema>;
 
 /** A request and the signature over its canonical JSON. */

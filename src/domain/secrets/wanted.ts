@@ -17,6 +17,8 @@ export interface WantedSecret {
   provider?: { node: string; module: string; contract: string };
   /** who presents it (or, for a plain secret, who reads it) */
   consumer: { node: string; module: string; requirement: string };
+  /** the holder of mesh-vault that answers it */
+  vault: SecretAnswer['holder'];
 }
 
 type SecretAnswer = Extract<Resolution['answer'], { kind: 'secret' }>;
@@ -43,7 +45,7 @@ export const wantedSecrets = (state: MeshState): Map<string, WantedSecret> => {
       const purpose = provider
         ? `the ${provider.contract} login of ${assignment.node}/${assignment.module} at ${provider.node}/${provider.module}`
         : `${resolution.requirement} of ${assignment.node}/${assignment.module}`;
-      wanted.set(resolution.answer.name, { secret: resolution.answer.name, purpose, recipients, consumer, ...(provider ? { provider } : {}) });
+      wanted.set(resolution.answer.name, { secret: resolution.answer.name, purpose, recipients, consumer, vault: resolution.answer.holder, ...(provider ? { provider } : {}) });
     }
   }
   return wanted;

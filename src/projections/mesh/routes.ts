@@ -1,3 +1,4 @@
+import type { ReadViews } from './read-views.js';
 import { foldingProjection } from './folding.js';
 import { RowImage } from './rows.js';
 
@@ -72,3 +73,20 @@ export const routesProjection = foldingProjection<Batch>({
     await batch.answers.save(tx);
   },
 });
+
+/** A node's public domain and the public names its modules were handed back, by name: `mesh node show`. */
+export const readPublicNamesOn = async ({ db, view }: ReadViews, node: string): Promise<{ domain: string | null; names: PublicNameOn[] }> => {
+  const [domain, names] = await Promise.all([
+    db.query<{ domain: string }>(`SELECT domain FROM ${view('public_domains')} WHERE node = $1`, [node]),
+    db.query<{ public_name: string; module: string; route: string; name: string }>(`SELECT public_name, module, route, name FROM ${view('public_names')} WHERE node = $1 ORDER BY public_name`, [node]),
+  ]);
+  return { domain: domain.rows[0]?.domain ?? null, names: names.rows.map((r) => ({ publicName: r.public_name, module: r.module, route: r.route, redirect: r.name !== r.route })) };
+};
+
+export interface PublicNameOn {
+  publicName: string;
+  module: string;
+  route: string;
+  /** a redirect's `from`, answering with the route's URL, rather than the route's own name */
+  redirect: boolean;
+}

@@ -1,30 +1,85 @@
+import type { RotationParty } from '../../domain/secrets/events.js';
+import { partyKey, rotationStep, type Rotation, type RotationStep } from '../../domain/secrets/state.js';
+import type { StoredMeshEvent } from '../../domain/registry.js';
+import type { StoredEventOf } from '../../domain/slice.js';
 import { foldingProjection } from './folding.js';
 import type { ReadViews } from './read-views.js';
 import { RowImage } from './rows.js';
 
-// `secrets`, as the secrets slice folds secret.made (a version, stated afresh) and secret.shared
-// (the same version, other recipients).
+// `secrets`, as the secrets slice folds secret.made (a version, stated afresh), secret.shared (the
+// same version, other recipients) and a rotation's steps (docs/decisions.md, "Rotating a secret").
 
-type SecretRow = { name: string; purpose: string; version: number; recipients: string[]; changed_seq: number | string };
+/** A rotation as the row keeps it: the sets of parties done as lists. */
+type RotationRow = Omit<Rotation, 'applied' | 'confirmed'> & { applied: string[]; confirmed: string[] };
+
+type SecretRow = { name: string; purpose: string; version: number; recipients: string[]; changed_seq: number | string; highest: number; rotation: RotationRow | null };
+
+const TYPES = ['secret.made', 'secret.shared', 'secret.rotation-started', 'secret.rotation-made', 'secret.rotation-applied', 'secret.rotation-confirmed', 'secret.rotation-retired', 'secret.rotation-abandoned'] as const;
+type SecretEvent = StoredEventOf<(typeof TYPES)[number]>;
+const isSecretEvent = (event: StoredMeshEvent): event is SecretEvent => (TYPES as readonly string[]).includes(event.type);
 
 export const secretsProjection = foldingProjection<RowImage<SecretRow>>({
   name: 'secrets',
-  version: 1,
-  types: ['secret.made', 'secret.shared'],
+  version: 2,
+  types: [...TYPES],
   open: async (events, tx) => {
     const secrets = new RowImage<SecretRow>('secrets', ['name']);
-    await secrets.load(tx, events.flatMap((e) => (e.type === 'secret.shared' ? [{ name: e.data.secret }] : [])));
+    await secrets.load(tx, events.flatMap((e) => (isSecretEvent(e) ? [{ name: e.data.secret }] : [])));
     return secrets;
   },
   apply: (secrets, event) => {
-    if (event.type === 'secret.made') secrets.set({ name: event.data.secret, purpose: event.data.purpose, version: event.data.version, recipients: event.data.recipients, changed_seq: event.seq });
-    else if (event.type === 'secret.shared') {
-      const secret = secrets.get({ name: event.data.secret });
-      if (secret && secret.version === event.data.version) secrets.set({ ...secret, recipients: event.data.recipients, changed_seq: event.seq });
+    if (!isSecretEvent(event)) return;
+    const known = secrets.get({ name: event.data.secret });
+    const seq = event.seq;
+    switch (event.type) {
+      case 'secret.made':
+        secrets.set({ name: event.data.secret, purpose: event.data.purpose, version: event.data.version, recipients: event.data.recipients, changed_seq: seq, highest: Math.max(known?.highest ?? 0, event.data.version), rotation: known?.rotation ?? null });
+        return;
+      case 'secret.shared':
+        if (known && known.version === event.data.version) secrets.set({ ...known, recipients: event.data.recipients, changed_seq: seq });
+        return;
+      case 'secret.rotation-started': {
+        if (!known || known.rotation) return;
+        const { from, version, parties, appliers, readers } = event.data;
+        secrets.set({ ...known, highest: Math.max(known.highest, version), changed_seq: seq, rotation: { from, version, parties, appliers, readers, made: false, applied: [], confirmed: [], startedSeq: seq } });
+        return;
+      }
+      case 'secret.rotation-made':
+      case 'secret.rotation-applied':
+      case 'secret.rotation-confirmed': {
+        const rotation = known?.rotation;
+        if (!known || rotation?.version !== event.data.version) return;
+        const next =
+          event.type === 'secret.rotation-made'
+            ? { ...rotation, made: true }
+            : event.type === 'secret.rotation-applied'
+              ? { ...rotation, applied: [...new Set([...rotation.applied, partyKey(event.data)])] }
+              : { ...rotation, confirmed: [...new Set([...rotation.confirmed, partyKey(event.data)])] };
+        secrets.set({ ...known, changed_seq: seq, rotation: next });
+        return;
+      }
+      case 'secret.rotation-retired':
+        if (known?.rotation?.version === event.data.version) secrets.set({ ...known, version: event.data.version, changed_seq: seq, rotation: null });
+        return;
+      case 'secret.rotation-abandoned':
+        if (known?.rotation?.version === event.data.version) secrets.set({ ...known, changed_seq: seq, rotation: null });
+        return;
     }
   },
   save: (secrets, tx) => secrets.save(tx),
 });
+
+export interface SecretRotationRead {
+  from: number;
+  version: number;
+  parties: 'two' | 'one';
+  appliers: RotationParty[];
+  readers: RotationParty[];
+  /** where it stands and whom it waits on */
+  step: RotationStep['step'];
+  waitsOn: 'vault' | RotationParty[];
+  startedSeq: number;
+}
 
 export interface SecretRead {
   secret: string;
@@ -33,14 +88,27 @@ export interface SecretRead {
   recipients: string[];
   /** the log sequence of its last change */
   seq: number;
+  rotation: SecretRotationRead | null;
 }
 
-/** Every secret the log names, by name: what it is for, its version, the nodes it goes to. */
+const rotationRead = (row: RotationRow | null): SecretRotationRead | null => {
+  if (!row) return null;
+  const rotation: Rotation = { ...row, applied: new Set(row.applied), confirmed: new Set(row.confirmed) };
+  const { step, waitsOn } = rotationStep(rotation);
+  return { from: row.from, version: row.version, parties: row.parties, appliers: row.appliers, readers: row.readers, step, waitsOn, startedSeq: row.startedSeq };
+};
+
+/** Every secret the log names, by name: what it is for, its version, the nodes it goes to, its rotation. */
 export const readSecrets = async ({ db, view }: ReadViews): Promise<SecretRead[]> =>
-  (await db.query<{ name: string; purpose: string; version: number; recipients: string[]; changed_seq: string }>(`SELECT name, purpose, version, recipients, changed_seq FROM ${view('secrets')} ORDER BY name`)).rows.map((r) => ({
+  (
+    await db.query<{ name: string; purpose: string; version: number; recipients: string[]; changed_seq: string; rotation: RotationRow | null }>(
+      `SELECT name, purpose, version, recipients, changed_seq, rotation FROM ${view('secrets')} ORDER BY name`,
+    )
+  ).rows.map((r) => ({
     secret: r.name,
     purpose: r.purpose,
     version: r.version,
     recipients: r.recipients,
     seq: Number(r.changed_seq),
+    rotation: rotationRead(r.rotation),
   }));

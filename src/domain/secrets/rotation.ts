@@ -1,0 +1,151 @@
+import { z } from 'zod';
+import { isAssigned } from '../assignments/state.js';
+import { manifestOf } from '../catalogue/state.js';
+import type { Decision } from '../decision.js';
+import type { Declaration } from '../declarations/declaration.js';
+import type { MeshState } from '../mesh/state.js';
+import { refuseIfAny, Refusal, type Problem } from '../refusal.js';
+import type { Report } from '../reports/report.js';
+import {
+  SecretRotationAbandoned,
+  SecretRotationApplied,
+  SecretRotationConfirmed,
+  SecretRotationMade,
+  SecretRotationRetired,
+  SecretRotationStarted,
+  secretAggregate,
+  type RotationParty,
+} from './events.js';
+import { partyKey, rotationStep, secretNamed, type Rotation, type SecretState } from './state.js';
+import { wantedSecrets } from './wanted.js';
+
+// A secret's rotation (docs/decisions.md, "Rotating a secret"): an operator starts or abandons it;
+// the controller states each step the vault or a party's report shows — made, applied, confirmed,
+// retired — against the fold, so each is stated once however often it is judged.
+
+export const rotateSecretSchema = z.strictObject({ type: z.literal('rotate-secret'), secret: z.string().min(1) });
+export type RotateSecret = z.infer<typeof rotateSecretSchema>;
+
+export const abandonRotationSchema = z.strictObject({ type: z.literal('abandon-secret-rotation'), secret: z.string().min(1), reason: z.string().default('abandoned by an operator') });
+export type AbandonRotation = z.infer<typeof abandonRotationSchema>;
+
+const knownSecret = (subject: string, state: MeshState, name: string): SecretState => {
+  const secret = secretNamed(state.secrets, name);
+  if (!secret) {
+    throw new Refusal(subject, [
+      {
+        what: name,
+        why: 'no such secret: the log names no secret by that name (the foundation\'s own credentials — the controller\'s and operators\' keys, the PostgreSQL roles\' passwords, bus identities — are outside the vault and are not rotated by it)',
+        remedy: 'mesh secret status lists the secrets the log names',
+        missing: 'secret',
+      },
+    ]);
+  }
+  return secret;
+};
+
+export const describeStep = (rotation: Rotation): string => {
+  const step = rotationStep(rotation);
+  const who = step.waitsOn === 'vault' ? 'the vault' : step.waitsOn.map(partyKey).join(', ');
+  return `${step.step} version ${rotation.version}, waiting on ${who}`;
+};
+
+export const decideRotateSecret = (command: RotateSecret, state: MeshState): Decision => {
+  const subject = `rotating secret ${command.secret}`;
+  const secret = knownSecret(subject, state, command.secret);
+  const problems: Problem[] = [];
+  if (secret.rotation) {
+    problems.push({ what: command.secret, why: `a rotation of ${command.secret} is under way (${describeStep(secret.rotation)})`, remedy: `wait for it (mesh secret status), or give it up: mesh secret rotate ${command.secret} --abandon` });
+    refuseIfAny(subject, problems);
+  }
+  const wanted = wantedSecrets(state).get(command.secret);
+  if (!wanted) problems.push({ what: command.secret, why: 'no assignment uses it now: nobody holds it to apply or confirm a new value', remedy: 'it is made afresh when a module requires it again' });
+  else {
+    if (wanted.provider) {
+      const provides = manifestOf(state.catalogue, wanted.provider.module)?.provides.find((p) => p.provision === wanted.provider?.contract);
+      if (provides?.rotation !== 'two-credentials') {
+        problems.push({
+          what: command.secret,
+          why: `its provider ${wanted.provider.node}/${wanted.provider.module} keeps one credential per consumer (its ${wanted.provider.contract} does not say "rotation": "two-credentials"): changing it would leave ${wanted.consumer.node}/${wanted.consumer.module} without a working credential until it read the new one`,
+          remedy: `a provider that takes two credentials at once says so in its manifest (provides[].rotation: "two-credentials"); until then the secret keeps its value`,
+        });
+      }
+    }
+    const holder = wanted.vault;
+    if (!isAssigned(state.assignments, holder)) problems.push({ what: command.secret, why: `its vault ${holder.node}/${holder.module} is not assigned: nobody could make the new value`, remedy: 'assign the holder of mesh-vault first' });
+  }
+  refuseIfAny(subject, problems);
+  const consumer: RotationParty = { node: wanted!.consumer.node, module: wanted!.consumer.module };
+  const provider = wanted!.provider;
+  const two = provider !== undefined;
+  const data = {
+    secret: command.secret,
+    from: secret.version,
+    version: secret.highest + 1,
+    parties: two ? ('two' as const) : ('one' as const),
+    appliers: two ? [{ node: provider.node, module: provider.module }] : [consumer],
+    readers: two ? [consumer] : [],
+  };
+  const whom = two ? `${partyKey(data.appliers[0]!)} applies both, then ${partyKey(consumer)} reads the new one` : `${partyKey(consumer)} stages it beside the current one`;
+  return { aggregate: secretAggregate(command.secret), events: [{ type: SecretRotationStarted.type, data }], summary: `rotation of ${command.secret} started: version ${data.version} replaces ${data.from} once the vault made it; ${whom}` };
+};
+
+export const decideAbandonRotation = (command: AbandonRotation, state: MeshState): Decision => {
+  const subject = `abandoning the rotation of ${command.secret}`;
+  const secret = knownSecret(subject, state, command.secret);
+  if (!secret.rotation) {
+    throw new Refusal(subject, [{ what: command.secret, why: `no rotation of ${command.secret} is under way: it is at version ${secret.version}`, remedy: `mesh secret status shows each secret's rotation` }]);
+  }
+  const { version, from } = secret.rotation;
+  return {
+    aggregate: secretAggregate(command.secret),
+    events: [{ type: SecretRotationAbandoned.type, data: { secret: command.secret, version, reason: command.reason } }],
+    summary: `rotation of ${command.secret} abandoned: version ${from} stays current, version ${version} is never used again`,
+  };
+};
+
+/** The vault holds the new version: stated once, while the rotation waits for it. */
+export const decideRotationMade = (state: MeshState, name: string, version: number): Decision => {
+  const rotation = secretNamed(state.secrets, name)?.rotation;
+  const events = rotation?.version === version && !rotation.made ? [{ type: SecretRotationMade.type, data: { secret: name, version } }] : [];
+  return { aggregate: secretAggregate(name), events, summary: `the vault made version ${version} of ${name}` };
+};
+
+/** Every party done and the vault holds the new version alone: the old one retired. */
+export const decideRotationRetired = (state: MeshState, name: string, version: number): Decision => {
+  const rotation = secretNamed(state.secrets, name)?.rotation;
+  const events = rotation?.version === version && rotationStep(rotation).step === 'retiring' ? [{ type: SecretRotationRetired.type, data: { secret: name, version, retired: rotation.from } }] : [];
+  return { aggregate: secretAggregate(name), events, summary: `version ${rotation?.from ?? '?'} of ${name} retired` };
+};
+
+/**
+ * What one report shows of the rotations it takes part in: an applier runs with both versions
+ * placed (applied), a reader with the new one alone (confirmed). Read from the declaration the
+ * report answers — what it placed — and the report — that the secret's resource applied and the
+ * module runs (all its resources applied, its ensure step included). One decision per secret.
+ */
+export const deriveRotationSteps = (state: MeshState, declaration: Declaration, report: Report): Decision[] => {
+  if (report.refusal !== null) return [];
+  const applied = new Set(report.resources.filter((r) => r.outcome === 'applied').map((r) => r.key));
+  const running = new Set(report.running.map((r) => r.module));
+  const decisions: Decision[] = [];
+  for (const assignment of declaration.assignments) {
+    if (!running.has(assignment.module)) continue;
+    const party = { node: report.node, module: assignment.module };
+    for (const resource of assignment.resources) {
+      if (resource.kind !== 'secret' || !applied.has(resource.key) || !resource.versions) continue;
+      const rotation = secretNamed(state.secrets, resource.secret)?.rotation;
+      if (!rotation || !rotation.made) continue;
+      const where = { secret: resource.secret, version: rotation.version, node: party.node, module: party.module, declarationSequence: declaration.sequence };
+      const isApplier = rotation.appliers.some((p) => partyKey(p) === partyKey(party));
+      const isReader = rotation.readers.some((p) => partyKey(p) === partyKey(party));
+      const [first, second] = resource.versions;
+      if (isApplier && first === rotation.from && second === rotation.version && !rotation.applied.has(partyKey(party))) {
+        decisions.push({ aggregate: secretAggregate(resource.secret), events: [{ type: SecretRotationApplied.type, data: where }], summary: `${partyKey(party)} holds both versions of ${resource.secret}` });
+      } else if (isReader && first === rotation.version && second === undefined && !rotation.confirmed.has(partyKey(party))) {
+        decisions.push({ aggregate: secretAggregate(resource.secret), events: [{ type: SecretRotationConfirmed.type, data: where }], summary: `${partyKey(party)} runs with version ${rotation.version} of ${resource.secret}` });
+      }
+    }
+  }
+  return decisions;
+};
