@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Declaration, DeclaredAssignment, Resource } from '../domain/declarations/declaration.js';
 import type { ResourceOutcome } from '../domain/reports/report.js';
 import type { Driver } from './drivers/driver.js';
-import type { FileDriver } from './drivers/file.js';
+import { readsSecretMarker, type FileDriver } from './drivers/file.js';
 import type { ProcessDriver } from './drivers/process.js';
 import type { RunOnceDriver } from './drivers/run-once.js';
 import type { ServiceDriver } from './drivers/service.js';
@@ -95,7 +95,9 @@ export class Reconciler {
   }
 
   private async applyModule(assignment: DeclaredAssignment, byKey: Map<string, Desired>, matching: Matching, outcomes: Map<string, Outcome>): Promise<void> {
-    for (const resource of assignment.resources) {
+    // A file filled from a secret is written after the module's secrets are placed, in the same pass.
+    const readsSecret = (resource: Resource) => resource.kind === 'file' && readsSecretMarker(resource.content);
+    for (const resource of [...assignment.resources.filter((r) => !readsSecret(r)), ...assignment.resources.filter(readsSecret)]) {
       const desired = byKey.get(resource.key) as Desired;
       const duplicate = matching.duplicates.get(resource.key);
       if (duplicate) {

@@ -33,7 +33,7 @@ const devCommand = async (sub: 'up' | 'down' | 'status', values: { json?: true; 
   switch (sub) {
     case 'up': {
       const wasUp = (await stackStatus(options)).controller.running;
-      const demo = values.demo ? { greeterPort: portFromEnv('MESH_DEMO_GREETER_PORT') ?? 18081, callerPort: portFromEnv('MESH_DEMO_CALLER_PORT') ?? 18082 } : undefined;
+      const demo = values.demo ? { greeterPort: portFromEnv('MESH_DEMO_GREETER_PORT') ?? 18081, callerPort: portFromEnv('MESH_DEMO_CALLER_PORT') ?? 18082, postgresPort: portFromEnv('MESH_DEMO_POSTGRES_PORT') ?? 15532 } : undefined;
       const status = await stackUp({ ...options, ...(demo ? { demo } : {}) });
       const pageUrl = `http://127.0.0.1:${options.ports.http}/`;
       const health = demo ? await waitForHealth(pageUrl, out.json ? () => undefined : say) : undefined;
@@ -47,6 +47,7 @@ const devCommand = async (sub: 'up' | 'down' | 'status', values: { json?: true; 
           out.line(`  the page:     ${pageUrl}`);
           out.line(`  the greeter:  ${status.demo.greeterUrl}    (alpha, holding front-desk)`);
           out.line(`  the caller:   ${status.demo.callerUrl}    (beta, requiring the greeter's greeting)`);
+          out.line(`  the guestbook on beta signs in PostgreSQL on alpha (${status.demo.postgres}) with the login the vault made for it`);
           out.line('try next:');
           out.line('  npx mesh status          what every node runs, and anything not as told');
           out.line('  npx mesh seats           every seat and its holder');

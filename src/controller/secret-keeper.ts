@@ -119,7 +119,9 @@ export class SecretKeeper {
     if (unanswered > 0 && !this.stopped) {
       clearTimeout(this.retry);
       this.retry = setTimeout(() => this.schedule(), this.backoff);
-      this.backoff = Math.min(this.backoff * 2, this.options.retryMs?.most ?? 30_000);
+      // At most 5 s: a vault that has just started is found within seconds, and every module
+      // waiting on a secret holds until it is (asking costs one request per secret).
+      this.backoff = Math.min(this.backoff * 2, this.options.retryMs?.most ?? 5_000);
     } else this.backoff = this.options.retryMs?.first ?? 1_000;
   }
 

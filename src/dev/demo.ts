@@ -14,11 +14,13 @@ import { nodeNamed } from '../domain/nodes/state.js';
 
 // A whole mesh on this machine, raised the way an operator would: the fixture catalogue
 // registered, two nodes whose agents join with tokens, and modules that really run — a greeter
-// holding a seat, a caller requiring the greeter's provision, and the local bus holding
-// mesh-broker. Every step is a signed command to the controller, and every step can be taken again.
+// holding a seat, a caller requiring the greeter's provision, the local bus holding mesh-broker,
+// the vault holding mesh-vault, a PostgreSQL provider on alpha and a guestbook on beta that logs
+// in to it with the login the vault made for it. Every step is a signed command to the controller,
+// and every step can be taken again.
 
 export const DEMO_NODES = ['alpha', 'beta'] as const;
-export const CATALOGUE = ['nats', 'distribution', 'vault', 'postgres', 'gitea', 'builder', 'catalogue', 'route-proxy', 'audit-logger', 'telegram-sender', 'showcase', 'local-bus', 'greeter', 'caller'];
+export const CATALOGUE = ['nats', 'distribution', 'vault', 'postgres', 'gitea', 'builder', 'catalogue', 'route-proxy', 'audit-logger', 'telegram-sender', 'showcase', 'local-bus', 'greeter', 'caller', 'local-vault', 'local-postgres', 'guestbook'];
 
 export interface DemoOptions {
   dir: string;
@@ -28,7 +30,7 @@ export interface DemoOptions {
   natsPort: number;
   subjectPrefix: string;
   operatorKeyFile: string;
-  ports: { greeter: number; caller: number };
+  ports: { greeter: number; caller: number; postgres: number };
   env: Record<string, string>;
   say: (line: string) => void;
 }
@@ -39,7 +41,7 @@ const agentState = (dir: string, node: string): string => join(dir, 'agents', no
 export const demoAgentsStatus = (dir: string) =>
   DEMO_NODES.map((node) => ({ node, ...backgroundStatus(dir, agentName(node), agentState(dir, node)) }));
 
-export const raiseDemo = async (options: DemoOptions): Promise<{ greeterUrl: string; callerUrl: string }> => {
+export const raiseDemo = async (options: DemoOptions): Promise<{ greeterUrl: string; callerUrl: string; postgres: string }> => {
   const reads = options.mesh;
   const run = (command: MeshCommand) => sendSignedCommand(options.nc, options, command, randomUUID());
 
@@ -74,6 +76,9 @@ export const raiseDemo = async (options: DemoOptions): Promise<{ greeterUrl: str
     { module: 'local-bus', node: 'alpha', hold: ['mesh-broker'], values: { 'nats-port': String(options.natsPort) } },
     { module: 'greeter', node: 'alpha', hold: ['front-desk'], values: { port: String(options.ports.greeter), greeting: 'hello from alpha, through the mesh' } },
     { module: 'caller', node: 'beta', hold: [], values: { port: String(options.ports.caller) } },
+    { module: 'local-vault', node: 'alpha', hold: ['mesh-vault'], values: {} },
+    { module: 'local-postgres', node: 'alpha', hold: [], values: { port: String(options.ports.postgres) } },
+    { module: 'guestbook', node: 'beta', hold: [], values: {} },
   ];
   for (const a of assignments) {
     if (isAssigned((await reads.current()).assignments, a)) continue;
@@ -83,7 +88,7 @@ export const raiseDemo = async (options: DemoOptions): Promise<{ greeterUrl: str
   // The ports the log holds: an `up` with other ports than the first keeps the mesh as it was told.
   const state = await reads.current();
   const portOf = (node: string, module: string, fallback: number) => assignmentOf(state.assignments, { node, module })?.values.port ?? fallback;
-  return { greeterUrl: `http://127.0.0.1:${portOf('alpha', 'greeter', options.ports.greeter)}/`, callerUrl: `http://127.0.0.1:${portOf('beta', 'caller', options.ports.caller)}/` };
+  return { greeterUrl: `http://127.0.0.1:${portOf('alpha', 'greeter', options.ports.greeter)}/`, callerUrl: `http://127.0.0.1:${portOf('beta', 'caller', options.ports.caller)}/`, postgres: `127.0.0.1:${portOf('alpha', 'local-postgres', options.ports.postgres)}` };
 };
 
 /** Stops the demo's agents and what they started; the log keeps the mesh, so the next `up` brings it back. */

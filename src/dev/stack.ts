@@ -48,7 +48,7 @@ export interface StackOptions {
   dir: string;
   ports: StackPorts;
   /** raise the demo mesh too: agents, the fixture catalogue, modules that run (npm start) */
-  demo?: { greeterPort: number; callerPort: number };
+  demo?: { greeterPort: number; callerPort: number; postgresPort: number };
   meshName: string;
   /** how many nats-server processes form the bus: 1, or 3 for a JetStream cluster on loopback */
   cluster?: number;
@@ -221,7 +221,7 @@ const refuseOtherClusterSize = (options: ServerLayout): void => {
 
 export const stackUp = async (
   options: StackOptions,
-): Promise<StackStatus & { bootstrap: BootstrapResult; addresses: StackAddresses; demo?: { greeterUrl: string; callerUrl: string } }> => {
+): Promise<StackStatus & { bootstrap: BootstrapResult; addresses: StackAddresses; demo?: { greeterUrl: string; callerUrl: string; postgres: string } }> => {
   const say = options.say ?? (() => undefined);
   mkdirSync(options.dir, { recursive: true });
   const controllerKeyFile = join(options.dir, 'controller.key');
@@ -314,7 +314,7 @@ export const stackUp = async (
         natsPort: options.ports.nats,
         subjectPrefix: 'mesh',
         operatorKeyFile: operator.file,
-        ports: { greeter: options.demo.greeterPort, caller: options.demo.callerPort },
+        ports: { greeter: options.demo.greeterPort, caller: options.demo.callerPort, postgres: options.demo.postgresPort },
         env,
         say,
       });

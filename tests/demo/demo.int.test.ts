@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
+import pg from 'pg';
 import { meshHome } from '../../src/config.js';
+import { readPgpass } from '../../src/modules/postgres/guestbook.js';
 import { freePort } from '../../src/dev/ports.js';
 import { runMesh } from '../helpers/cli.js';
 import { uniqueName } from '../helpers/names.js';
@@ -36,7 +38,7 @@ const httpText = async (url: string): Promise<string | undefined> => {
 describe("npm start's mesh, raised from a clean folder", () => {
   const dir = join(meshHome(), 'tmp', uniqueName('demo-'));
   const timings: Record<string, number> = {};
-  let ports: { nats: number; natsMonitor: number; postgres: number; http: number; greeter: number; caller: number; second: number };
+  let ports: { nats: number; natsMonitor: number; postgres: number; http: number; greeter: number; caller: number; second: number; providerPostgres: number };
   let env: Record<string, string | undefined>;
   let browser: Browser | undefined;
   let page: Page | undefined;
@@ -52,8 +54,8 @@ describe("npm start's mesh, raised from a clean folder", () => {
   };
 
   beforeAll(async () => {
-    const [nats, natsMonitor, postgres, http, greeter, caller, second] = await freePorts(7);
-    ports = { nats: nats!, natsMonitor: natsMonitor!, postgres: postgres!, http: http!, greeter: greeter!, caller: caller!, second: second! };
+    const [nats, natsMonitor, postgres, http, greeter, caller, second, providerPostgres] = await freePorts(8);
+    ports = { nats: nats!, natsMonitor: natsMonitor!, postgres: postgres!, http: http!, greeter: greeter!, caller: caller!, second: second!, providerPostgres: providerPostgres! };
     // Every MESH_ variable of this process (the shared test stack's) is dropped: the verbs must
     // find this stack from its folder alone, as they do after `npm start`.
     env = Object.fromEntries(Object.keys(process.env).filter((k) => k.startsWith('MESH_')).map((k) => [k, undefined]));
@@ -65,6 +67,7 @@ describe("npm start's mesh, raised from a clean folder", () => {
       MESH_DEV_HTTP_PORT: String(ports.http),
       MESH_DEMO_GREETER_PORT: String(ports.greeter),
       MESH_DEMO_CALLER_PORT: String(ports.caller),
+      MESH_DEMO_POSTGRES_PORT: String(ports.providerPostgres),
     });
     mkdirSync(OUTPUT, { recursive: true });
   }, 30_000);
@@ -92,6 +95,8 @@ describe("npm start's mesh, raised from a clean folder", () => {
     expect(up.stdout).toContain(`the caller:   http://127.0.0.1:${ports.caller}/`);
     expect(up.stderr).toContain('agent for node alpha started');
     expect(up.stderr).toContain('assigned caller to beta');
+    expect(up.stderr).toContain('assigned local-vault to alpha, holding mesh-vault');
+    expect(up.stdout).toContain(`the guestbook on beta signs in PostgreSQL on alpha (127.0.0.1:${ports.providerPostgres})`);
   }, 300_000);
 
   it("answers HTTP through the mesh: the caller returns the greeter's greeting", async () => {
@@ -100,11 +105,30 @@ describe("npm start's mesh, raised from a clean folder", () => {
     expect(await waitFor('the caller to answer', () => httpText(`http://127.0.0.1:${ports.caller}/`), 20_000)).toBe(`the greeter says: ${GREETING}\n`);
   });
 
+  it('signs the guestbook on beta in PostgreSQL on alpha, with the login the vault made for it', async () => {
+    const login = readPgpass(join(dir, 'nodes', 'beta', 'guestbook', 'data', 'pgpass'));
+    expect(login).toMatchObject({ host: '127.0.0.1', port: ports.providerPostgres, database: 'beta-guestbook', user: 'beta-guestbook' });
+    const signed = await waitFor('the guestbook signed', async () => {
+      const client = new pg.Client({ ...login, connectionTimeoutMillis: 5_000 });
+      client.on('error', () => undefined);
+      try {
+        await client.connect();
+        const { rows } = await client.query<{ count: string }>('SELECT count(*) AS count FROM signatures');
+        return Number(rows[0]?.count) > 0;
+      } catch {
+        return false;
+      } finally {
+        await client.end().catch(() => undefined);
+      }
+    }, 30_000);
+    expect(signed).toBe(true);
+  });
+
   it('mesh status exits zero', async () => {
     const status = await timed('mesh status', () => mesh(['status']));
     expect({ code: status.code, stdout: status.stdout, stderr: status.stderr }).toMatchObject({ code: 0 });
-    expect(status.stdout).toMatch(/^ {2}alpha\s+enrolled\s+ready\s+greeter, local-bus$/m);
-    expect(status.stdout).toMatch(/^ {2}beta\s+enrolled\s+ready\s+caller$/m);
+    expect(status.stdout).toMatch(/^ {2}alpha\s+enrolled\s+ready\s+greeter, local-bus, local-postgres, local-vault$/m);
+    expect(status.stdout).toMatch(/^ {2}beta\s+enrolled\s+ready\s+caller, guestbook$/m);
     expect(status.stdout).toContain('the mesh is doing what it was told');
   });
 
@@ -134,24 +158,25 @@ describe("npm start's mesh, raised from a clean folder", () => {
       await page!.locator('#verdict.healthy').waitFor({ timeout: 60_000 });
     });
     expect(await page.locator('#verdict').innerText()).toContain('The mesh is doing what it was told.');
-    expect(await page.locator('#verdict').innerText()).toContain('2 nodes heard from, 3 modules running as declared.');
+    expect(await page.locator('#verdict').innerText()).toContain('2 nodes heard from, 6 modules running as declared.');
     // The projections are judged too: the green verdict covers them, and the page says so.
     expect(await page.locator('#projections').innerText()).toMatch(/^Projections: all \d+ caught up with the log\.$/);
 
     const alpha = page.locator('#nodes tbody tr', { hasText: 'alpha' });
-    await expect(alpha.locator('td').nth(3).innerText()).resolves.toBe('greeter, local-bus');
-    await expect(alpha.locator('td').nth(4).innerText()).resolves.toBe('greeter, local-bus');
-    await expect(alpha.locator('td').nth(5).innerText()).resolves.toBe('front-desk, mesh-broker');
+    await expect(alpha.locator('td').nth(3).innerText()).resolves.toBe('greeter, local-bus, local-postgres, local-vault');
+    await expect(alpha.locator('td').nth(4).innerText()).resolves.toBe('greeter, local-bus, local-postgres, local-vault');
+    await expect(alpha.locator('td').nth(5).innerText()).resolves.toBe('front-desk, mesh-broker, mesh-vault');
     const beta = page.locator('#nodes tbody tr', { hasText: 'beta' });
-    await expect(beta.locator('td').nth(4).innerText()).resolves.toBe('caller');
+    await expect(beta.locator('td').nth(4).innerText()).resolves.toBe('caller, guestbook');
     await expect(beta.locator('td').nth(5).innerText()).resolves.toBe('none');
     await expect(alpha.locator('td').nth(2).innerText()).resolves.toMatch(/^the newest \(#\d+\)$/);
 
     const holder = async (seat: string) => page!.locator('#seats tbody tr').filter({ has: page!.locator('td:first-child', { hasText: new RegExp(`^${seat}$`) }) }).locator('td').nth(3).innerText();
     await expect(holder('front-desk')).resolves.toBe('alpha/greeter');
     await expect(holder('mesh-broker')).resolves.toBe('alpha/local-bus');
+    await expect(holder('mesh-vault')).resolves.toBe('alpha/local-vault');
     await expect(holder('mesh-git')).resolves.toBe('unheld');
-    expect(await page.locator('#seat-summary').innerText()).toMatch(/^2 of \d+ seats held\./);
+    expect(await page.locator('#seat-summary').innerText()).toMatch(/^3 of \d+ seats held\./);
     // What the agents stated when they applied, from the log.
     await page.locator('#facts li', { hasText: 'beta/caller now runs' }).waitFor({ timeout: 30_000 });
     await page.locator('#live-note', { hasText: 'live: a new fact shows here' }).waitFor({ timeout: 30_000 });
@@ -169,13 +194,14 @@ describe("npm start's mesh, raised from a clean folder", () => {
     expect(await page.evaluate(() => (globalThis as { loadedOnce?: boolean }).loadedOnce)).toBe(true);
     await waitFor('the second greeter to answer', () => httpText(`http://127.0.0.1:${ports.second}/`), 60_000);
     await page.locator('#verdict.healthy').waitFor({ timeout: 60_000 });
-    await waitFor('beta to show the greeter it now runs', async () => (await page!.locator('#nodes tbody tr', { hasText: 'beta' }).locator('td').nth(4).innerText()) === 'caller, greeter', 30_000);
+    await waitFor('beta to show the greeter it now runs', async () => (await page!.locator('#nodes tbody tr', { hasText: 'beta' }).locator('td').nth(4).innerText()) === 'caller, greeter, guestbook', 30_000);
     await page.screenshot({ path: join(OUTPUT, 'page.png'), fullPage: true });
 
     const shown = `${await page.content()}\n${JSON.stringify(await (await fetch(`${pageUrl()}api/overview`)).json())}`;
     const key = JSON.parse(readFileSync(join(dir, 'operator.key'), 'utf8')) as { secretKey: string };
     expect(shown).not.toContain(key.secretKey);
     expect(shown).not.toContain(key.secretKey.slice(0, 16));
+    expect(shown).not.toContain(readPgpass(join(dir, 'nodes', 'beta', 'guestbook', 'data', 'pgpass')).password);
   }, 180_000);
 
   it('mesh dev down leaves no process of ours running', async () => {

@@ -78,11 +78,11 @@ describe("the README's walk-through, word for word, on npm start's mesh", () => 
 
   beforeAll(async () => {
     ports = [];
-    while (ports.length < 6) {
+    while (ports.length < 7) {
       const port = await freePort();
       if (!ports.includes(port)) ports.push(port);
     }
-    const [nats, natsMonitor, postgres, http, greeter, caller] = ports;
+    const [nats, natsMonitor, postgres, http, greeter, caller, guestbookPostgres] = ports;
     // Every MESH_ variable of the test stack is dropped: the verbs find this mesh from its folder,
     // as they do after `npm start`. MESH_HOME is this file's own, so the agents' state and the
     // walk-through's files stay in it.
@@ -95,6 +95,7 @@ describe("the README's walk-through, word for word, on npm start's mesh", () => 
       MESH_DEV_HTTP_PORT: String(http),
       MESH_DEMO_GREETER_PORT: String(greeter),
       MESH_DEMO_CALLER_PORT: String(caller),
+      MESH_DEMO_POSTGRES_PORT: String(guestbookPostgres),
     });
     mkdirSync(home, { recursive: true });
     const up = await mesh(['dev', 'up', '--demo'], 240_000);

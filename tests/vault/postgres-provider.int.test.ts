@@ -108,6 +108,17 @@ describe('a real PostgreSQL provider and a consumer on another node', () => {
     expect(await signatures({ ...login, password: `${login.password}x` })).toBeUndefined();
   }, 120_000);
 
+  it('ensures again without changing anything, and says so when the server does not answer (exit 6)', async () => {
+    const superuser = join(nodeRoot('alpha'), '.mesh', 'local-postgres', 'secrets', 'superuser');
+    const again = await runMesh(['postgres', 'logins', '--host', '127.0.0.1', '--port', String(port), '--superuser-file', superuser, '--once']);
+    expect({ code: again.code, stderr: again.stderr }).toMatchObject({ code: 0 });
+    // it logs what it changed, and everything was as it should be
+    expect(again.stdout).toBe('');
+    const away = await runMesh(['postgres', 'logins', '--host', '127.0.0.1', '--port', String(await freePort()), '--superuser-file', superuser, '--once']);
+    expect(away.code).toBe(6);
+    expect(away.stderr).toMatch(/PostgreSQL at 127\.0\.0\.1:\d+ did not take the logins: .*ECONNREFUSED/);
+  }, 60_000);
+
   it('mesh status says the mesh does what it was told', async () => {
     const status = await runMesh(['status', '--wait', '60s'], env, 90_000);
     expect({ code: status.code, stdout: status.stdout, stderr: status.stderr }).toMatchObject({ code: 0 });

@@ -11,7 +11,6 @@ import { uniqueName } from '../helpers/names.js';
 import { runMesh } from '../helpers/cli.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 import { enrolAndStartAgent, startSealedPath, listenToTheWire, plantedFound, projectionRows, storedMessages } from '../helpers/secret-places.js';
-
 import { LOGIN_AND_TOKEN } from '../helpers/vault.js';
 import { dropSchemas, freshSchemas } from '../projections/harness.js';
 

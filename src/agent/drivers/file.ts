@@ -12,7 +12,10 @@ import { newRecordId, type Applying, type Driver, type DriverContext } from './d
 // filled here, on the node, from the file the vault's value was placed in (ADR 0113), so the value
 // never travels in a declaration; such a file is for its owner's eyes only.
 
+/** `${secret:NAME}`: a secret the composer named where a template read it. */
 const SECRET_MARKER = /\$\{secret:([^}]+)\}/g;
+
+export const readsSecretMarker = (content: string): boolean => content.includes('${secret:');
 
 export interface FileDriver extends Driver<'file'> {
   /** `secretFiles`: where each secret declared to the module is placed, by name */

@@ -293,7 +293,10 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
 
   // Nothing of a module that reads its bus identity starts before it is there, and a change of it
   // (its consumes) starts what reads it again.
-  const gates: string[] = busIdentity ? [busIdentity.key] : [];
+  // Nor before the secrets it reads are placed (its own, not its consumers': a provider runs
+  // before any consumer is assigned): a prepare step that initialises with one must find it there.
+  const ownSecrets = [...answers.secrets.values()].map((secret) => key(`secret-${secret.requirement}`));
+  const gates: string[] = [...(busIdentity ? [busIdentity.key] : []), ...ownSecrets];
   const withIdentity = (keys: string[]): string[] => (busIdentity ? [...keys, busIdentity.key] : keys);
   const gated = manifest.resources.prepare ? new Set(manifest.resources.prepare.gates) : new Set<string>();
   const firstGated = manifest.resources.containers.find((c) => gated.has(c.name)) ?? manifest.resources.processes.find((p) => gated.has(p.name));

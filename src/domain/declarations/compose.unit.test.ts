@@ -53,7 +53,9 @@ describe("composing a node's declaration", () => {
     const prepare = resources[prepareAt] as Extract<Resource, { kind: 'run-once' }>;
     const container = resources[containerAt] as Extract<Resource, { kind: 'container' }>;
     expect(prepare).toMatchObject({ prepare: true, image: container.image, user: container.user, env: container.env, mounts: container.mounts });
-    expect(container.after).toEqual(['gitea/prepare']);
+    // both wait for the login the vault makes for gitea: the migration logs in with it
+    expect(prepare.after).toEqual(['gitea/secret-db-secret']);
+    expect(container.after).toEqual(['gitea/secret-db-secret', 'gitea/prepare']);
     expect(resources.filter((r) => r.kind === 'run-once' && r.prepare)).toHaveLength(1);
   });
 

@@ -36,6 +36,7 @@ const requireBinary = (name: string): string => {
 export const initCluster = (options: { data: string; superuserFile: string }): { made: boolean } => {
   if (existsSync(join(options.data, 'PG_VERSION'))) return { made: false };
   if (!existsSync(options.data)) throw new ValidationError(`the data directory ${options.data} does not exist (the module's directory requirement makes it)`, { field: '--data' });
+  if (!existsSync(options.superuserFile)) throw new ValidationError(`${options.superuserFile} is not there: the superuser's password is the secret the vault delivers there`, { field: '--superuser-file' });
   const password = readFileSync(options.superuserFile, 'utf8').trim();
   if (!password) throw new ValidationError(`${options.superuserFile} is empty: the superuser's password is the secret the vault delivers there`, { field: '--superuser-file' });
   const owner = serverUser();
