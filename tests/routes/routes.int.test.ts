@@ -121,9 +121,13 @@ describe('routes on real agents: the routes file, a module’s own URL, a domain
     return existsSync(path) ? readFileSync(path, 'utf8') : undefined;
   };
 
-  /** A module that writes the public URL it is told into its data directory, then keeps running. */
-  const tellsItsUrl = (module: string, policy: unknown[]) => ({
-    ...routedModule(module, { route: 'forge', policy, requires: [ADMIN_LOGIN, { name: 'data', contract: 'directory', provider: 'host', mode: '0755' }] }),
+  /**
+   * A module that writes the public URL it is told into its data directory, then keeps running. It
+   * requires the admin login only when a policy authenticates with it: its processes start after its
+   * own secrets are placed, and no vault delivers here.
+   */
+  const tellsItsUrl = (module: string, policy: { kind: string }[]) => ({
+    ...routedModule(module, { route: 'forge', policy, requires: [...(policy.some((p) => p.kind === 'authentication') ? [ADMIN_LOGIN] : []), { name: 'data', contract: 'directory', provider: 'host', mode: '0755' }] }),
     resources: {
       directories: [{ requirement: 'data' }],
       processes: [{ name: 'server', run: ['node', '-e', "require('fs').writeFileSync(process.argv[1] + '/url', process.argv[2]); setInterval(() => {}, 1 << 30)", '${data.path}', '${route:forge}'] }],
