@@ -21,6 +21,9 @@ export const DEFAULT_PORTS = { nats: 14222, natsMonitor: 18222, postgres: 15432,
 /** Where a stack keeps its PostgreSQL password files (src/adapters/database-logins.ts). */
 export const stackSecretsDir = (stackDir: string): string => join(stackDir, 'secrets');
 
+/** The mesh's own first secrets, sealed at genesis to the controller's key and the first operator's (docs/decisions.md, "The mesh's own first secrets"). */
+export const stackGenesisSecretsFile = (stackDir: string): string => join(stackDir, 'genesis-secrets.json');
+
 export interface StackAddresses {
   natsUrl: string;
   /** the PostgreSQL server, with no login: each process adds its role (`databaseUrlFor`) */
@@ -62,6 +65,8 @@ export interface MeshConfig extends StackAddresses {
   controllerKeyFile: string;
   /** the local stack's PostgreSQL password files, one per role */
   secretsDir: string;
+  /** the mesh's own first secrets, sealed at genesis: the controller hands them to the vault from here */
+  genesisSecretsFile: string;
   /** copies of each of the control plane's streams: 3 on a cluster of three or more servers, else 1 */
   replicas: number;
 }
@@ -86,6 +91,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): MeshConfig => 
     operatorKeyFile: env.MESH_OPERATOR_KEY ?? join(devStackDir(env), 'operator.key'),
     controllerKeyFile: env.MESH_CONTROLLER_KEY ?? join(devStackDir(env), 'controller.key'),
     secretsDir: stackSecretsDir(devStackDir(env)),
+    genesisSecretsFile: env.MESH_GENESIS_SECRETS ?? stackGenesisSecretsFile(devStackDir(env)),
   };
 };
 

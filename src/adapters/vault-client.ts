@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { canonicalJson } from '../domain/canonical.js';
 import { Refusal } from '../domain/refusal.js';
-import { deliveredSchema, fetchAnswerSchema, makeAnswerSchema, vaultToolSubject, type FetchRequest, type MakeRequest, type Recipient } from '../domain/secrets/vault-wire.js';
+import { deliveredSchema, fetchAnswerSchema, keepAnswerSchema, makeAnswerSchema, vaultToolSubject, type FetchRequest, type KeepRequest, type MakeRequest, type Recipient } from '../domain/secrets/vault-wire.js';
 import { UnavailableError } from '../errors.js';
 import { signBytes, type Identity } from './identity.js';
-import { open } from './sealing.js';
+import { open, sealToSigner } from './sealing.js';
 
 // Both sides of asking the vault (src/vault/vault.ts): the controller has a secret made, a node's
 // agent fetches one. Every request is signed and carries a fresh nonce; what comes back is
@@ -75,4 +75,28 @@ export const fetchSecret = async (nc: NatsConnection, ask_: FetchAsk): Promise<{
   const { secret, node, nonce, version, value } = delivered.data;
   if (secret !== ask_.secret || node !== ask_.node || nonce !== request.nonce || (ask_.version !== undefined && version !== ask_.version)) throw new Refusal(subject, [{ what: 'answer', why: `it answers another request (${secret} for ${node})`, remedy: 'ask again' }]);
   return { version, value };
+};
+
+export interface KeepAsk {
+  prefix: string;
+  /** the controller's own key: the vault keeps what it alone signed */
+  controller: Pick<Identity, 'secretKey'>;
+  secret: string;
+  purpose: string;
+  version: number;
+  value: string;
+  /** the bus key (ed25519 public) of the holder of mesh-vault: the value is sealed to it alone */
+  vaultKey: string;
+  now?: Date;
+  timeoutMs?: number;
+}
+
+/** Hands one of the mesh's own secrets to the vault: whether it kept it now (false: it held it already); a Refusal or UnavailableError when not. */
+export const keepSecret = async (nc: NatsConnection, ask_: KeepAsk): Promise<{ kept: boolean }> => {
+  const request: KeepRequest = { secret: ask_.secret, purpose: ask_.purpose, version: ask_.version, sealed: sealToSigner(ask_.value, ask_.vaultKey), at: (ask_.now ?? new Date()).toISOString(), nonce: randomBytes(16).toString('base64') };
+  const raw = await ask(nc, vaultToolSubject(ask_.prefix, 'keep'), sign(request, ask_.controller), ask_.timeoutMs ?? 5_000, { secret: ask_.secret });
+  const answer = keepAnswerSchema.safeParse(raw);
+  if (!answer.success) throw new Refusal(`handing ${ask_.secret} to the vault`, [{ what: 'answer', why: 'not a vault answer', remedy: 'run a vault of the same version as the controller' }]);
+  if (!answer.data.ok) throw new Refusal(`handing ${ask_.secret} to the vault`, answer.data.refused);
+  return { kept: answer.data.kept };
 };

@@ -207,7 +207,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
     providerAnswers.start();
     writing.push(providerAnswers);
     // Every secret the assignments name, made by the vault and recorded once it holds it.
-    const secrets = new SecretKeeper(nc, view, mesh, { prefix: config.subjectPrefix, controller: controllerKey, actor: 'controller', logger: logger.child({ component: 'secrets' }) });
+    const secrets = new SecretKeeper(nc, view, mesh, { prefix: config.subjectPrefix, controller: controllerKey, genesisSecretsFile: config.genesisSecretsFile, actor: 'controller', logger: logger.child({ component: 'secrets' }) });
     secrets.start();
     writing.push(secrets);
     const reports = new ReportIngester(nc, log, {

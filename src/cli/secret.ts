@@ -1,12 +1,13 @@
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { readSecrets, type SecretRotationRead } from '../projections/mesh/secrets.js';
+import { readSecrets, type SecretRead, type SecretRotationRead } from '../projections/mesh/secrets.js';
 import { PLAN_OPTION, runCommand } from './mesh-session.js';
 import { output, table } from './output.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { group, run, verb, WIDE_OPTION } from './verbs.js';
 
 // mesh secret status: the secrets the log names — never a value — each with its version, the
-// nodes the vault hands it to, and its rotation: the step it is at and whom it waits on.
+// nodes the vault hands it to, and its rotation: the step it is at and whom it waits on; the mesh's
+// own (made at genesis) with the keys they are sealed to and whether the vault holds them yet.
 // mesh secret rotate NAME [--abandon]: an operator's signed command that starts a rotation (or
 // gives one up before its old value is retired); the steps after it are the controller's.
 
@@ -43,10 +44,22 @@ const secretStatus = (values: { json?: true; atLeast?: string; output?: string }
   return withReads(['secrets'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const secrets = await readSecrets(session);
     if (out.json) out.data(secrets);
-    else table(out, ['SECRET', 'VERSION', 'ROTATION', 'RECIPIENTS', 'PURPOSE'], secrets.map((s) => [s.secret, String(s.version), rotationText(s.rotation), s.recipients.join(', ') || 'none', s.purpose]));
+    else {
+      // What the vault has of each, in a column of its own once the mesh has secrets of its own
+      // (the vault made every other one): kept or not yet.
+      const vault = out.wide || secrets.some((s) => s.origin === 'genesis');
+      table(
+        out,
+        ['SECRET', 'VERSION', 'ROTATION', 'RECIPIENTS', ...(vault ? ['VAULT'] : []), 'PURPOSE'],
+        secrets.map((s) => [s.secret, String(s.version), rotationText(s.rotation), s.recipients.join(', ') || 'none', ...(vault ? [vaultText(s)] : []), s.purpose]),
+      );
+    }
     return 0;
   });
 };
+
+/** What the vault has of it: `made` what it made; the mesh's own `kept` once handed over, else `not yet` (sealed in the genesis file alone). */
+const vaultText = (s: SecretRead): string => (s.origin === 'vault' ? 'made' : s.handedOver ? 'kept' : 'not yet');
 
 /** `applying v2, waits on alpha/logins` — the step and exactly whom it waits on. */
 const rotationText = (rotation: SecretRotationRead | null): string => {

@@ -34,7 +34,8 @@ export const defineVault = (mesh: CommandUnknownOpts): void => {
 
 const vaultCommand = async (values: { data?: string; keyFile?: string; controllerKey?: string }): Promise<number> => {
   const config = loadConfig();
-  if (!identityFromEnv()) {
+  const identity = identityFromEnv();
+  if (!identity) {
     throw new ValidationError("mesh vault speaks on the bus as the vault module assigned to its node: set MESH_BUS_KEY to that module's identity file", { field: 'MESH_BUS_KEY' });
   }
   const logger = pino({ base: { component: 'vault', mesh: config.meshName } });
@@ -42,7 +43,7 @@ const vaultCommand = async (values: { data?: string; keyFile?: string; controlle
   const store = new VaultStore({ dataDir: values.data ?? join(meshHome(), 'vault'), ...(keyFile ? { keyFile } : {}) });
   const nc = await connectNats(config.natsUrl, { name: 'mesh-vault', persistent: true });
   const controllerKey = await controllerKeyOf(values.controllerKey, () => new JetStreamEventLog(nc, { stream: config.logStream, subjectPrefix: config.logSubjectPrefix, registry: meshEventRegistry() }).writerKey());
-  const vault = new Vault(nc, { prefix: config.subjectPrefix, controllerKey, store, logger });
+  const vault = new Vault(nc, { prefix: config.subjectPrefix, controllerKey, store, identity: identity.key, logger });
   vault.start();
   logger.info({ nats: config.natsUrl, secrets: store.size() }, 'vault started');
   await new Promise<void>((resolve) => {

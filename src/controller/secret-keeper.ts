@@ -1,16 +1,20 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
-import type { Identity } from '../adapters/identity.js';
-import { makeSecret } from '../adapters/vault-client.js';
+import { moduleBusIdentity, type Identity } from '../adapters/identity.js';
+import { keepSecret, makeSecret } from '../adapters/vault-client.js';
 import { sha256Digest } from '../domain/canonical.js';
 import type { MeshState } from '../domain/mesh/state.js';
 import { nodeNamed } from '../domain/nodes/state.js';
 import { Refusal } from '../domain/refusal.js';
 import { decideRecordSecret } from '../domain/secrets/decider.js';
+import type { RotationParty } from '../domain/secrets/events.js';
+import { awaitingHandOver, decideHandedOver } from '../domain/secrets/genesis.js';
 import { decideRotationMade, decideRotationRetired } from '../domain/secrets/rotation.js';
 import { allSecrets, rotationStep, secretNamed, type Rotation } from '../domain/secrets/state.js';
 import type { Recipient } from '../domain/secrets/vault-wire.js';
 import { wantedSecrets, type WantedSecret } from '../domain/secrets/wanted.js';
+import { UnavailableError } from '../errors.js';
+import { CONTROLLER_RECIPIENT, openGenesisSecret } from './genesis-secrets.js';
 import type { MeshService } from './mesh-service.js';
 
 // The controller's side of the vault: every secret the assignments name is had made by the vault
@@ -18,7 +22,9 @@ import type { MeshService } from './mesh-service.js';
 // by the keys it enrolled with — and only once the vault has answered does the log record it
 // (`secret.made`, `secret.shared`: name, purpose, recipients, version; never a value). A vault
 // that does not answer is asked again, backing off, and nothing is recorded meanwhile: the agents
-// hold the secret's resource, saying it waits for the vault. Runs on the writer.
+// hold the secret's resource, saying it waits for the vault. The mesh's own secrets, made at
+// genesis, it hands to the holder of mesh-vault from its copy in the genesis file, sealed to that
+// holder's key, and records `secret.handed-over` once the vault kept them. Runs on the writer.
 
 export interface SecretKeeperView {
   mesh(): MeshState;
@@ -28,8 +34,10 @@ export interface SecretKeeperView {
 
 export interface SecretKeeperOptions {
   prefix: string;
-  /** signs what the vault is asked to make: the key the log's commits are signed with */
-  controller: Pick<Identity, 'secretKey'>;
+  /** signs what the vault is asked to make: the key the log's commits are signed with; opens the controller's copy of the mesh's own secrets */
+  controller: Pick<Identity, 'secretKey' | 'publicKey'>;
+  /** the genesis secrets file (MESH_GENESIS_SECRETS): the mesh's own secrets, sealed to the controller's key among others */
+  genesisSecretsFile?: string;
   actor: string;
   logger: Logger;
   retryMs?: { first: number; most: number };
@@ -43,6 +51,8 @@ export class SecretKeeper {
   private stopped = false;
   private retry: NodeJS.Timeout | undefined;
   private backoff: number;
+  /** the mesh's own secrets this controller has no copy of to open: said once */
+  private readonly unopened = new Set<string>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -116,6 +126,16 @@ export class SecretKeeper {
       if (this.stopped) return;
       if (secret.rotation && !(await this.rotate(state, secret.secret, secret.rotation))) unanswered++;
     }
+    for (const awaiting of awaitingHandOver(state)) {
+      if (this.stopped) return;
+      const outcome = await this.handOver(awaiting);
+      if (outcome === 'unanswered') {
+        // Nobody answers for the vault: the others would wait as long. Asked again below.
+        unanswered++;
+        break;
+      }
+      if (outcome === 'refused') unanswered++;
+    }
     if (unanswered > 0 && !this.stopped) {
       clearTimeout(this.retry);
       this.retry = setTimeout(() => this.schedule(), this.backoff);
@@ -123,6 +143,45 @@ export class SecretKeeper {
       // waiting on a secret holds until it is (asking costs one request per secret).
       this.backoff = Math.min(this.backoff * 2, this.options.retryMs?.most ?? 5_000);
     } else this.backoff = this.options.retryMs?.first ?? 1_000;
+  }
+
+  /**
+   * One of the mesh's own secrets handed to the holder of mesh-vault (docs/decisions.md, "The mesh's
+   * own first secrets"): opened from the controller's copy in the genesis file, sealed to the
+   * holder's bus key — which the controller derives, and which only that module's node is given —
+   * and recorded once the vault said it keeps it. The vault's `keep` is idempotent, so a controller
+   * restarted between the two hands it over again and records it then.
+   */
+  private async handOver(awaiting: { secret: string; purpose: string; version: number; vault: RotationParty }): Promise<'done' | 'refused' | 'unanswered' | 'not-here'> {
+    const { secret, purpose, version, vault } = awaiting;
+    const file = this.options.genesisSecretsFile;
+    let value: string;
+    try {
+      if (!file) throw new UnavailableError('this controller was started without the genesis secrets file (MESH_GENESIS_SECRETS)', {});
+      value = openGenesisSecret(file, secret, CONTROLLER_RECIPIENT, this.options.controller).value;
+    } catch (error) {
+      // Nothing to retry until the controller is started with the file: said once per secret and start.
+      if (!this.unopened.has(secret)) this.options.logger.error({ secret, err: error }, "the mesh's own secret cannot be handed to the vault: the controller cannot open its copy");
+      this.unopened.add(secret);
+      return 'not-here';
+    }
+    try {
+      const { kept } = await keepSecret(this.nc, { prefix: this.options.prefix, controller: this.options.controller, secret, purpose, version, value, vaultKey: moduleBusIdentity(this.options.controller, vault.node, vault.module).publicKey });
+      await this.mesh.appendDecided({
+        subject: `recording ${secret} handed to the vault`,
+        decide: (now) => decideHandedOver(now, secret, version, vault),
+        metadata: { commandId: `handover:${secret}:${version}:${vault.node}/${vault.module}`, actor: this.options.actor },
+      });
+      this.options.logger.info({ secret, version, vault, kept }, kept ? "the vault keeps the mesh's own secret" : "the vault held the mesh's own secret already");
+      return 'done';
+    } catch (error) {
+      if (error instanceof Refusal) {
+        this.options.logger.error({ secret, vault, refused: error.problems }, "the vault refused the mesh's own secret");
+        return 'refused';
+      }
+      this.options.logger.warn({ secret, vault, err: error }, "the vault did not answer; handing the mesh's own secrets over later");
+      return 'unanswered';
+    }
   }
 
   /**

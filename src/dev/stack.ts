@@ -12,12 +12,13 @@ import { MeshService } from '../controller/mesh-service.js';
 import { composeBusUsers, CONTROLLER_INBOX, personInbox, type BusUser, type BusWire } from '../domain/bus/users.js';
 import { emptyMeshState } from '../domain/mesh/state.js';
 import { RefusedError } from '../errors.js';
-import { DEFAULT_PORTS, stackFile, stackSecretsDir, type StackAddresses } from '../config.js';
+import { DEFAULT_PORTS, stackFile, stackGenesisSecretsFile, stackSecretsDir, type StackAddresses } from '../config.js';
 import { passwordFileName } from '../adapters/database-logins.js';
 import { connectNats } from '../adapters/nats/connect.js';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { LogWriter } from '../adapters/eventlog/log-writer.js';
 import { bootstrapControlPlane, type BootstrapResult } from '../controller/bootstrap.js';
+import { CONTROLLER_RECIPIENT, operatorRecipient, postgresFoundationSecrets, recordGenesisSecrets, sealGenesisSecrets } from '../controller/genesis-secrets.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { controllerStatus, startController, stopController } from './controller-process.js';
 import { ensureFirstOperator, firstOperatorName } from './first-operator.js';
@@ -271,6 +272,18 @@ export const stackUp = async (
     if (bootstrap.genesis.appended) say(`the log opens with mesh.initialised for mesh "${options.meshName}" at seq ${bootstrap.genesis.seq}`);
     const operator = await ensureFirstOperator(mesh, join(options.dir, 'operator.key'), options.operatorName ?? firstOperatorName());
     if (operator.created) say(`first operator ${operator.name}: signing key in ${operator.file} (readable by you alone)`);
+    // The mesh's own first secrets, sealed to the controller's key and the first operator's; the
+    // controller hands them to the vault once a holder of mesh-vault is assigned.
+    const genesisFile = stackGenesisSecretsFile(options.dir);
+    const founded = sealGenesisSecrets(genesisFile, options.meshName, postgresFoundationSecrets(stackSecretsDir(options.dir)), [
+      { name: CONTROLLER_RECIPIENT, key: key.publicKey },
+      { name: operatorRecipient(operator.name), key: loadOperatorKey(operator.file).publicKey },
+    ]);
+    if (founded.sealed.length > 0) say(`the mesh's own first secrets (${founded.sealed.join(', ')}): sealed to the controller's key and to ${operator.name}'s in ${genesisFile}`);
+    if (!operator.held) {
+      const recorded = await recordGenesisSecrets(mesh, founded.recorded, 'genesis');
+      if (recorded.length > 0) say(`the log names them (secret.founded), never their values; the vault is handed them once it runs (mesh secret status)`);
+    }
     // The operator is on the bus as soon as the log names it, not only once the controller runs.
     const files = busFiles(options.dir);
     // Every member reloads the list (comma-separated, one pid file and monitor address per server).
@@ -298,6 +311,7 @@ export const stackUp = async (
       MESH_PG_PASSWORD_FILE_PROJECTOR: join(stackSecretsDir(options.dir), passwordFileName('projector')),
       MESH_PG_PASSWORD_FILE_CONTROLLER: join(stackSecretsDir(options.dir), passwordFileName('controller')),
       MESH_CONTROLLER_KEY: controllerKeyFile,
+      MESH_GENESIS_SECRETS: genesisFile,
       MESH_BUS_USERS_FILE: busFile.file,
       MESH_BUS_SERVER_PID_FILE: busFile.serverPidFile,
       MESH_BUS_MONITOR_URL: busFile.monitorUrl,

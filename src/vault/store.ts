@@ -86,6 +86,20 @@ export class VaultStore {
     return !held;
   }
 
+  /**
+   * Keeps a value made elsewhere (the mesh's own, made at genesis) as `version` of `secret`, for
+   * nobody to fetch: `kept` when it is new here, `held` when the vault has that version with that
+   * value already, `differs` when it has that version with another — which is never replaced.
+   */
+  keep(secret: string, purpose: string, version: number, value: string): 'kept' | 'held' | 'differs' {
+    const known = this.entries.get(secret);
+    const held = known?.versions.find((v) => v.version === version);
+    if (known && held) return this.open(secret, held) === value ? 'held' : 'differs';
+    this.entries.set(secret, { secret, purpose, recipients: known?.recipients ?? [], versions: [...(known?.versions ?? []), this.seal(value, version)].slice(-2), current: version });
+    this.save();
+    return 'kept';
+  }
+
   private seal(value: string, version: number): VaultEntry['versions'][number] {
     const nonce = nacl.randomBytes(nacl.secretbox.nonceLength);
     return { version, nonce: toBase64(nonce), box: toBase64(nacl.secretbox(new TextEncoder().encode(value), nonce, this.key)) };

@@ -2,17 +2,21 @@ import type { NatsConnection, Subscription } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { verifyBytes } from '../adapters/identity.js';
-import { seal } from '../adapters/sealing.js';
+import type { Identity } from '../adapters/identity.js';
+import { openAsSigner, seal } from '../adapters/sealing.js';
 import { canonicalJson } from '../domain/canonical.js';
 import type { Problem } from '../domain/refusal.js';
+import { MESH_SECRET_PREFIX } from '../domain/secrets/genesis.js';
 import {
   fetchRequestSchema,
+  keepRequestSchema,
   makeRequestSchema,
   REQUEST_TTL_MS,
   signedSchema,
   vaultToolSubject,
   type Delivered,
   type FetchAnswer,
+  type KeepAnswer,
   type MakeAnswer,
 } from '../domain/secrets/vault-wire.js';
 import type { VaultStore } from './store.js';
@@ -23,7 +27,9 @@ import type { VaultStore } from './store.js';
 // have it. `fetch`, asked by a node's agent (signed with the node's host key), answers only a node
 // the secret names, sealed to that node's box key. A request older than two minutes, or one seen
 // before, is refused, so a copied request is worth nothing — and its answer, sealed to the node
-// and bound to its nonce, would be worth nothing either.
+// and bound to its nonce, would be worth nothing either. `keep`, asked by the controller, hands it
+// one of the mesh's own secrets genesis made, sealed to this vault's own key: it keeps it like its
+// own and never replaces a version it holds.
 
 export const VAULT_QUEUE = 'mesh-vault';
 
@@ -32,6 +38,8 @@ export interface VaultOptions {
   /** the controller's public key (base64 ed25519): only requests it signed may make secrets */
   controllerKey: string;
   store: VaultStore;
+  /** its own key (its module's bus identity): what the mesh's own secrets are sealed to when handed to it */
+  identity?: Pick<Identity, 'secretKey'>;
   logger: Logger;
   now?: () => Date;
 }
@@ -52,6 +60,7 @@ export class Vault {
     for (const [tool, answer] of [
       ['make', (payload: Uint8Array) => this.make(payload)],
       ['fetch', (payload: Uint8Array) => this.fetch(payload)],
+      ['keep', (payload: Uint8Array) => this.keep(payload)],
     ] as const) {
       this.subscriptions.push(
         this.nc.subscribe(vaultToolSubject(this.options.prefix, tool), {
@@ -75,6 +84,32 @@ export class Vault {
     const made = this.options.store.ensure(request.secret, request.purpose, request.version, request.recipients, request.current);
     this.options.logger.info({ secret: request.secret, version: request.version, recipients: request.recipients.map((r) => r.node), made }, made ? 'secret made' : 'secret recipients named');
     return { ok: true, secret: request.secret, version: request.version, made };
+  }
+
+  private keep(payload: Uint8Array): KeepAnswer {
+    const read = this.read(payload, keepRequestSchema, 'keep', () => this.options.controllerKey, 'the controller');
+    if (!read.ok) return this.refused(read.refused, 'secret not kept');
+    const { request } = read;
+    const what = `${request.secret} version ${request.version}`;
+    if (!request.secret.startsWith(MESH_SECRET_PREFIX)) {
+      return this.refused([{ what, why: `the vault keeps only the mesh's own secrets as they are handed to it (named ${MESH_SECRET_PREFIX}…); every other it makes itself`, remedy: 'have the vault make it: a make request' }], 'secret not kept');
+    }
+    const value = this.options.identity ? openAsSigner(request.sealed, this.options.identity.secretKey) : undefined;
+    if (value === undefined) {
+      const why = this.options.identity ? "it is not sealed to this vault's key: it was meant for another holder of mesh-vault" : 'this vault runs without its own key (MESH_BUS_KEY), so nothing sealed to it opens';
+      return this.refused([{ what, why, remedy: 'hand it to the holder of mesh-vault the log names, sealed to its bus identity' }], 'secret not kept');
+    }
+    const outcome = this.options.store.keep(request.secret, request.purpose, request.version, value);
+    if (outcome === 'differs') {
+      return this.refused([{ what, why: `the vault holds version ${request.version} of ${request.secret} with another value, and never replaces one it holds`, remedy: 'a new value is a new version' }], 'secret not kept');
+    }
+    this.options.logger.info({ secret: request.secret, version: request.version, kept: outcome === 'kept' }, outcome === 'kept' ? "the mesh's own secret kept" : "the mesh's own secret held already");
+    return { ok: true, secret: request.secret, version: request.version, kept: outcome === 'kept' };
+  }
+
+  private refused(refused: Problem[], message: string): { ok: false; refused: Problem[] } {
+    this.options.logger.warn({ refused }, message);
+    return { ok: false, refused };
   }
 
   private fetch(payload: Uint8Array): FetchAnswer {

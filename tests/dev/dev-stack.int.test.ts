@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { meshHome } from '../../src/config.js';
@@ -8,8 +8,9 @@ import { runMesh } from '../helpers/cli.js';
 import { uniqueName } from '../helpers/names.js';
 import { SYSTEM_SEATS } from '../../src/domain/seats/system-seats.js';
 
-// A new mesh's log: mesh.initialised, one seat.defined per system seat, and the first operator.
-const GENESIS_COMMITS = 2 + SYSTEM_SEATS.length;
+// A new mesh's log: mesh.initialised, one seat.defined per system seat, the first operator, and the mesh's own first secrets.
+/** mesh.initialised, the system seats, the first operator, and the mesh's own first secrets (the PostgreSQL roles' four passwords) */
+const GENESIS_COMMITS = 2 + SYSTEM_SEATS.length + 4;
 
 // `mesh dev up|down|status` and `mesh log` as an operator runs them: child processes, real
 // servers, a stack folder and ports of this test's own, addresses found with no flags.
@@ -77,6 +78,13 @@ describe('the local stack from the command line', () => {
     expect((await mesh('log', '--type', 'seat.defined', '--json')).stdout.trim().split('\n')).toHaveLength(SYSTEM_SEATS.length);
     expect((await mesh('log', '--aggregate', 'mesh', '--json')).stdout.trim().split('\n')).toHaveLength(1);
     expect((await mesh('log', '--aggregate', 'seat.mesh-git', '--json')).stdout).toContain('"name":"mesh-git"');
+    // the mesh's own first secrets: named by genesis, sealed in a file only the user reads, never in the log
+    const founded = (await mesh('log', '--type', 'secret.founded', '--json')).stdout.trim().split('\n').map((line) => JSON.parse(line) as { actor: string; data: { secret: string } });
+    expect(founded.map((e) => [e.data.secret, e.actor])).toEqual(['admin', 'projector', 'controller', 'reader'].map((owner) => [`mesh/postgres-${owner}`, 'genesis']));
+    expect(statSync(join(dir, 'genesis-secrets.json')).mode & 0o777).toBe(0o600);
+    const reader = readFileSync(join(dir, 'secrets', 'postgres-reader.password'), 'utf8').trim();
+    expect(readFileSync(join(dir, 'genesis-secrets.json'), 'utf8')).not.toContain(reader);
+    expect(json.stdout).not.toContain(reader);
     expect((await mesh('log', '--since', String(GENESIS_COMMITS + 1), '--json')).stdout).toBe('');
   });
 

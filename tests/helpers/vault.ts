@@ -27,10 +27,10 @@ export const testNode = (name: string): TestNode => {
   return { name, host, sealing, recipient: { node: name, signingKey: host.publicKey, sealingKey: sealing.publicKey } };
 };
 
-export const openTestVault = (nc: NatsConnection, options: { prefix: string; controllerKey: string; dataDir?: string }) => {
+export const openTestVault = (nc: NatsConnection, options: { prefix: string; controllerKey: string; dataDir?: string; identity?: Pick<Identity, 'secretKey'> }) => {
   const dataDir = options.dataDir ?? join(meshHome(), 'tmp', uniqueName('vault-'));
   mkdirSync(dataDir, { recursive: true });
-  const vault = new Vault(nc, { prefix: options.prefix, controllerKey: options.controllerKey, store: new VaultStore({ dataDir }), logger: pino({ level: 'silent' }) });
+  const vault = new Vault(nc, { prefix: options.prefix, controllerKey: options.controllerKey, store: new VaultStore({ dataDir }), ...(options.identity ? { identity: options.identity } : {}), logger: pino({ level: 'silent' }) });
   vault.start();
   return {
     dataDir,

@@ -203,6 +203,12 @@ export const writeMeshLog = async (
       const secret = `test-login/n${round % 4}-agent`;
       record(secretAggregate(secret), [{ type: 'secret.made', data: { secret, purpose: `the login of round ${round}`, recipients: [node], version: round } }], `secret-made-${round}`, 'controller');
       if (round % 10 === 5) record(secretAggregate(secret), [{ type: 'secret.shared', data: { secret, recipients: [...new Set([node, 'n1'])].sort(), version: round } }], `secret-shared-${round}`, 'controller');
+      // One of the mesh's own, sealed at genesis, handed to a vault, then to the next one.
+      if (round % 25 === 5) {
+        const own = `mesh/postgres-round-${round}`;
+        record(secretAggregate(own), [{ type: 'secret.founded', data: { secret: own, purpose: `the login of round ${round}`, version: 1, sealedTo: [{ name: 'controller', key: 'k1' }, { name: 'operator:ada', key: 'k2' }] } }], `secret-founded-${round}`, 'genesis');
+        if (round % 50 === 5) record(secretAggregate(own), [{ type: 'secret.handed-over', data: { secret: own, version: 1, vault: { node, module: 'vault' } } }], `secret-handed-over-${round}`, 'controller');
+      }
       // A rotation of it: started, made, applied, confirmed, then retired — or abandoned half-way.
       if (round % 10 === 0) {
         const rotation = { secret, version: round + 1 };

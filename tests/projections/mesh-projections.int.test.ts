@@ -126,7 +126,7 @@ describe('the mesh projections', () => {
       (r) => [r.public_name as string, { node: r.node, module: r.module, route: r.route, name: r.name, publicName: r.public_name, proxy: { node: r.proxy_node, module: r.proxy_module } }] as [string, unknown],
     );
     expect(byKey(names)).toEqual(sorted(state.routes.byPublicName));
-    const secrets = (await rows(schemas, 'secrets')).map((r) => [r.name as string, { secret: r.name, purpose: r.purpose, version: r.version, recipients: r.recipients, seq: Number(r.changed_seq), highest: r.highest, rotation: rotationOfRow(r.rotation) }] as [string, unknown]);
+    const secrets = (await rows(schemas, 'secrets')).map((r) => [r.name as string, { secret: r.name, purpose: r.purpose, version: r.version, recipients: r.recipients, seq: Number(r.changed_seq), highest: r.highest, rotation: rotationOfRow(r.rotation), origin: r.origin, handedOver: r.handed_over }] as [string, unknown]);
     expect(secrets.length).toBeGreaterThan(0);
     expect(byKey(secrets)).toEqual(sorted(state.secrets.byName));
     const [root, ...others] = await rows(schemas, 'trust_root');

@@ -116,8 +116,8 @@ describe('no secret value anywhere but the vault and the files of the nodes it n
     const status = await runMesh(['secret', 'status', '--json'], env);
     expect(status.code).toBe(0);
     expect(JSON.parse(status.stdout)).toEqual([
-      { secret: 'beta-app/token', purpose: 'token of beta/app', version: 1, recipients: ['beta'], seq: expect.any(Number), rotation: null },
-      { secret: 'test-login/beta-app', purpose: 'the test-login login of beta/app at alpha/logins', version: 1, recipients: ['alpha', 'beta'], seq: expect.any(Number), rotation: null },
+      { secret: 'beta-app/token', purpose: 'token of beta/app', version: 1, recipients: ['beta'], seq: expect.any(Number), rotation: null, origin: 'vault', inVault: true },
+      { secret: 'test-login/beta-app', purpose: 'the test-login login of beta/app at alpha/logins', version: 1, recipients: ['alpha', 'beta'], seq: expect.any(Number), rotation: null, origin: 'vault', inVault: true },
     ]);
     const table = await runMesh(['secret', 'status'], env);
     expect(table.stdout.split('\n')[0]).toMatch(/^SECRET +VERSION +ROTATION +RECIPIENTS +PURPOSE/);

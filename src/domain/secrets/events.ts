@@ -72,7 +72,32 @@ export const SecretRotationAbandoned = defineEvent({
   schema: z.strictObject({ secret, version, reason: z.string() }),
 });
 
-export const secretEvents = [SecretMade, SecretShared, SecretRotationStarted, SecretRotationMade, SecretRotationApplied, SecretRotationConfirmed, SecretRotationRetired, SecretRotationAbandoned] as const;
+// The mesh's own secrets (docs/decisions.md, "The mesh's own first secrets"): made at genesis,
+// before any vault runs, sealed to the controller's key and the first operator's in a file beside
+// them, then handed to the vault by the controller once a holder of mesh-vault is assigned.
+
+const sealedTo = z.strictObject({
+  /** `controller`, or `operator:<name>` */
+  name: z.string().min(1),
+  /** its ed25519 public key, which the value is sealed to */
+  key: z.string().min(1),
+});
+
+/** Genesis made one of the mesh's own secrets and sealed it, in its genesis file, to these keys alone. */
+export const SecretFounded = defineEvent({
+  type: 'secret.founded',
+  version: 1,
+  schema: z.strictObject({ secret, purpose: z.string().min(1), version: z.number().int().positive(), sealedTo: z.array(sealedTo).min(1) }),
+});
+
+/** The vault (this holder of mesh-vault) holds the mesh's own secret, at this version. */
+export const SecretHandedOver = defineEvent({
+  type: 'secret.handed-over',
+  version: 1,
+  schema: z.strictObject({ secret, version: z.number().int().positive(), vault: party }),
+});
+
+export const secretEvents = [SecretMade, SecretShared, SecretFounded, SecretHandedOver, SecretRotationStarted, SecretRotationMade, SecretRotationApplied, SecretRotationConfirmed, SecretRotationRetired, SecretRotationAbandoned] as const;
 
 /** A secret's aggregate: its name's `/` as a subject token boundary (`postgres-database/lab1-gitea` → `secret.postgres-database.lab1-gitea`). */
 export const secretAggregate = (name: string): string => `secret.${name.split('/').join('.')}`;

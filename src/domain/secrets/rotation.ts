@@ -35,7 +35,7 @@ const knownSecret = (subject: string, state: MeshState, name: string): SecretSta
     throw new Refusal(subject, [
       {
         what: name,
-        why: 'no such secret: the log names no secret by that name (the foundation\'s own credentials — the controller\'s and operators\' keys, the PostgreSQL roles\' passwords, bus identities — are outside the vault and are not rotated by it)',
+        why: 'no such secret: the log names no secret by that name (the controller\'s and operators\' keys and the bus identities are keys, outside the vault; the PostgreSQL roles\' passwords are the mesh\'s own, named mesh/postgres-…)',
         remedy: 'mesh secret status lists the secrets the log names',
         missing: 'secret',
       },
@@ -54,6 +54,15 @@ export const decideRotateSecret = (command: RotateSecret, state: MeshState): Dec
   const subject = `rotating secret ${command.secret}`;
   const secret = knownSecret(subject, state, command.secret);
   const problems: Problem[] = [];
+  if (secret.origin === 'genesis') {
+    throw new Refusal(subject, [
+      {
+        what: command.secret,
+        why: `${command.secret} is the mesh's own (made at genesis, sealed to ${secret.recipients.join(' and ')}): the processes that log in with it read it from the files genesis wrote, and the mesh does not change it under them yet`,
+        remedy: 'it keeps its value; the vault holds it once handed over (mesh secret status)',
+      },
+    ]);
+  }
   if (secret.rotation) {
     problems.push({ what: command.secret, why: `a rotation of ${command.secret} is under way (${describeStep(secret.rotation)})`, remedy: `wait for it (mesh secret status), or give it up: mesh secret rotate ${command.secret} --abandon` });
     refuseIfAny(subject, problems);

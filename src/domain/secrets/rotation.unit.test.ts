@@ -145,6 +145,13 @@ describe('what the mesh refuses to rotate', () => {
     expect(problem).toMatchObject({ what: 'postgres-controller', missing: 'secret', why: expect.stringContaining('outside the vault') });
   });
 
+  it('one of the mesh’s own secrets, made at genesis, naming the keys it is sealed to', () => {
+    const mesh = meshWith();
+    evolveMesh(mesh.state, stored(secretAggregate('mesh/postgres-reader'), { type: 'secret.founded', data: { secret: 'mesh/postgres-reader', purpose: 'p', version: 1, sealedTo: [{ name: 'controller', key: 'k' }, { name: 'operator:ada', key: 'k2' }] } }));
+    const [problem] = mesh.refusal({ type: 'rotate-secret', secret: 'mesh/postgres-reader' });
+    expect(problem?.why).toBe("mesh/postgres-reader is the mesh's own (made at genesis, sealed to controller and operator:ada): the processes that log in with it read it from the files genesis wrote, and the mesh does not change it under them yet");
+  });
+
   it('a per-consumer secret whose provider keeps one credential per consumer, naming the provider and the consumer', () => {
     const [problem] = meshWith(false).refusal({ type: 'rotate-secret', secret: LOGIN });
     expect(problem?.why).toBe(

@@ -31,6 +31,10 @@ export interface SecretState {
   /** the highest version it ever had, an abandoned rotation's included: a new one goes above it */
   highest: number;
   rotation: Rotation | null;
+  /** `vault`: made by the vault for an assignment; `genesis`: the mesh's own, made at genesis */
+  origin: 'vault' | 'genesis';
+  /** the mesh's own: the holder of mesh-vault it was handed to, once it was */
+  handedOver: RotationParty | null;
 }
 
 export interface SecretsState {
@@ -40,13 +44,20 @@ export interface SecretsState {
 export const partyKey = (party: RotationParty): string => `${party.node}/${party.module}`;
 
 export const secretsSlice = defineSlice({
-  eventTypes: ['secret.made', 'secret.shared', 'secret.rotation-started', 'secret.rotation-made', 'secret.rotation-applied', 'secret.rotation-confirmed', 'secret.rotation-retired', 'secret.rotation-abandoned'] as const,
+  eventTypes: ['secret.made', 'secret.shared', 'secret.founded', 'secret.handed-over', 'secret.rotation-started', 'secret.rotation-made', 'secret.rotation-applied', 'secret.rotation-confirmed', 'secret.rotation-retired', 'secret.rotation-abandoned'] as const,
   empty: (): SecretsState => ({ byName: new Map() }),
   evolve(state, event) {
     const known = state.byName.get(event.data.secret);
     switch (event.type) {
       case 'secret.made':
-        state.byName.set(event.data.secret, { secret: event.data.secret, purpose: event.data.purpose, version: event.data.version, recipients: [...event.data.recipients], seq: event.seq, highest: Math.max(known?.highest ?? 0, event.data.version), rotation: known?.rotation ?? null });
+        state.byName.set(event.data.secret, { secret: event.data.secret, purpose: event.data.purpose, version: event.data.version, recipients: [...event.data.recipients], seq: event.seq, highest: Math.max(known?.highest ?? 0, event.data.version), rotation: known?.rotation ?? null, origin: 'vault', handedOver: null });
+        return;
+      case 'secret.founded':
+        if (known) return;
+        state.byName.set(event.data.secret, { secret: event.data.secret, purpose: event.data.purpose, version: event.data.version, recipients: event.data.sealedTo.map((s) => s.name), seq: event.seq, highest: event.data.version, rotation: null, origin: 'genesis', handedOver: null });
+        return;
+      case 'secret.handed-over':
+        if (known?.origin === 'genesis' && known.version === event.data.version) state.byName.set(event.data.secret, { ...known, handedOver: { ...event.data.vault }, seq: event.seq });
         return;
       case 'secret.shared':
         if (known && known.version === event.data.version) state.byName.set(event.data.secret, { ...known, recipients: [...event.data.recipients], seq: event.seq });

@@ -7,7 +7,7 @@ import { sealedSchema } from '../bus/module-identity.js';
 // one it enrolled with). An answer to `fetch` is sealed to that node's box key and echoes the
 // request's nonce inside the seal, so a copy of a request, or of an answer, gives nobody a value.
 
-export const vaultToolSubject = (prefix: string, tool: 'make' | 'fetch'): string => `${prefix}.seat.mesh-vault.tool.${tool}`;
+export const vaultToolSubject = (prefix: string, tool: 'make' | 'fetch' | 'keep'): string => `${prefix}.seat.mesh-vault.tool.${tool}`;
 
 /** How long a signed request stays good: beyond it, or seen before, it is refused. */
 export const REQUEST_TTL_MS = 120_000;
@@ -44,6 +44,21 @@ export type MakeRequest = z.infer<typeof makeRequestSchema>;
 export const fetchRequestSchema = z.strictObject({ secret: name, node: name, version: z.number().int().positive().optional(), at: z.string().datetime(), nonce: base64 });
 export type FetchRequest = z.infer<typeof fetchRequestSchema>;
 
+/**
+ * The controller handing the vault one of the mesh's own secrets, made at genesis: its value
+ * sealed to the vault's own key (its module's bus identity), so only that holder of mesh-vault
+ * opens it. Signed by the controller like `make`.
+ */
+export const keepRequestSchema = z.strictObject({
+  secret: name,
+  purpose: z.string().min(1),
+  version: z.number().int().positive(),
+  sealed: sealedSchema,
+  at: z.string().datetime(),
+  nonce: base64,
+});
+export type KeepRequest = z.infer<typeof keepRequestSchema>;
+
 /** A request and the signature over its canonical JSON. */
 export const signedSchema = <T extends z.ZodTypeAny>(request: T) => z.strictObject({ request, signature: base64 });
 
@@ -51,6 +66,10 @@ export const refusalAnswerSchema = z.strictObject({ ok: z.literal(false), refuse
 
 export const makeAnswerSchema = z.union([z.strictObject({ ok: z.literal(true), secret: name, version: z.number().int().positive(), made: z.boolean() }), refusalAnswerSchema]);
 export type MakeAnswer = z.infer<typeof makeAnswerSchema>;
+
+/** `kept`: false when the vault held that version with that value already. */
+export const keepAnswerSchema = z.union([z.strictObject({ ok: z.literal(true), secret: name, version: z.number().int().positive(), kept: z.boolean() }), refusalAnswerSchema]);
+export type KeepAnswer = z.infer<typeof keepAnswerSchema>;
 
 export const fetchAnswerSchema = z.union([z.strictObject({ ok: z.literal(true), secret: name, node: name, sealed: sealedSchema }), refusalAnswerSchema]);
 export type FetchAnswer = z.infer<typeof fetchAnswerSchema>;

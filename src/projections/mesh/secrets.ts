@@ -7,20 +7,21 @@ import type { ReadViews } from './read-views.js';
 import { RowImage } from './rows.js';
 
 // `secrets`, as the secrets slice folds secret.made (a version, stated afresh), secret.shared (the
-// same version, other recipients) and a rotation's steps (docs/decisions.md, "Rotating a secret").
+// same version, other recipients), a rotation's steps (docs/decisions.md, "Rotating a secret"), and
+// the mesh's own: secret.founded at genesis, secret.handed-over once the vault keeps it.
 
 /** A rotation as the row keeps it: the sets of parties done as lists. */
 type RotationRow = Omit<Rotation, 'applied' | 'confirmed'> & { applied: string[]; confirmed: string[] };
 
-type SecretRow = { name: string; purpose: string; version: number; recipients: string[]; changed_seq: number | string; highest: number; rotation: RotationRow | null };
+type SecretRow = { name: string; purpose: string; version: number; recipients: string[]; changed_seq: number | string; highest: number; rotation: RotationRow | null; origin: 'vault' | 'genesis'; handed_over: RotationParty | null };
 
-const TYPES = ['secret.made', 'secret.shared', 'secret.rotation-started', 'secret.rotation-made', 'secret.rotation-applied', 'secret.rotation-confirmed', 'secret.rotation-retired', 'secret.rotation-abandoned'] as const;
+const TYPES = ['secret.made', 'secret.shared', 'secret.founded', 'secret.handed-over', 'secret.rotation-started', 'secret.rotation-made', 'secret.rotation-applied', 'secret.rotation-confirmed', 'secret.rotation-retired', 'secret.rotation-abandoned'] as const;
 type SecretEvent = StoredEventOf<(typeof TYPES)[number]>;
 const isSecretEvent = (event: StoredMeshEvent): event is SecretEvent => (TYPES as readonly string[]).includes(event.type);
 
 export const secretsProjection = foldingProjection<RowImage<SecretRow>>({
   name: 'secrets',
-  version: 2,
+  version: 3,
   types: [...TYPES],
   open: async (events, tx) => {
     const secrets = new RowImage<SecretRow>('secrets', ['name']);
@@ -33,7 +34,13 @@ export const secretsProjection = foldingProjection<RowImage<SecretRow>>({
     const seq = event.seq;
     switch (event.type) {
       case 'secret.made':
-        secrets.set({ name: event.data.secret, purpose: event.data.purpose, version: event.data.version, recipients: event.data.recipients, changed_seq: seq, highest: Math.max(known?.highest ?? 0, event.data.version), rotation: known?.rotation ?? null });
+        secrets.set({ name: event.data.secret, purpose: event.data.purpose, version: event.data.version, recipients: event.data.recipients, changed_seq: seq, highest: Math.max(known?.highest ?? 0, event.data.version), rotation: known?.rotation ?? null, origin: 'vault', handed_over: null });
+        return;
+      case 'secret.founded':
+        if (!known) secrets.set({ name: event.data.secret, purpose: event.data.purpose, version: event.data.version, recipients: event.data.sealedTo.map((s) => s.name), changed_seq: seq, highest: event.data.version, rotation: null, origin: 'genesis', handed_over: null });
+        return;
+      case 'secret.handed-over':
+        if (known?.origin === 'genesis' && known.version === event.data.version) secrets.set({ ...known, handed_over: event.data.vault, changed_seq: seq });
         return;
       case 'secret.shared':
         if (known && known.version === event.data.version) secrets.set({ ...known, recipients: event.data.recipients, changed_seq: seq });
@@ -89,6 +96,12 @@ export interface SecretRead {
   /** the log sequence of its last change */
   seq: number;
   rotation: SecretRotationRead | null;
+  /** `vault`: the vault made it for an assignment; `genesis`: the mesh's own, sealed at genesis */
+  origin: 'vault' | 'genesis';
+  /** whether the vault holds it: always for what it made; the mesh's own once handed over */
+  inVault: boolean;
+  /** the mesh's own: the holder of mesh-vault it was handed to */
+  handedOver?: RotationParty;
 }
 
 const rotationRead = (row: RotationRow | null): SecretRotationRead | null => {
@@ -101,8 +114,8 @@ const rotationRead = (row: RotationRow | null): SecretRotationRead | null => {
 /** Every secret the log names, by name: what it is for, its version, the nodes it goes to, its rotation. */
 export const readSecrets = async ({ db, view }: ReadViews): Promise<SecretRead[]> =>
   (
-    await db.query<{ name: string; purpose: string; version: number; recipients: string[]; changed_seq: string; rotation: RotationRow | null }>(
-      `SELECT name, purpose, version, recipients, changed_seq, rotation FROM ${view('secrets')} ORDER BY name`,
+    await db.query<{ name: string; purpose: string; version: number; recipients: string[]; changed_seq: string; rotation: RotationRow | null; origin: 'vault' | 'genesis'; handed_over: RotationParty | null }>(
+      `SELECT name, purpose, version, recipients, changed_seq, rotation, origin, handed_over FROM ${view('secrets')} ORDER BY name`,
     )
   ).rows.map((r) => ({
     secret: r.name,
@@ -111,4 +124,7 @@ export const readSecrets = async ({ db, view }: ReadViews): Promise<SecretRead[]
     recipients: r.recipients,
     seq: Number(r.changed_seq),
     rotation: rotationRead(r.rotation),
+    origin: r.origin,
+    inVault: r.origin === 'vault' || r.handed_over !== null,
+    ...(r.handed_over ? { handedOver: r.handed_over } : {}),
   }));
