@@ -1,4 +1,7 @@
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
+import { loadOperatorKey } from '../adapters/operator-keys.js';
+import { loadConfig } from '../config.js';
+import { openGenesisSecret, operatorRecipient } from '../controller/genesis-secrets.js';
 import { readSecrets, type SecretRead, type SecretRotationRead } from '../projections/mesh/secrets.js';
 import { PLAN_OPTION, runCommand } from './mesh-session.js';
 import { output, table } from './output.js';
@@ -10,6 +13,8 @@ import { group, run, verb, WIDE_OPTION } from './verbs.js';
 // own (made at genesis) with the keys they are sealed to and whether the vault holds them yet.
 // mesh secret rotate NAME [--abandon]: an operator's signed command that starts a rotation (or
 // gives one up before its old value is retired); the steps after it are the controller's.
+// mesh secret unseal NAME: one of the mesh's own, opened from the genesis file with the operator's
+// own key — the way back to the PostgreSQL roles' passwords when the controller's key is lost.
 
 export const defineSecret = (mesh: CommandUnknownOpts): void => {
   const secret = group(mesh, 'secret', 'the secrets the mesh names (their values stay in the vault)');
@@ -37,6 +42,24 @@ export const defineSecret = (mesh: CommandUnknownOpts): void => {
         ),
       ),
     );
+  verb(secret, 'unseal', {
+    summary: "one of the mesh's own secrets, opened from the genesis file with your operator key and printed: the way back when the controller's key is lost",
+    example: 'mesh secret unseal mesh/postgres-admin > admin.password',
+    exits: [3, 5],
+  })
+    .argument('<name>', "the secret, as mesh secret status names it (mesh/…)")
+    .option('--file <file>', 'the genesis secrets file (default: MESH_GENESIS_SECRETS, else .mesh/dev/genesis-secrets.json)')
+    .action(run(unseal));
+};
+
+const unseal = (name: string, values: { json?: true; file?: string }): Promise<number> => {
+  const out = output(values.json ?? false);
+  const config = loadConfig();
+  const key = loadOperatorKey(config.operatorKeyFile);
+  const opened = openGenesisSecret(values.file ?? config.genesisSecretsFile, name, operatorRecipient(key.operator), key);
+  if (out.json) out.data({ secret: name, version: opened.version, value: opened.value });
+  else out.line(opened.value);
+  return Promise.resolve(0);
 };
 
 const secretStatus = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {

@@ -132,6 +132,19 @@ describe("npm start's mesh, raised from a clean folder", () => {
     expect(status.stdout).toContain('the mesh is doing what it was told');
   });
 
+  it('hands the mesh’s own first secrets to the vault on alpha, and names them without their values', async () => {
+    const own = await timed('the mesh’s own secrets handed to the vault', () =>
+      waitFor('the vault to keep the mesh’s own secrets', async () => {
+        const read = JSON.parse((await mesh(['secret', 'status', '--json'])).stdout || '[]') as { secret: string; origin: string; inVault: boolean; handedOver?: unknown }[];
+        const genesis = read.filter((s) => s.origin === 'genesis');
+        return genesis.length === 4 && genesis.every((s) => s.inVault) ? genesis : undefined;
+      }, 60_000),
+    );
+    expect(own.map((s) => [s.secret, s.handedOver])).toEqual(['admin', 'controller', 'projector', 'reader'].map((owner) => [`mesh/postgres-${owner}`, { node: 'alpha', module: 'local-vault' }]));
+    const reader = readFileSync(join(dir, 'secrets', 'postgres-reader.password'), 'utf8').trim();
+    expect((await mesh(['log', '--json'])).stdout).not.toContain(reader);
+  });
+
   it('says the mesh is already up when raised again, and raises nothing new', async () => {
     const before = processesNaming(dir, Object.values(ports)).map((p) => p.pid).sort();
     const again = await timed('up --demo again', () => mesh(['dev', 'up', '--demo'], 120_000));

@@ -97,6 +97,13 @@ describe('the mesh’s own first secrets', () => {
     expect(() => openGenesisSecret(genesisFile, 'mesh/postgres-reader', 'operator:ada', newIdentity())).toThrow(/the copy sealed to operator:ada is sealed to key .*, and this key does not open it/);
     expect(() => openGenesisSecret(genesisFile, 'mesh/postgres-reader', 'operator:eve', operator)).toThrow(/it is sealed to controller and operator:ada, not to operator:eve/);
 
+    // as an operator does it: mesh secret unseal, with the key MESH_OPERATOR_KEY names
+    const unsealed = await runMesh(['secret', 'unseal', 'mesh/postgres-admin', '--file', genesisFile], env);
+    expect({ code: unsealed.code, stdout: unsealed.stdout }).toEqual({ code: 0, stdout: `${planted['mesh/postgres-admin']}\n` });
+    const unknown = await runMesh(['secret', 'unseal', 'mesh/postgres-nobody', '--file', genesisFile], env);
+    expect(unknown.code).toBe(5);
+    expect(unknown.stderr).toContain('holds no such secret');
+
     const founded = await secretEvents('secret.founded');
     expect(founded.map((e) => e.actor)).toEqual(names.map(() => 'genesis'));
     expect(founded.find((e) => (e.data as { secret: string }).secret === 'mesh/postgres-projector')?.data).toEqual({
