@@ -38,7 +38,7 @@ export const defineProxy = (mesh: CommandUnknownOpts): void => {
   const proxy = group(mesh, 'proxy', 'the program of the mesh\'s proxy module: hands back public names and serves HTTP from the routes file');
   verb(proxy, 'serve', {
     summary: 'as the holder of mesh-proxy: hand back each public name the routes file asks for, and serve HTTP on --host:--port by its entries (forward, refuse, redirect, authenticate); in the foreground, JSON logs on stdout',
-    example: 'MESH_BUS_KEY=/srv/mesh/.mesh/local-proxy/bus-identity.json mesh proxy serve --host 10.0.0.5 --port 80',
+    example: 'MESH_BUS_KEY=/srv/.mesh/local-proxy/bus-identity.json mesh proxy serve --host 10.0.0.5 --port 80',
     exits: [6],
     json: false,
   })

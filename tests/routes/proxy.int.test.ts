@@ -17,6 +17,7 @@ import { freePort } from '../../src/dev/ports.js';
 import { moduleBusIdentitySchema } from '../../src/domain/bus/module-identity.js';
 import { providerAnswerSubject } from '../../src/domain/bus/users.js';
 import { routeSecretPath } from '../../src/domain/routes/table.js';
+import { runMesh } from '../helpers/cli.js';
 import { enforcingBusMesh, type EnforcingBusMesh } from '../helpers/enforcing-bus.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { uniqueName } from '../helpers/names.js';
@@ -234,6 +235,17 @@ describe('the proxy the mesh runs, on real agents and an enforcing bus', () => {
     for await (const event of t.log.read({ fromSeq: head + 1 })) since.push(event);
     expect(since.filter((e) => e.type.startsWith('route.') || e.actor === 'module:edge/neighbour')).toEqual([]);
   }, 60_000);
+
+  it('refuses to start without a module’s identity to speak as, or with a port that is none (exit 2, saying why)', async () => {
+    const none = await runMesh(['proxy', 'serve', '--port', '18090'], { MESH_BUS_KEY: undefined });
+    expect({ code: none.code, stderr: none.stderr }).toEqual({ code: 2, stderr: expect.stringContaining("mesh proxy serve speaks on the bus as the module holding mesh-proxy: set MESH_BUS_KEY to that module's identity file") });
+    const operatorKey = join(dir, 'not-a-module.key');
+    writeFileSync(operatorKey, JSON.stringify({ publicKey: 'x', secretKey: 'y' }));
+    const notModule = await runMesh(['proxy', 'serve', '--port', '18090'], { MESH_BUS_KEY: operatorKey });
+    expect({ code: notModule.code, stderr: notModule.stderr }).toEqual({ code: 2, stderr: expect.stringContaining(`MESH_BUS_KEY names ${operatorKey}, which is not a module's identity file`) });
+    const port = await runMesh(['proxy', 'serve', '--port', '80000'], { MESH_BUS_KEY: identityFileOf('edge', 'local-proxy') });
+    expect({ code: port.code, stderr: port.stderr }).toEqual({ code: 2, stderr: expect.stringContaining('--port "80000" is not a port (1 to 65535)') });
+  });
 
   it('sent each name once, however often the routes file was written while it was asked', async () => {
     // (the answers sent by hand above, for names nobody asked, are not the proxy's)
