@@ -81,6 +81,10 @@ export const proxyServer = (options: ProxyServerOptions): Server => {
       if (res.headersSent) res.destroy();
       else answerText(res, /no answer in/.test(error.message) ? 504 : 502, `the upstream ${target.address}:${target.port} of ${host} did not answer: ${error.message}`);
     });
+    // A client that goes away takes its upstream request with it.
+    res.on('close', () => {
+      if (!res.writableFinished) upstream.destroy();
+    });
     req.pipe(upstream);
   };
 

@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { afterAll, describe, expect, it } from '@jest/globals';
 import { pino } from 'pino';
 import { MeshFixture } from '../../../tests/helpers/given.js';
 import { ADMIN_LOGIN, ROUTE_FOUNDATION, foundationAssignments, routedModule } from '../../../tests/helpers/routes.js';
@@ -6,7 +6,10 @@ import { credentialMatches } from '../../domain/routes/answer.js';
 import type { Ask } from '../../domain/routes/grants.js';
 import { wantedSecrets } from '../../domain/secrets/wanted.js';
 import { HandBack, type HandBackAnswer } from './hand-back.js';
-import { normalisedPath } from './http.js';
+import { normalisedPath, proxyServer } from './http.js';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { RoutesFile } from '../../domain/routes/table.js';
 
 // The proxy's own rules, with no server: which credential opens a route, which path a request is
 // decided on, that each ask is handed back once, and that a route's secret goes to the proxy's node.
@@ -115,5 +118,55 @@ describe('a route’s secret', () => {
     expect(wanted.get('lab1-forge/admin-login')?.recipients).toEqual(['edge', 'lab1']);
     // a secret no route checks stays with its module
     expect(wanted.get('lab1-plain/admin-login')?.recipients).toEqual(['lab1']);
+  });
+});
+
+describe('the proxy’s HTTP side, with a real upstream on loopback', () => {
+  const servers: Server[] = [];
+  const listening = async (server: Server): Promise<number> => {
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return (server.address() as AddressInfo).port;
+  };
+  const send = (port: number, options: { host: string; path: string; method?: string; headers?: Record<string, string>; body?: string }) =>
+    new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port, path: options.path, method: options.method ?? 'GET', headers: { host: options.host, ...options.headers } }, (res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      });
+      req.on('error', reject);
+      req.end(options.body);
+    });
+  const entry = (port: number) => ({ host: 'web.lab.example', path: '/', priority: 0, action: 'forward' as const, target: { address: '127.0.0.1', port }, redirect: null, auth: null, route: 'lab1/web/web', reason: null });
+
+  afterAll(async () => {
+    for (const server of servers) await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('passes a request’s method, body and end-to-end headers on, drops the hop-by-hop ones, and says when the upstream does not answer (502)', async () => {
+    const upstreamPort = await listening(
+      createServer((req, res) => {
+        let body = '';
+        req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        req.on('end', () => res.end(JSON.stringify({ method: req.method, body, custom: req.headers['x-custom'], dropped: req.headers['x-hop'] ?? null, forwardedFor: req.headers['x-forwarded-for'] })));
+      }),
+    );
+    const closedPort = await listening(createServer());
+    await new Promise((resolve) => servers.pop()?.close(resolve));
+    const file: RoutesFile = { version: 1, entries: [entry(upstreamPort), { ...entry(closedPort), host: 'gone.lab.example' }], asked: [] };
+    const proxyPort = await listening(proxyServer({ routes: () => ({ file }), readSecret: () => undefined, logger: pino({ level: 'silent' }) }));
+    const answer = await send(proxyPort, { host: 'web.lab.example', path: '/form', method: 'POST', headers: { 'x-custom': 'kept', 'x-hop': 'dropped', connection: 'x-hop' }, body: 'name=ada' });
+    expect({ status: answer.status, body: JSON.parse(answer.body) as unknown }).toEqual({ status: 200, body: { method: 'POST', body: 'name=ada', custom: 'kept', dropped: null, forwardedFor: '127.0.0.1' } });
+    const gone = await send(proxyPort, { host: 'gone.lab.example', path: '/' });
+    expect({ status: gone.status, body: gone.body }).toEqual({ status: 502, body: expect.stringMatching(new RegExp(`^the upstream 127.0.0.1:${closedPort} of gone.lab.example did not answer: .*ECONNREFUSED`)) });
+  });
+
+  it('serves nothing while it has no routes file (503), and nothing it cannot read (400)', async () => {
+    const proxyPort = await listening(proxyServer({ routes: () => ({ why: '/x/routes.json is not there yet' }), readSecret: () => undefined, logger: pino({ level: 'silent' }) }));
+    expect(await send(proxyPort, { host: 'web.lab.example', path: '/' })).toMatchObject({ status: 503, body: 'the proxy has no routes to serve: /x/routes.json is not there yet\n' });
+    const file: RoutesFile = { version: 1, entries: [entry(1)], asked: [] };
+    const readable = await listening(proxyServer({ routes: () => ({ file }), readSecret: () => undefined, logger: pino({ level: 'silent' }) }));
+    expect(await send(readable, { host: 'web.lab.example', path: '/%E0%A4%A' })).toMatchObject({ status: 400, body: 'the request path cannot be read\n' });
   });
 });
