@@ -237,13 +237,15 @@ describe('the proxy the mesh runs, on real agents and an enforcing bus', () => {
   }, 60_000);
 
   it('refuses to start without a module’s identity to speak as, or with a port that is none (exit 2, saying why)', async () => {
-    const none = await runMesh(['proxy', 'serve', '--port', '18090'], { MESH_BUS_KEY: undefined });
-    expect({ code: none.code, stderr: none.stderr }).toEqual({ code: 2, stderr: expect.stringContaining("mesh proxy serve speaks on the bus as the module holding mesh-proxy: set MESH_BUS_KEY to that module's identity file") });
     const operatorKey = join(dir, 'not-a-module.key');
     writeFileSync(operatorKey, JSON.stringify({ publicKey: 'x', secretKey: 'y' }));
-    const notModule = await runMesh(['proxy', 'serve', '--port', '18090'], { MESH_BUS_KEY: operatorKey });
+    const [none, notModule, port] = await Promise.all([
+      runMesh(['proxy', 'serve', '--port', '18090'], { MESH_BUS_KEY: undefined }),
+      runMesh(['proxy', 'serve', '--port', '18090'], { MESH_BUS_KEY: operatorKey }),
+      runMesh(['proxy', 'serve', '--port', '80000'], { MESH_BUS_KEY: identityFileOf('edge', 'local-proxy') }),
+    ]);
+    expect({ code: none.code, stderr: none.stderr }).toEqual({ code: 2, stderr: expect.stringContaining("mesh proxy serve speaks on the bus as the module holding mesh-proxy: set MESH_BUS_KEY to that module's identity file") });
     expect({ code: notModule.code, stderr: notModule.stderr }).toEqual({ code: 2, stderr: expect.stringContaining(`MESH_BUS_KEY names ${operatorKey}, which is not a module's identity file`) });
-    const port = await runMesh(['proxy', 'serve', '--port', '80000'], { MESH_BUS_KEY: identityFileOf('edge', 'local-proxy') });
     expect({ code: port.code, stderr: port.stderr }).toEqual({ code: 2, stderr: expect.stringContaining('--port "80000" is not a port (1 to 65535)') });
   });
 

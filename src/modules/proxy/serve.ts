@@ -8,7 +8,7 @@ import { fromBase64 } from '../../adapters/key-files.js';
 import { connectNats } from '../../adapters/nats/connect.js';
 import type { ModuleBusIdentity } from '../../domain/bus/module-identity.js';
 import { providerAnswerSubject } from '../../domain/bus/users.js';
-import type { Problem } from '../../domain/refusal.js';
+import { z } from 'zod';
 import type { Ask } from '../../domain/routes/grants.js';
 import type { RoutesFile } from '../../domain/routes/table.js';
 import { UnavailableError } from '../../errors.js';
@@ -41,6 +41,12 @@ export interface RunningProxy {
   stop(): Promise<void>;
 }
 
+/** The controller's answer on the answer-consumer subject (a ToolAnswer), read for what the proxy needs of it. */
+const toolAnswerSchema = z.union([
+  z.looseObject({ ok: z.literal(true), summary: z.string() }),
+  z.looseObject({ ok: z.literal(false), refused: z.array(z.looseObject({ what: z.string(), why: z.string(), remedy: z.string() })) }),
+]);
+
 const readSecret = (file: string): string | undefined => {
   try {
     return readFileSync(file, 'utf8');
@@ -67,7 +73,7 @@ export const runProxy = async (options: ProxyOptions): Promise<RunningProxy> => 
   const send = async (ask: Ask): Promise<HandBackAnswer> => {
     if (!nc) throw new Error('not connected to the bus yet');
     const body = { consumer: { node: ask.node, module: ask.module }, requirement: `route:${ask.name}`, values: { publicName: ask.publicName } };
-    const reply = (await nc.request(subject, JSON.stringify(body), { timeout: 10_000 })).json<{ ok: true; summary: string } | { ok: false; refused: Problem[] }>();
+    const reply = toolAnswerSchema.parse((await nc.request(subject, JSON.stringify(body), { timeout: 10_000 })).json());
     return reply.ok ? { ok: true, summary: reply.summary } : { ok: false, refused: reply.refused };
   };
   const handBack = new HandBack(send, logger);
