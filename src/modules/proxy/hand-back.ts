@@ -86,7 +86,7 @@ export class HandBack {
       if (answer.ok) {
         this.handedBack.add(key);
         this.retryAt.delete(key);
-        this.logger.info({ publicName: ask.publicName, consumer: `${ask.node}/${ask.module}`, name: ask.name }, `handed back ${ask.publicName} for ${who}: ${answer.summary}`);
+        this.logger.info({ publicName: ask.publicName, consumer: `${ask.node}/${ask.module}`, name: ask.name, answer: answer.summary }, `handed back ${ask.publicName} for ${who}`);
         return;
       }
       // A refusal is the controller's word on this ask; it is asked again only after the longest wait.

@@ -123,6 +123,7 @@ export const runProxy = async (options: ProxyOptions): Promise<RunningProxy> => 
 
   // The bus: its identity may not be known to the server yet (the user list is reloaded after the
   // file is placed), so it is tried again, backing off, for as long as the proxy runs.
+  let wake: (() => void) | undefined;
   const connecting = (async () => {
     let waitMs = 500;
     while (!stopped) {
@@ -133,7 +134,13 @@ export const runProxy = async (options: ProxyOptions): Promise<RunningProxy> => 
         return;
       } catch (error) {
         logger.warn({ nats: options.natsUrl, err: (error as Error).message, retryInMs: waitMs }, 'the bus did not take the proxy yet');
-        await new Promise((resolve) => setTimeout(resolve, waitMs));
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, waitMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
         waitMs = Math.min(30_000, waitMs * 2);
       }
     }
@@ -143,6 +150,7 @@ export const runProxy = async (options: ProxyOptions): Promise<RunningProxy> => 
     port,
     stop: async () => {
       stopped = true;
+      wake?.();
       clearInterval(poll);
       watcher?.close();
       handBack.stop();
