@@ -105,7 +105,7 @@ describe('handing back what the routes file asks for', () => {
 });
 
 describe('a route’s secret', () => {
-  it('goes to the node of mesh-proxy’s holder as well as the module’s, which checks it', () => {
+  it('goes to the node of mesh-proxy’s holder as well as the module’s, which checks it, and follows the seat', () => {
     const mesh = new MeshFixture().node('edge').node('lab1');
     for (const manifest of ROUTE_FOUNDATION) mesh.register(manifest);
     for (const command of foundationAssignments('edge')) mesh.run(command);
@@ -118,6 +118,11 @@ describe('a route’s secret', () => {
     expect(wanted.get('lab1-forge/admin-login')?.recipients).toEqual(['edge', 'lab1']);
     // a secret no route checks stays with its module
     expect(wanted.get('lab1-plain/admin-login')?.recipients).toEqual(['lab1']);
+    // mesh-proxy handed over to a proxy on another node: the secret goes there instead
+    mesh.node('edge2');
+    mesh.run({ type: 'assign', module: 'route-proxy', node: 'edge2', hold: [], pins: {}, values: { 'acme-email': 'ops@mesh.invalid' }, placements: {} });
+    mesh.run({ type: 'hand-over-seat', seat: 'mesh-proxy', to: { node: 'edge2', module: 'route-proxy' }, expectedHolder: { node: 'edge', module: 'route-proxy' } });
+    expect(wantedSecrets(mesh.state).get('lab1-forge/admin-login')?.recipients).toEqual(['edge2', 'lab1']);
   });
 });
 
