@@ -72,6 +72,9 @@ export const defineController = (mesh: CommandUnknownOpts): void => {
     .action(run(controllerCommand));
 };
 
+/** How long a controller that lost the writer lease may take to stop in order before it exits regardless. */
+const FAIL_STOP_WITHIN_MS = 5_000;
+
 const controllerCommand = async (values: { pidFile?: string }): Promise<number> => {
   const pidFile = values.pidFile;
   const config = loadConfig();
@@ -242,6 +245,13 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
       onLost: (why) => {
         leaseLost = why;
         logger.error({ why }, 'this controller is no longer the mesh writer; it stops, so that only one writes (start it again to stand by)');
+        // Cut off from the majority, the orderly stop below can wait on the bus or PostgreSQL for
+        // as long as the partition lasts: the process goes within a bound whatever it waits on.
+        setTimeout(() => {
+          logger.error({ why, afterMs: FAIL_STOP_WITHIN_MS }, 'the orderly stop did not finish; exiting now (6) without it');
+          logger.flush();
+          process.exit(6);
+        }, FAIL_STOP_WITHIN_MS).unref();
         resolve();
       },
     });

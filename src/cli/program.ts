@@ -22,6 +22,7 @@ import { defineStatus } from './status.js';
 import { defineSecret } from './secret.js';
 import { defineVault } from './vault.js';
 import { definePostgres } from './postgres.js';
+import { defineProxy } from './proxy.js';
 import { helpFooter, verbsOf } from './verbs.js';
 
 // The CLI's definition: every verb, its flags, its help. One program per run (commander keeps
@@ -91,7 +92,7 @@ export const meshProgram = (): Command => {
     .configureOutput({ outputError: () => undefined })
     .showSuggestionAfterError(true)
     .configureHelp({ helpWidth: TABLE_WIDTH });
-  for (const define of [defineDev, defineLog, defineHistory, defineOperator, defineAudit, defineModule, defineEvents, defineSeats, defineTrust, defineStatus, defineNode, defineAssign, defineBuilds, defineBuilder, defineVault, defineSecret, definePostgres, defineController, defineAgent, defineProjections, defineCompletion]) {
+  for (const define of [defineDev, defineLog, defineHistory, defineOperator, defineAudit, defineModule, defineEvents, defineSeats, defineTrust, defineStatus, defineNode, defineAssign, defineBuilds, defineBuilder, defineVault, defineSecret, definePostgres, defineProxy, defineController, defineAgent, defineProjections, defineCompletion]) {
     define(program);
   }
   // `mesh --help` lists every verb and sub-verb, not only the first words.

@@ -1,32 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { NatsConnection } from '@nats-io/nats-core';
-import { pino } from 'pino';
-import { Agent } from '../../src/agent/agent.js';
 import { stopRecordedProcesses } from '../../src/agent/left-running.js';
 import { askBusIdentity } from '../../src/adapters/bus-identity-client.js';
-import { enrol, hostKey, nodeIdentity, tokenBusIdentity } from '../../src/adapters/enrolment-client.js';
-import { newEnrolmentToken } from '../../src/adapters/enrolment-tokens.js';
-import { foldSnapshotWriterIdentity, identityFromSeed, newIdentity } from '../../src/adapters/identity.js';
+import { hostKey, nodeIdentity } from '../../src/adapters/enrolment-client.js';
+import { identityFromSeed } from '../../src/adapters/identity.js';
 import { fromBase64 } from '../../src/adapters/key-files.js';
-import { renderBusUsers } from '../../src/adapters/nats/bus-users-file.js';
 import { connectNats, type BusIdentity } from '../../src/adapters/nats/connect.js';
-import { eventsStreamName } from '../../src/adapters/nats/control-streams.js';
 import { meshHome } from '../../src/config.js';
-import { BusAuthority } from '../../src/controller/bus-authority.js';
-import { natsPidFile, startNatsServer, stopNatsServer } from '../../src/dev/nats-server.js';
 import { isAlive } from '../../src/dev/processes.js';
-import { freePort } from '../../src/dev/ports.js';
 import { moduleBusIdentitySchema, type ModuleBusIdentity } from '../../src/domain/bus/module-identity.js';
-import { composeBusUsers, CONTROLLER_INBOX, hostInbox, type BusWire } from '../../src/domain/bus/users.js';
-import { emptyMeshState } from '../../src/domain/mesh/state.js';
+import { hostInbox } from '../../src/domain/bus/users.js';
 import type { Refusal } from '../../src/domain/refusal.js';
-import { FAST } from '../agent/harness.js';
+import { enforcingBusMesh, type EnforcingBusMesh } from '../helpers/enforcing-bus.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { uniqueName } from '../helpers/names.js';
-import { openTestMesh, testMeshNames, waitFor, type TestMesh } from '../helpers/test-mesh.js';
-
+import { testMeshNames, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 // The audit logger from the fixture catalogue, run by a real agent as a real process, on a
 // nats-server of its own whose only users are the ones the control plane composed: the test's mesh
 // speaks as its controller, the agent as its node's host, and the audit logger as its own identity,
@@ -35,46 +24,18 @@ import { openTestMesh, testMeshNames, waitFor, type TestMesh } from '../helpers/
 
 describe('an audit logger consuming every event, as its own identity on an enforcing bus', () => {
   const dir = join(meshHome(), 'tmp', uniqueName('audit-logger-'));
-  const usersFile = join(dir, 'bus-users.conf');
   const nodeRoot = join(dir, 'nodes', 'alpha');
   const stateDir = join(dir, 'agent');
   const file = join(nodeRoot, 'audit-logger', 'logs', 'events.jsonl');
   const identityFile = join(nodeRoot, '.mesh', 'audit-logger', 'bus-identity.json');
   const name = uniqueName('t');
   const names = testMeshNames(name);
-  const wire: BusWire = {
-    prefix: names.prefix,
-    logStream: names.logStream,
-    logPrefix: names.logPrefix,
-    nodesStream: names.nodesStream,
-    controlStream: names.controlStream,
-    eventsStream: eventsStreamName({ nodes: names.nodesStream, control: names.controlStream, prefix: names.prefix }),
-  };
-  const controllerKey = newIdentity();
-  const harnessKey = process.env.MESH_BUS_KEY;
-  let server: { dir: string; port: number; monitorPort: number; usersFile: string } | undefined;
+  let bus: EnforcingBusMesh | undefined;
   let url: string;
   let t: TestMesh;
-  let agent: Agent;
-  const opened: NatsConnection[] = [];
-
-  /** The list is written before the server has reloaded it: a new identity is in once it can connect. */
-  const connectWhenKnown = async (label: string, identity: BusIdentity): Promise<NatsConnection> => {
-    const nc = await waitFor(`${label} let in`, () => connectNats(url, { name: label, identity }).catch(() => undefined), 20_000);
-    opened.push(nc);
-    return nc;
-  };
-  /** A node joining with a token, as the token's own bus identity. */
-  const enrolNode = async (node: string, nodeStateDir: string, token: string): Promise<void> => {
-    const asToken = await connectWhenKnown(`joining-${node}`, tokenBusIdentity(token));
-    await enrol(asToken, { node, token, stateDir: nodeStateDir, prefix: names.prefix });
-    await asToken.close();
-  };
-  const issueToken = async (node: string): Promise<string> => {
-    const token = newEnrolmentToken();
-    await t.run({ type: 'issue-enrolment-token', tokenId: token.tokenId, verifier: token.verifier, publicKey: token.publicKey, node, expiresAt: new Date(Date.now() + 600_000).toISOString() });
-    return token.token;
-  };
+  const connectWhenKnown = (label: string, identity: BusIdentity) => (bus as EnforcingBusMesh).connectWhenKnown(label, identity);
+  const enrolNode = (node: string, nodeStateDir: string, token: string) => (bus as EnforcingBusMesh).enrolNode(node, nodeStateDir, token);
+  const issueToken = (node: string) => (bus as EnforcingBusMesh).issueToken(node);
   const facts = async () => {
     const found = [];
     for await (const event of t.log.read({ aggregate: 'fact' })) found.push(event);
@@ -84,45 +45,21 @@ describe('an audit logger consuming every event, as its own identity on an enfor
     t.run({ type: 'assign', module, node, hold: extra.hold ?? [], pins: {}, values: extra.values ?? {}, placements: {} });
 
   beforeAll(async () => {
-    // Nobody speaks as the harness here: every connection is an identity this mesh composed.
-    delete process.env.MESH_BUS_KEY;
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(usersFile, renderBusUsers(composeBusUsers(emptyMeshState(), { wire, controllerKey: controllerKey.publicKey, snapshotWriterKey: foldSnapshotWriterIdentity(controllerKey).publicKey, moduleKey: () => '', now: new Date() })));
-    server = { dir, port: await freePort(), monitorPort: await freePort(), usersFile };
-    url = (await startNatsServer(server)).url;
-    t = await openTestMesh({ url, name, identity: { key: controllerKey, inbox: CONTROLLER_INBOX } });
-    const authority = new BusAuthority({ file: { file: usersFile, serverPidFile: natsPidFile(dir), monitorUrl: `http://127.0.0.1:${server.monitorPort}` }, wire, controller: controllerKey, logger: pino({ level: 'silent' }) });
-    const controller = await t.startController({ busAuthority: authority });
-    await t.startIngester(controller);
-    t.startEnrolment();
-    t.startBusIdentities(controllerKey);
+    bus = await enforcingBusMesh(dir, names);
+    t = bus.t;
+    url = bus.url;
     for (const module of ['local-bus', 'audit-logger', 'greeter']) await t.run({ type: 'register-module', manifest: fixtureManifest(module) });
     for (const node of ['alpha', 'beta']) await t.run({ type: 'add-node', node, root: join(dir, 'nodes', node), address: '127.0.0.1' });
-    const token = await issueToken('alpha');
-    agent = new Agent({
-      node: 'alpha',
-      natsUrl: url,
-      stateDir,
-      token,
-      enrol: (request) => enrolNode(request.node, request.stateDir, request.token ?? ''),
-      wire: { prefix: names.prefix, nodesStream: names.nodesStream },
-      timings: FAST,
-      logger: pino({ level: 'silent' }),
-    });
-    await agent.start();
+    await bus.startAgent('alpha', stateDir);
   });
   afterAll(async () => {
-    await agent?.stop();
+    await bus?.stopAgents();
     stopRecordedProcesses(stateDir, 'SIGKILL');
-    for (const nc of opened) await nc.close().catch(() => undefined);
-    await t?.close();
-    if (server) await stopNatsServer(server, 'SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-    if (harnessKey) process.env.MESH_BUS_KEY = harnessKey;
+    await bus?.close();
   });
 
   it('writes the facts stated after it started, one JSON line each', async () => {
-    await assign('local-bus', 'alpha', { hold: ['mesh-broker'], values: { 'nats-port': String(server?.port) } });
+    await assign('local-bus', 'alpha', { hold: ['mesh-broker'], values: { 'nats-port': String(bus?.server.port) } });
     await assign('audit-logger', 'alpha');
     await waitFor('the audit logger running', async () => (await facts()).some((f) => f.type === 'fact.applied' && (f.data as { module: string }).module === 'audit-logger'), 60_000);
     expect(statSync(identityFile).mode & 0o777).toBe(0o600);

@@ -65,7 +65,8 @@ export const openControllersMesh = async (settings: { leaseMs: number; env?: Rec
     MESH_CONTROLLER_KEY: join(dir, 'controller.key'),
   });
 
-  const start = async (): Promise<ControllerProcess> => {
+  /** `wrap`: the command it runs under (e.g. `ip netns exec NS`); `env`: this process's own settings over the mesh's. */
+  const start = async (own: { wrap?: string[]; env?: Record<string, string> } = {}): Promise<ControllerProcess> => {
     const httpPort = await freePort();
     const env = {
       ...meshEnv(),
@@ -74,8 +75,10 @@ export const openControllersMesh = async (settings: { leaseMs: number; env?: Rec
       MESH_HTTP_PORT: String(httpPort),
       MESH_WRITER_LEASE_MS: String(settings.leaseMs),
       ...settings.env,
+      ...own.env,
     };
-    const child = spawn(process.execPath, [...FOLDING_NODE_FLAGS, join(projectRoot, 'bin', 'mesh.js'), 'controller'], { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const [program, ...args] = [...(own.wrap ?? []), process.execPath, ...FOLDING_NODE_FLAGS, join(projectRoot, 'bin', 'mesh.js'), 'controller'];
+    const child = spawn(program!, args, { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     const lines: LogLine[] = [];
     createInterface({ input: child.stdout as NonNullable<ChildProcess['stdout']> }).on('line', (line) => {

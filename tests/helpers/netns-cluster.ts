@@ -81,12 +81,27 @@ export const netnsCluster = async (size = 3) => {
         return false;
       }
     };
-    const ready = () => waitFor('every member current with the cluster', async () => (await Promise.all(members.map(healthy))).every(Boolean), 60_000);
+    const healthOf = async (m: (typeof members)[number]): Promise<string> => {
+      try {
+        return `${m.ns}: ${await (await fetch(`http://${m.address}:8222/healthz`, { signal: AbortSignal.timeout(1_000) })).text()}`;
+      } catch (error) {
+        return `${m.ns}: ${(error as Error).message}`;
+      }
+    };
+    const ready = async (): Promise<void> => {
+      try {
+        await waitFor('every member current with the cluster', async () => (await Promise.all(members.map(healthy))).every(Boolean), 60_000);
+      } catch (error) {
+        throw new Error(`${(error as Error).message}: ${(await Promise.all(members.map(healthOf))).join("; ")}`, { cause: error });
+      }
+    };
     await ready();
     return {
       id,
       size,
       url: (i: number) => `nats://${members[i]!.address}:4222`,
+      /** the bridge's own address: where a process in a namespace reaches this host (while its link is up) */
+      bridgeAddress: `${net}.254`,
       /** the namespace a process must run in to be on member i's side of a partition */
       namespace: (i: number) => members[i]!.ns,
       cut: (i: number) => ip('link', 'set', members[i]!.host, 'down'),

@@ -70,9 +70,12 @@ class ControllerProcess extends Controller {
   }
 }
 
-export const openTestMesh = async (options: { url?: string; identity?: BusIdentity; name?: string; onStored?: (seq: number) => void; replicas?: number } = {}) => {
+/** The names a real installation uses (the dev stack's defaults): for a mesh on a server of a test's own, whose agents run `mesh …` programs that read no test's names. */
+export const INSTALLATION_NAMES: ReturnType<typeof testMeshNames> = { logStream: 'LOG', logPrefix: 'mesh.log', nodesStream: 'NODES', controlStream: 'CONTROL', prefix: 'mesh' };
+
+export const openTestMesh = async (options: { url?: string; identity?: BusIdentity; name?: string; names?: ReturnType<typeof testMeshNames>; onStored?: (seq: number) => void; replicas?: number } = {}) => {
   const name = options.name ?? uniqueName('t');
-  const names = testMeshNames(name);
+  const names = options.names ?? testMeshNames(name);
   /** the same names as the build coordinator and the stream assertions take them */
   const replicas = options.replicas ?? (options.url ? 1 : testReplicas());
   const streamNames: ControlStreamNames = { nodes: names.nodesStream, control: names.controlStream, prefix: names.prefix, replicas };

@@ -1,12 +1,15 @@
 import { allAssignments, answeredBy, type AssignmentState } from '../assignments/state.js';
 import type { Resolution } from '../assignments/events.js';
 import type { MeshState } from '../mesh/state.js';
+import { manifestOf } from '../catalogue/state.js';
+import { proxyHolder } from '../routes/grants.js';
 
 // Which secrets the mesh needs now, and which nodes each goes to: derived from the assignments'
 // resolutions, never declared by hand. A secret requirement goes to the node of the module that
 // requires it; a provider's per-consumer secret (`<requirement>-secret`, named for the consumer)
 // goes to the consumer's node, which presents it, and to the provider's node, which applies it
-// (ADR 0113).
+// (ADR 0113). A secret a module's route authenticates with goes to the node of mesh-proxy's holder
+// too, which checks it (ADR 0108; the routes file names where it lands there).
 
 export interface WantedSecret {
   secret: string;
@@ -37,11 +40,13 @@ const isSecret = (resolution: Resolution): resolution is Resolution & { answer: 
 /** Every secret the assignments name, by name. */
 export const wantedSecrets = (state: MeshState): Map<string, WantedSecret> => {
   const wanted = new Map<string, WantedSecret>();
+  const proxy = proxyHolder(state);
   for (const assignment of allAssignments(state.assignments)) {
+    const checkedByProxy = new Set((manifestOf(state.catalogue, assignment.module)?.routes ?? []).flatMap((route) => route.policy.flatMap((p) => (p.kind === 'authentication' ? [p.secret] : []))));
     for (const resolution of assignment.resolutions.filter(isSecret)) {
       const consumer = { node: assignment.node, module: assignment.module, requirement: resolution.requirement };
       const provider = perConsumerProvider(assignment, resolution);
-      const recipients = [...new Set([assignment.node, ...(provider ? [provider.node] : [])])].sort();
+      const recipients = [...new Set([assignment.node, ...(provider ? [provider.node] : []), ...(proxy && checkedByProxy.has(resolution.requirement) ? [proxy.node] : [])])].sort();
       const purpose = provider
         ? `the ${provider.contract} login of ${assignment.node}/${assignment.module} at ${provider.node}/${provider.module}`
         : `${resolution.requirement} of ${assignment.node}/${assignment.module}`;
