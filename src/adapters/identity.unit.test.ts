@@ -1,6 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import nacl from 'tweetnacl';
-import { identityFromSeed, newIdentity, signBytes, verifyBytes } from './identity.js';
+import { nkeyAuthenticator } from '@nats-io/nats-core';
+import { fromPublic, Prefix } from '@nats-io/nkeys';
+import { Codec } from '@nats-io/nkeys/lib/codec.js';
+import { busAuthenticator, identityFromSeed, newIdentity, signBytes, verifyBytes } from './identity.js';
 
 // Keys are made with Node's own ed25519 now: every key file made before, and every signature in a
 // log, must read the same. tweetnacl stays here only as the witness of what they were.
@@ -34,4 +37,18 @@ describe('keys made with node:crypto', () => {
   it('refuses a seed that is not 32 bytes', () => {
     expect(() => identityFromSeed(new Uint8Array(31))).toThrow(/32 bytes/);
   });
+
+  it("answers a server's nonce as the NATS client's own nkey authenticator does, and only for its own key", () => {
+    for (let i = 0; i < 10; i++) {
+      const identity = newIdentity();
+      const nonce = `nonce-${i}-${identity.publicKey.slice(0, 8)}`;
+      const theirs = nkeyAuthenticator(Codec.encodeSeed(Prefix.User, Buffer.from(identity.secretKey, 'base64').subarray(0, 32)))(nonce) as { nkey: string; sig: string };
+      const ours = busAuthenticator(identity)(nonce) as { nkey: string; sig: string };
+      expect(ours).toEqual(theirs);
+      expect(fromPublic(ours.nkey).verify(new TextEncoder().encode(nonce), Buffer.from(ours.sig, 'base64'))).toBe(true);
+      expect(fromPublic(ours.nkey).verify(new TextEncoder().encode(`${nonce}!`), Buffer.from(ours.sig, 'base64'))).toBe(false);
+      expect(ours.nkey).not.toBe((busAuthenticator(newIdentity())(nonce) as { nkey: string }).nkey);
+    }
+  });
 });
+

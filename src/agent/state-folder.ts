@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { isAlive } from '../dev/processes.js';
@@ -85,7 +86,8 @@ const holders = new Set<string>();
 
 /**
  * The records, persisted on every change. Writes are synchronous so that two drivers changing
- * records at once never interleave a file.
+ * records at once never interleave a file. A record put as it already is writes nothing: a pass
+ * that finds everything as declared leaves the state folder as it was.
  */
 export class RecordStore {
   private readonly records = new Map<string, ResourceRecord>();
@@ -103,6 +105,7 @@ export class RecordStore {
   }
 
   put(record: ResourceRecord): void {
+    if (isDeepStrictEqual(this.records.get(record.id), record)) return;
     this.records.set(record.id, record);
     this.folder.saveRecords(this.all());
   }

@@ -22,6 +22,8 @@ import type { ReportMetrics } from './metrics.js';
 // PostgreSQL and its facts in the log. While either is away the report is handed back (nak with a
 // delay) and comes again; nothing is dropped or acknowledged falsely. A report about anything but
 // the declaration outstanding for its node is acknowledged and not acted on (design 25 §3).
+// PostgreSQL may be away when the ingester starts (a controller coming back before it): its node
+// status table is made once it is back, and reports wait in CONTROL until then.
 
 export interface ReportIngesterOptions {
   names: { nodesStream: string; controlStream: string; prefix: string };
@@ -58,6 +60,8 @@ export class ReportIngester {
   private readonly declarations = new Map<string, Declaration>();
   /** node → the capabilities being stated for it now */
   private readonly capabilitiesInFlight = new Map<string, string>();
+  /** the node status table made (migrated) in PostgreSQL; undefined until it has been, or after it failed */
+  private statusTable: Promise<void> | undefined;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -68,7 +72,7 @@ export class ReportIngester {
   }
 
   async start(): Promise<void> {
-    await ensureNodeStatus(this.options.pool, this.options.statusSchema);
+    await this.ensureStatusTable().catch((error: unknown) => this.options.logger.warn({ err: error }, 'node status table not made yet (PostgreSQL unavailable); reports wait in CONTROL until it is'));
     const jsm = await jetstreamManager(this.nc);
     const name = this.options.consumer ?? 'controller-reports';
     try {
@@ -113,10 +117,20 @@ export class ReportIngester {
     await this.flushHeartbeats();
   }
 
+  /** Made once; tried again by the next report or heartbeat flush after a failure. */
+  private ensureStatusTable(): Promise<void> {
+    const making = (this.statusTable ??= ensureNodeStatus(this.options.pool, this.options.statusSchema));
+    making.catch(() => {
+      if (this.statusTable === making) this.statusTable = undefined;
+    });
+    return making;
+  }
+
   private async flushHeartbeats(): Promise<void> {
     if (this.beats.size === 0) return;
     const beats = new Map(this.beats);
     try {
+      await this.ensureStatusTable();
       await recordHeartbeats(this.options.pool, this.options.statusSchema, beats);
       for (const [node, at] of beats) if (this.beats.get(node) === at) this.beats.delete(node);
     } catch (error) {
@@ -143,6 +157,7 @@ export class ReportIngester {
         message.ack();
         return;
       }
+      await this.ensureStatusTable();
       await recordReport(this.options.pool, this.options.statusSchema, report, new Date(report.at));
       await this.stateFacts(declaration, report);
       await this.stateRotationSteps(declaration, report);

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isAlive, waitForExit } from '../../src/dev/processes.js';
-import { assignment, directoryResource, fileResource, openAgentTest, processResource, stepResource, type AgentTest } from './harness.js';
+import { assignment, directoryResource, fileResource, openAgentTest, processResource, stepResource, waitFor, type AgentTest } from './harness.js';
 
 describe('the node agent applies a module', () => {
   let t: AgentTest;
@@ -76,4 +76,19 @@ describe('the node agent applies a module', () => {
     expect(readFileSync(`/proc/${fourth}/cmdline`, 'utf8')).toContain('301');
     expect(isAlive(third)).toBe(false);
   });
+
+  it('writes nothing on a pass that finds everything as declared: not the file, not its records', async () => {
+    t = await openAgentTest();
+    const data = join(t.root, 'machine', 'quiet');
+    await t.publish(t.declaration(1, [assignment('quiet', [directoryResource('quiet', 'data', data), fileResource('quiet', 'config', join(data, 'quiet.conf'), 'x=1\n'), processResource('quiet', 'server', ['sleep', '300'])])]));
+    const agent = await t.startAgent();
+    await t.reportWhere('quiet applied', (r) => r.sequence === 1 && r.resources.every((x) => x.outcome === 'applied'));
+    // A file written again is a new inode (written beside and renamed into place).
+    const written = (path: string): string => `${statSync(path).ino}:${statSync(path).mtimeMs}`;
+    const before = { config: written(join(data, 'quiet.conf')), records: written(join(t.stateDir, 'records.json')) };
+    const passes = agent.status().passes;
+    await waitFor('three passes more', () => agent.status().passes >= passes + 3);
+    expect({ config: written(join(data, 'quiet.conf')), records: written(join(t.stateDir, 'records.json')) }).toEqual(before);
+  });
 });
+

@@ -2,12 +2,15 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstream } from '@nats-io/jetstream';
+import pg from 'pg';
 import { databaseUrlFor } from '../../src/adapters/database-logins.js';
 import { meshHome } from '../../src/config.js';
 import { freePort } from '../../src/dev/ports.js';
 import { startPostgres, stopPostgres } from '../../src/dev/postgres.js';
 import type { StoredEvent } from '../../src/domain/events/envelope.js';
 import type { Report } from '../../src/domain/reports/report.js';
+import { cutProxy } from '../helpers/cut-proxy.js';
+import { testDatabaseUrl } from '../helpers/database.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
@@ -90,6 +93,34 @@ describe('reports become facts, stated once, on change', () => {
     } finally {
       await stopPostgres(postgres).catch(() => undefined);
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('starts while PostgreSQL is unreachable, holds reports meanwhile, and takes them once it is back', async () => {
+    // The ingester reaches PostgreSQL only through a relay of the test's own, cut before it starts (a controller coming back before it).
+    const direct = testDatabaseUrl('controller');
+    const relay = await cutProxy(direct);
+    const pool = new pg.Pool({ connectionString: direct, max: 1 });
+    try {
+      await relay.cut();
+      const through = new URL(direct);
+      through.port = new URL(relay.url).port;
+      const controller = await t.startController();
+      await t.startIngester(controller, { databaseUrl: through.toString() });
+      const declaration = await declared();
+      await publishReport(reportFor(declaration));
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(await facts()).toHaveLength(0);
+      expect((await t.jsm.streams.info(t.names.controlStream)).state.messages).toBe(1);
+
+      await relay.restore();
+      await waitFor('the report taken', async () => (await t.jsm.streams.info(t.names.controlStream)).state.messages === 0, 30_000);
+      expect((await facts()).map((f) => f.type)).toEqual(['fact.applied']);
+      const status = await pool.query(`SELECT report_sequence::int AS report_sequence FROM "status_${t.names.prefix}".node_status WHERE node = 'lab1'`);
+      expect(status.rows).toEqual([{ report_sequence: declaration.sequence }]);
+    } finally {
+      await relay.close();
+      await pool.end();
     }
   });
 });

@@ -54,4 +54,23 @@ describe('the writer lease counted from the renewal sent', () => {
     expect(answered[0]).toMatchObject({ heldThen: false });
     expect(lost).toBeUndefined();
   });
+
+  it('gives the lease back and says why when becoming the writer fails, so another can take it', async () => {
+    const subject = `${stream.toLowerCase()}.failing`;
+    const other = `${stream}_F`;
+    const settings = { stream: other, subject, ttlMs: TTL_MS, renewMs: Math.floor(TTL_MS / 3), logger: pino({ level: 'silent' }) };
+    const failing = new WriterLease(nc, { ...settings, holder: 'failing' });
+    let lost: string | undefined;
+    await failing.start({ onTaken: () => Promise.reject(new Error('PostgreSQL is away')), onLost: (why) => void (lost = why) });
+    expect(lost).toMatch(/becoming the writer failed \(PostgreSQL is away\); the lease is given back/);
+    expect(failing.held()).toBe(false);
+    // Given back, not left to expire: the next controller takes it at its first try.
+    const next = new WriterLease(nc, { ...settings, holder: 'next' });
+    let taken = false;
+    await next.start({ onTaken: () => void (taken = true), onLost: () => undefined });
+    expect(taken).toBe(true);
+    await next.stop();
+    await (await jetstreamManager(nc)).streams.delete(other).catch(() => undefined);
+  });
 });
+

@@ -121,7 +121,14 @@ export class WriterLease {
             this.renewedAt = { seq: taken, sentAt };
             this.options.logger.info({ holder: this.options.holder }, 'this controller is the mesh writer');
             this.firstTry();
-            await callbacks.onTaken();
+            try {
+              await callbacks.onTaken();
+            } catch (error) {
+              // Half a writer (the lease held, some of its parts never started) is worse than none: it gives the lease back and says why.
+              await this.stop().catch(() => undefined);
+              callbacks.onLost(`becoming the writer failed (${(error as Error).message}); the lease is given back`);
+              return;
+            }
           } else this.sayOnce('standing by: another controller is the mesh writer; commands sent here are passed to it');
         }
       } catch (error) {
