@@ -20,7 +20,9 @@ const newestSource = (dir) => {
 };
 
 const newest = newestSource(join(root, 'src'));
-if (!existsSync(bundle) || statSync(bundle).mtimeMs < newest) {
+// Compared to the millisecond: a bundle is stamped through a Date, which keeps no finer time than
+// that, and a source's sub-millisecond part would otherwise have every run build again.
+if (!existsSync(bundle) || Math.floor(statSync(bundle).mtimeMs) < Math.floor(newest)) {
   const { build } = await import('esbuild');
   const { foldVersionDefine } = await import('./fold-version.js');
   // Built beside and renamed into place, so two verbs starting at once never read half a file.
