@@ -74,6 +74,8 @@ export const defineController = (mesh: CommandUnknownOpts): void => {
 
 /** How long a controller that lost the writer lease may take to stop in order before it exits regardless. */
 const FAIL_STOP_WITHIN_MS = 5_000;
+/** said once a controller that took the lease runs every writer's part; before it, only commands are served */
+const WRITER_PARTS_RUNNING = 'every part of the mesh writer is running';
 
 const controllerCommand = async (values: { pidFile?: string }): Promise<number> => {
   const pidFile = values.pidFile;
@@ -234,6 +236,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
     });
     await builds.start();
     writing.push(builds);
+    logger.info({ component: 'writer-lease' }, WRITER_PARTS_RUNNING);
   };
   let leaseLost: string | undefined;
   const stopping = new Promise<void>((resolve) => {

@@ -25,7 +25,7 @@ describe('the writer on the minority side', () => {
       await cluster.ready();
     });
     const writer = await mesh.start();
-    await waitFor('the writer serving', async () => (writer.servingSince() !== undefined ? true : undefined), 60_000);
+    await waitFor('the writer running every part', async () => (writer.writingSince() !== undefined ? true : undefined), 60_000);
     expect(await mesh.send(uniqueName('c'), { type: 'add-node', node: uniqueName('before') })).toMatchObject({ ok: true });
 
     const cutAt = Date.now();

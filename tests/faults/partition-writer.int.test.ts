@@ -55,7 +55,7 @@ describe('the writer controller on the minority side of a partition', () => {
     const mesh = await openControllersMesh({ leaseMs: LEASE_MS, url: [cluster.url(0), cluster.url(1)].join(','), replicas: 3, env: { MESH_NATS_CLUSTER_SIZE: '3' } });
     cleanup(() => mesh.close());
     const writer = await mesh.start({ wrap: ['ip', 'netns', 'exec', cluster.namespace(minority)], env: { MESH_NATS_URL: cluster.url(minority), MESH_DATABASE_URL: relayedDatabase.toString() } });
-    await waitFor('the controller in the minority’s namespace serving as the writer', async () => (writer.servingSince() !== undefined ? true : undefined), 60_000);
+    await waitFor('the controller in the minority’s namespace running every part of the writer', async () => (writer.writingSince() !== undefined ? true : undefined), 60_000);
     const before = uniqueName('before');
     expect(await mesh.send(uniqueName('c'), { type: 'add-node', node: before })).toMatchObject({ ok: true });
 

@@ -34,11 +34,14 @@ export interface ControllerProcess {
   writerSince: () => number | undefined;
   /** when it said it served commands as the writer (its parts started after taking the lease) */
   servingSince: () => number | undefined;
+  /** when it said every part of a writer (declarations, reports, builds…) was running, not only commands */
+  writingSince: () => number | undefined;
   exited: Promise<number | null>;
 }
 
 export const WRITER_TAKEN = 'this controller is the mesh writer';
 export const WRITER_SERVING = 'serving as the mesh writer';
+export const WRITER_PARTS_RUNNING = 'every part of the mesh writer is running';
 
 /** `url` and `replicas`: a bus of the test's own (a scratch cluster) instead of the test stack's. */
 export const openControllersMesh = async (settings: { leaseMs: number; env?: Record<string, string>; url?: string; replicas?: number }) => {
@@ -93,7 +96,8 @@ export const openControllersMesh = async (settings: { leaseMs: number; env?: Rec
       return taken ? (taken.time ?? 0) : undefined;
     };
     const servingSince = () => lines.find((l) => l.msg === WRITER_SERVING)?.time;
-    const started = { child, lines, httpPort, writerSince, servingSince, exited };
+    const writingSince = () => lines.find((l) => l.msg === WRITER_PARTS_RUNNING)?.time;
+    const started = { child, lines, httpPort, writerSince, servingSince, writingSince, exited };
     processes.push(started);
     await waitFor('the controller started', async () => (lines.some((l) => l.msg === 'controller started') ? true : undefined), 90_000);
     return started;

@@ -9,7 +9,20 @@ import { uniqueName } from './names.js';
  * A JetStream cluster of one test's own: `size` nats-servers on loopback, started by the dev
  * stack's script with free ports, for tests that kill its members. The shared test bus is left alone.
  */
+/** Ports picked free can be taken before a server binds them (an outgoing connection's own port, another test's pick). */
+const PORT_TAKEN = /address already in use/;
+
 export const scratchCluster = async (label: string, size = 3) => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startScratchCluster(label, size);
+    } catch (error) {
+      if (attempt >= 3 || !PORT_TAKEN.test((error as Error).message)) throw error;
+    }
+  }
+};
+
+const startScratchCluster = async (label: string, size: number) => {
   const dir = join(meshHome(), 'tmp', uniqueName(`${label}-`));
   const ports = await Promise.all(Array.from({ length: size }, async () => ({ port: await freePort(), monitorPort: await freePort(), routePort: await freePort() })));
   const members: NatsServerOptions[] = ports.map((p, i) => ({
@@ -19,8 +32,17 @@ export const scratchCluster = async (label: string, size = 3) => {
     cluster: { name: label.replace(/[^a-z0-9]/gi, ''), routePort: p.routePort, peerRoutePorts: ports.filter((_, j) => j !== i).map((q) => q.routePort) },
   }));
   const ready = () => waitFor(`the ${size} servers to agree on a meta leader`, async () => (await Promise.all(members.map((m) => natsJetStreamReady(m.monitorPort)))).every(Boolean), 60_000);
-  await Promise.all(members.map((member) => startNatsServer(member)));
-  await ready();
+  const remove = async () => {
+    await Promise.all(members.map((m) => stopNatsServer(m, 'SIGKILL')));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await Promise.all(members.map((member) => startNatsServer(member)));
+    await ready();
+  } catch (error) {
+    await remove();
+    throw error;
+  }
   return {
     url: members.map((m) => natsUrl(m.port)).join(','),
     size,
@@ -28,9 +50,6 @@ export const scratchCluster = async (label: string, size = 3) => {
     restart: async (i: number) => void (await startNatsServer(members[i]!)),
     /** until every member is back and current with the cluster */
     ready,
-    remove: async () => {
-      await Promise.all(members.map((m) => stopNatsServer(m, 'SIGKILL')));
-      rmSync(dir, { recursive: true, force: true });
-    },
+    remove,
   };
 };

@@ -1,16 +1,24 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { join } from 'node:path';
 import type pg from 'pg';
+import { loadOperatorKey } from '../../src/adapters/operator-keys.js';
+import { meshHome } from '../../src/config.js';
 import { meshProgram } from '../../src/cli/program.js';
+import { operatorRecipient, sealGenesisSecrets } from '../../src/controller/genesis-secrets.js';
 import { verbsOf } from '../../src/cli/verbs.js';
 import { runMesh } from '../helpers/cli.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { testNatsUrl } from '../helpers/log.js';
+import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, type TestMesh } from '../helpers/test-mesh.js';
 import { dropSchemas, freshSchemas, openPool, testDatabaseUrl } from '../projections/harness.js';
 
 // Exit 5 means one thing: something the verb names does not exist. Every verb of the CLI's own
 // definition either has its not-found case here — exit 5, and a message naming what was not
 // found — or is listed as naming nothing that must already exist.
+
+/** This mesh's genesis secrets, holding one secret sealed to its operator: `secret unseal` is asked for another. */
+const genesisFile = join(meshHome(), 'tmp', `${uniqueName('genesis-')}.json`);
 
 /** Verbs that name nothing that must exist (they list, make, or run). */
 const NAME_NOTHING_THAT_MUST_EXIST = new Set([
@@ -44,6 +52,7 @@ const NOT_FOUND: Record<string, { args: string[]; names: RegExp }> = {
   graph: { args: ['graph', 'nosuch'], names: /no module nosuch is registered/ },
   'projections rebuild': { args: ['projections', 'rebuild', 'nosuch'], names: /no projection named "nosuch"/ },
   'secret rotate': { args: ['secret', 'rotate', 'nosuch'], names: /nosuch: no such secret: the log names no secret by that name/ },
+  'secret unseal': { args: ['secret', 'unseal', 'mesh/nosuch', '--file', genesisFile], names: /mesh\/nosuch: .* holds no such secret \(it holds mesh\/postgres-reader\)/ },
 };
 
 describe('exit 5 for whatever a verb names that does not exist', () => {
@@ -59,6 +68,8 @@ describe('exit 5 for whatever a verb names that does not exist', () => {
     env = { MESH_NATS_URL: testNatsUrl(), MESH_PROJECTOR_SCHEMA: schemas.control, MESH_READ_SCHEMA: schemas.read, ...(await t.operatorCommands()) };
     await t.run({ type: 'register-module', manifest: fixtureManifest('distribution') });
     await t.run({ type: 'add-node', node: 'lab1' });
+    const ada = loadOperatorKey(env.MESH_OPERATOR_KEY!);
+    sealGenesisSecrets(genesisFile, t.names.prefix, [{ secret: 'mesh/postgres-reader', purpose: 'the readers', value: uniqueName('pw') }], [{ name: operatorRecipient('ada'), key: ada.publicKey }]);
   });
   afterAll(async () => {
     await t.close();
