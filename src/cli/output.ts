@@ -1,5 +1,6 @@
 import { MeshError, ValidationError, exitCodeFor } from '../errors.js';
 import { Refusal } from '../domain/refusal.js';
+import { sourceMappedStack } from './source-map.js';
 
 export interface Output {
   json: boolean;
@@ -44,7 +45,7 @@ export const reportError = (error: unknown, json: boolean): number => {
     const body = { ok: false, refused, error: { code: error instanceof MeshError ? error.code : 'internal', ...details } };
     process.stdout.write(`${JSON.stringify(body)}\n`);
   } else {
-    const message = error instanceof MeshError ? error.message : `internal error: ${(error as Error)?.stack ?? String(error)}`;
+    const message = error instanceof MeshError ? error.message : `internal error: ${(error as Error)?.stack ? sourceMappedStack((error as Error).stack as string) : String(error)}`;
     process.stderr.write(`mesh: ${message}\n`);
   }
   return code;
