@@ -3,9 +3,9 @@
 // whenever a source file is newer, so a checkout works after `npm ci` with no build step and
 // every verb starts in a fraction of the time a per-file TypeScript loader takes. The npm packages
 // are bundled too: a verb otherwise opens some 650 files of node_modules before it does anything.
-import { existsSync, readdirSync, renameSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const bundle = join(root, 'dist', 'mesh.mjs');
@@ -58,6 +58,7 @@ if (!existsSync(bundle) || Math.floor(statSync(bundle).mtimeMs) < Math.floor(new
     write: false,
     logLevel: 'error',
   });
+  mkdirSync(dirname(bundle), { recursive: true });
   // Written beside and renamed into place, the map before the bundle, so two verbs starting at
   // once never read half a file; a bundle as new as its sources always has its map.
   for (const output of [...built.outputFiles].sort((a) => (a.path.endsWith('.map') ? -1 : 1))) {
