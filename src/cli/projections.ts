@@ -9,6 +9,7 @@ import { passedLine } from '../adapters/eventlog/chain-reader.js';
 import { meshEventRegistry, type MeshEvent } from '../domain/registry.js';
 import { NotFoundError, UnavailableError, ValidationError } from '../errors.js';
 import { requestRebuild } from '../projections/builds.js';
+import type { ProjectionDefinition } from '../projections/projection.js';
 import { meshProjections } from '../projections/catalogue.js';
 import { CommitReader } from '../projections/commit-reader.js';
 import { ensureControlSchema, readBuild, schemasFromEnv, type ProjectorSchemas } from '../projections/control.js';
@@ -23,23 +24,23 @@ import { storeUnreachable } from './store-unreachable.js';
 import { output, say, table, type Output, proseLine } from './output.js';
 
 // `mesh projections status|rebuild`: how far each projection is behind the log, and a forced
-// blue/green rebuild of one.
+// blue/green rebuild of one or more, in turn.
 
 export const defineProjections = (mesh: CommandUnknownOpts): void => {
   const projections = group(mesh, 'projections', 'the tables the log is folded into, for reads');
   verb(projections, 'status', { summary: 'each projection\'s version, checkpoint, lag and stall; exits 1 unless all serve, caught up', example: 'mesh projections status', exits: [1, 6] })
     .option(...WIDE_OPTION)
-    .action(run((values: { json?: true; output?: string }) => projectionsCommand('status', undefined, values)));
+    .action(run((values: { json?: true; output?: string }) => projectionsCommand('status', [], values)));
   verb(projections, 'rebuild', {
-    summary: 'force a blue/green rebuild of one projection from seq 1; the current build serves until it has caught up',
-    example: 'mesh projections rebuild audit',
+    summary: 'force a blue/green rebuild of projections from seq 1, one after another; each current build serves until its new one has caught up',
+    example: 'mesh projections rebuild audit nodes',
     exits: [5, 6, 7],
   })
-    .argument('<name>', `the projection: ${meshProjections().map((p) => p.name).join(', ')}`)
-    .action(run((name: string, values: { json?: true }) => projectionsCommand('rebuild', name, values)));
+    .argument('<names...>', `the projections, of: ${meshProjections().map((p) => p.name).join(', ')}`)
+    .action(run((names: string[], values: { json?: true }) => projectionsCommand('rebuild', names, values)));
 };
 
-const projectionsCommand = async (sub: 'status' | 'rebuild', name: string | undefined, values: { json?: true; output?: string }): Promise<number> => {
+const projectionsCommand = async (sub: 'status' | 'rebuild', names: readonly string[], values: { json?: true; output?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
   const config = loadConfig();
   // `status` only reads; `rebuild` builds projections, so it logs in as the role that owns them.
@@ -64,8 +65,12 @@ const projectionsCommand = async (sub: 'status' | 'rebuild', name: string | unde
         // Absence is not health: a stalled, lagging or unbuilt projection makes the exit code say so.
         return allHealthy(states) ? 0 : 1;
       }
-      case 'rebuild':
-        return await rebuild(name, { out, pool, reader, databaseUrl, schemas: schemasFromEnv() });
+      case 'rebuild': {
+        // Every name is checked before anything is built: a typo in the third rebuilds none.
+        const chosen = projectionsNamed(names);
+        for (const projection of chosen) await rebuild(projection, { out, pool, reader, databaseUrl, schemas: schemasFromEnv() });
+        return 0;
+      }
     }
   } finally {
     await pool.end();
@@ -73,13 +78,17 @@ const projectionsCommand = async (sub: 'status' | 'rebuild', name: string | unde
   }
 };
 
-const rebuild = async (name: string | undefined, deps: { out: Output; pool: pg.Pool; reader: CommitReader<MeshEvent>; databaseUrl: string; schemas: ProjectorSchemas }): Promise<number> => {
+/** The projections `names` name, in the order given (each once); refused whole when one is unknown. */
+const projectionsNamed = (names: readonly string[]): ProjectionDefinition<MeshEvent>[] => {
   const projections = meshProjections();
-  const names = projections.map((p) => p.name).join(', ');
-  if (!name) throw new ValidationError(`mesh projections rebuild needs a projection name: one of ${names}`, { field: 'name' });
-  const projection = projections.find((p) => p.name === name);
-  if (!projection) throw new NotFoundError(`no projection named "${name}"; the projections are: ${names}`, { projection: name });
+  const known = projections.map((p) => p.name).join(', ');
+  if (names.length === 0) throw new ValidationError(`mesh projections rebuild needs a projection name: one of ${known}`, { field: 'name' });
+  const unknown = names.filter((name) => !projections.some((p) => p.name === name));
+  if (unknown.length > 0) throw new NotFoundError(`no projection named ${unknown.map((name) => `"${name}"`).join(', ')}; the projections are: ${known}`, { projection: unknown[0] });
+  return [...new Set(names)].map((name) => projections.find((p) => p.name === name) as ProjectionDefinition<MeshEvent>);
+};
 
+const rebuild = async (projection: ProjectionDefinition<MeshEvent>, deps: { out: Output; pool: pg.Pool; reader: CommitReader<MeshEvent>; databaseUrl: string; schemas: ProjectorSchemas }): Promise<void> => {
   await ensureControlSchema(deps.pool, deps.schemas);
   const build = await requestRebuild(deps.pool, deps.schemas, projection);
   const quiet = deps.out.json || !process.stderr.isTTY;
@@ -121,7 +130,7 @@ const rebuild = async (name: string | undefined, deps: { out: Output; pool: pg.P
     if (outcome === 'stopped' && after?.status === 'serving') {
       if (deps.out.json) deps.out.data({ rebuilt: projection.name, version: after.version, generation: after.generation, schema: after.schemaName, checkpoint: after.checkpoint, events: after.eventsApplied });
       else deps.out.line(`${projection.name} v${after.version} (generation ${after.generation}) now serves: ${after.eventsApplied} events, checkpoint seq ${after.checkpoint}`);
-      return 0;
+      return;
     }
     const why = abort.signal.aborted ? 'interrupted; the shadow build stays and resumes from its checkpoint when run again' : 'another build took over before this one finished';
     throw new UnavailableError(`rebuild of ${projection.name} did not finish: ${why}`, { projection: projection.name, build: build.id });

@@ -65,8 +65,15 @@ describe('mesh projections', () => {
     expect(rows).toHaveLength(8);
     expect(rows[7]).toEqual({ seq: 8, type: 'mesh.initialised', aggregate: 'mesh.m7', actor: 'test', command_id: 'genesis-7' });
 
-    // Every projection built: status has nothing to complain about.
-    for (const name of names.filter((n) => n !== 'audit')) expect((await runMesh(['projections', 'rebuild', name], env)).code).toBe(0);
+    // A name it does not know among several: refused whole, nothing built.
+    const typo = await runMesh(['projections', 'rebuild', 'nodes', 'nodez', 'seats'], env);
+    expect({ code: typo.code, stderr: typo.stderr }).toEqual({ code: 5, stderr: expect.stringContaining('no projection named "nodez"') });
+    expect(lines((await runMesh(['projections', 'status', '--json'], env)).stdout)).toContainEqual(expect.objectContaining({ projection: 'nodes', status: 'not built' }));
+
+    // Every projection built, in one command, one after another: status has nothing to complain about.
+    const rest = await runMesh(['projections', 'rebuild', ...names.filter((n) => n !== 'audit'), '--json'], env);
+    expect(rest.code).toBe(0);
+    expect(lines(rest.stdout).map((line) => line.rebuilt)).toEqual(names.filter((n) => n !== 'audit'));
     const after = await runMesh(['projections', 'status'], env);
     expect(after.code).toBe(0);
     expect(after.stdout).toMatch(/audit\s+serving\s+v1\s+8\s+8\s+0\s+0\.0\s+-/);
