@@ -21,7 +21,11 @@ export default async function globalSetup() {
     // Only a refusal about the log itself (it names the stream): a port taken, say, is not mended by this.
     // So is a stack raised with another number of servers (MESH_TEST_NATS_CLUSTER changed).
     const otherCluster = error?.details?.recorded;
-    if (error?.code !== 'refused' || (error?.details?.stream === undefined && otherCluster === undefined)) throw error;
+    if (error?.code !== 'refused' || (error?.details?.stream === undefined && otherCluster === undefined)) {
+      // Whatever of this stack did start is stopped: a failed run leaves no server holding its ports.
+      await stackDown(options).catch(() => undefined);
+      throw error;
+    }
     options.say(`${error.message}\n[test stack] beginning the test stack's log afresh`);
     await stackDown({ ...options, cluster: otherCluster ?? options.cluster });
     for (const entry of readdirSync(options.dir)) if (/^nats(-\d+)?$/.test(entry)) rmSync(join(options.dir, entry), { recursive: true, force: true });
