@@ -58,10 +58,13 @@ if (!existsSync(bundle) || Math.floor(statSync(bundle).mtimeMs) < Math.floor(new
     write: false,
     logLevel: 'error',
   });
+  const map = built.outputFiles.find((output) => output.path === `${bundle}.map`);
+  const code = built.outputFiles.find((output) => output.path === bundle);
+  if (!map || !code) throw new Error(`esbuild did not write both ${basename(bundle)} and its map: it wrote ${built.outputFiles.map((output) => basename(output.path)).join(', ')}`);
   mkdirSync(dirname(bundle), { recursive: true });
   // Written beside and renamed into place, the map before the bundle, so two verbs starting at
   // once never read half a file; a bundle as new as its sources always has its map.
-  for (const output of [...built.outputFiles].sort((a) => (a.path.endsWith('.map') ? -1 : 1))) {
+  for (const output of [map, code]) {
     const partial = `${output.path}.${process.pid}.tmp`;
     writeFileSync(partial, output.contents);
     // Stamped with the newest source it was built from, not the time it finished: a source saved
@@ -69,7 +72,6 @@ if (!existsSync(bundle) || Math.floor(statSync(bundle).mtimeMs) < Math.floor(new
     utimesSync(partial, new Date(newest), new Date(newest));
     renameSync(partial, output.path);
   }
-  if (!existsSync(`${bundle}.map`)) throw new Error(`esbuild wrote no ${basename(bundle)}.map`);
 }
 const argv = process.argv.slice(2);
 if (LONG_RUNNING.has(argv[0])) process.setSourceMapsEnabled(true);

@@ -7,7 +7,7 @@ import { databaseUrlFor, withoutPassword } from '../adapters/database-logins.js'
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { passedLine } from '../adapters/eventlog/chain-reader.js';
 import { meshEventRegistry, type MeshEvent } from '../domain/registry.js';
-import { NotFoundError, UnavailableError, ValidationError } from '../errors.js';
+import { NotFoundError, UnavailableError } from '../errors.js';
 import { requestRebuild } from '../projections/builds.js';
 import type { ProjectionDefinition } from '../projections/projection.js';
 import { meshProjections } from '../projections/catalogue.js';
@@ -68,7 +68,9 @@ const projectionsCommand = async (sub: 'status' | 'rebuild', names: readonly str
       case 'rebuild': {
         // Every name is checked before anything is built: a typo in the third rebuilds none.
         const chosen = projectionsNamed(names);
-        for (const projection of chosen) await rebuild(projection, { out, pool, reader, databaseUrl, schemas: schemasFromEnv() });
+        const schemas = schemasFromEnv();
+        await ensureControlSchema(pool, schemas);
+        for (const projection of chosen) await rebuild(projection, { out, pool, reader, databaseUrl, schemas });
         return 0;
       }
     }
@@ -82,14 +84,12 @@ const projectionsCommand = async (sub: 'status' | 'rebuild', names: readonly str
 const projectionsNamed = (names: readonly string[]): ProjectionDefinition<MeshEvent>[] => {
   const projections = meshProjections();
   const known = projections.map((p) => p.name).join(', ');
-  if (names.length === 0) throw new ValidationError(`mesh projections rebuild needs a projection name: one of ${known}`, { field: 'name' });
   const unknown = names.filter((name) => !projections.some((p) => p.name === name));
   if (unknown.length > 0) throw new NotFoundError(`no projection named ${unknown.map((name) => `"${name}"`).join(', ')}; the projections are: ${known}`, { projection: unknown[0] });
   return [...new Set(names)].map((name) => projections.find((p) => p.name === name) as ProjectionDefinition<MeshEvent>);
 };
 
 const rebuild = async (projection: ProjectionDefinition<MeshEvent>, deps: { out: Output; pool: pg.Pool; reader: CommitReader<MeshEvent>; databaseUrl: string; schemas: ProjectorSchemas }): Promise<void> => {
-  await ensureControlSchema(deps.pool, deps.schemas);
   const build = await requestRebuild(deps.pool, deps.schemas, projection);
   const quiet = deps.out.json || !process.stderr.isTTY;
   // On a terminal the progress line is the report; otherwise (a pipe, --json) the structured log is.

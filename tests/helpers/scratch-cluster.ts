@@ -9,20 +9,7 @@ import { uniqueName } from './names.js';
  * A JetStream cluster of one test's own: `size` nats-servers on loopback, started by the dev
  * stack's script with free ports, for tests that kill its members. The shared test bus is left alone.
  */
-/** Ports picked free can be taken before a server binds them (an outgoing connection's own port, another test's pick). */
-const PORT_TAKEN = /address already in use/;
-
 export const scratchCluster = async (label: string, size = 3) => {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startScratchCluster(label, size);
-    } catch (error) {
-      if (attempt >= 3 || !PORT_TAKEN.test((error as Error).message)) throw error;
-    }
-  }
-};
-
-const startScratchCluster = async (label: string, size: number) => {
   const dir = join(meshHome(), 'tmp', uniqueName(`${label}-`));
   const ports = await Promise.all(Array.from({ length: size }, async () => ({ port: await freePort(), monitorPort: await freePort(), routePort: await freePort() })));
   const members: NatsServerOptions[] = ports.map((p, i) => ({

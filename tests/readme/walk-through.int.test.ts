@@ -76,8 +76,7 @@ describe("the README's walk-through, word for word, on npm start's mesh", () => 
   let group = 0;
   const mesh = (args: string[], timeoutMs = 60_000) => runMesh(args, env, timeoutMs);
 
-  /** Seven free ports for this mesh, and the environment its verbs find it with. */
-  const pickPorts = async (): Promise<void> => {
+  beforeAll(async () => {
     ports = [];
     while (ports.length < 7) {
       const port = await freePort();
@@ -98,26 +97,11 @@ describe("the README's walk-through, word for word, on npm start's mesh", () => 
       MESH_DEMO_CALLER_PORT: String(caller),
       MESH_DEMO_POSTGRES_PORT: String(guestbookPostgres),
     });
-  };
-
-  beforeAll(async () => {
-    // A port picked free can be taken before the stack binds it (another test's pick, an outgoing
-    // connection's own port): then the stack is taken down and raised again on new ports.
-    for (let attempt = 1; ; attempt++) {
-      await pickPorts();
-      mkdirSync(home, { recursive: true });
-      const up = await mesh(['dev', 'up', '--demo'], 240_000);
-      const portTaken = /address already in use|EADDRINUSE/.test(`${up.stderr}${up.stdout}`);
-      if (up.code !== 0 && portTaken && attempt < 3) {
-        await mesh(['dev', 'down'], 120_000).catch(() => undefined);
-        rmSync(home, { recursive: true, force: true });
-        continue;
-      }
-      // What it said, whole, when it failed: the stack's own words are the diagnosis.
-      if (up.code !== 0) throw new Error(`mesh dev up --demo exited ${up.code}:\n${up.stderr}\n${up.stdout}`);
-      expect(up.stdout).toContain('the mesh is up, and doing what it was told.');
-      return;
-    }
+    mkdirSync(home, { recursive: true });
+    const up = await mesh(['dev', 'up', '--demo'], 240_000);
+    // What it said, whole, when it failed: the stack's own words are the diagnosis.
+    if (up.code !== 0) throw new Error(`mesh dev up --demo exited ${up.code}:\n${up.stderr}\n${up.stdout}`);
+    expect(up.stdout).toContain('the mesh is up, and doing what it was told.');
   }, 300_000);
 
   afterAll(async () => {
