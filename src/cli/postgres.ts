@@ -6,7 +6,7 @@ import { consumerSecretsFolderBeside } from '../domain/declarations/compose.js';
 import { UnavailableError, ValidationError } from '../errors.js';
 import { initCluster, runServer } from '../modules/postgres/cluster.js';
 import { readPgpass, signOnce } from '../modules/postgres/guestbook.js';
-import { ensureConsumerLogins, readConsumerCredentials, superuserAdmin } from '../modules/postgres/logins.js';
+import { ensureConsumerLogins, readConsumerCredentials, superuserAdmin, writeInForce } from '../modules/postgres/logins.js';
 import { durationFlag } from './flags.js';
 import { group, run, verb } from './verbs.js';
 
@@ -43,7 +43,7 @@ export const definePostgres = (mesh: CommandUnknownOpts): void => {
     .requiredOption('--port <port>', "the server's port")
     .requiredOption('--superuser-file <file>', "the superuser's password, as the vault delivered it")
     .option('--consumers <dir>', 'where the consumer secrets are (default: the consumers folder beside --superuser-file, where the mesh places them)')
-    .option('--every <duration>', 'how often it looks again', '2s')
+    .option('--every <duration>', 'how often it looks again', '1s')
     .option('--once', 'one pass, then exit (6 when the server did not answer)')
     .action(run(postgresLogins));
   verb(postgres, 'sign', { summary: "a consumer: logs in with the login in --pgpass, signs a guestbook in its database and reads how many have, every --every; exits when it cannot for --patience", example: 'mesh postgres sign --pgpass /srv/mesh/guestbook/data/pgpass', exits: [6], json: false })
@@ -86,7 +86,9 @@ const postgresLogins = async (values: { host: string; port: string; superuserFil
     try {
       // Read every pass: a rotation places a second credential, a retirement takes one away.
       const admin = superuserAdmin({ host: values.host, port, password: readFileSync(values.superuserFile, 'utf8').trim() });
-      const changes = await ensureConsumerLogins(admin, readConsumerCredentials(folder));
+      const wanted = readConsumerCredentials(folder);
+      const { changes, inForce } = await ensureConsumerLogins(admin, wanted);
+      writeInForce(folder, wanted, inForce);
       for (const change of changes) logger.info({ folder }, change);
       if (lastError) logger.info('the server answers again');
       lastError = '';

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import pg from 'pg';
 import { meshHome } from '../../src/config.js';
+import { credentialTag } from '../../src/domain/secrets/credential-tag.js';
 import { readPgpass } from '../../src/modules/postgres/guestbook.js';
 import { freePort } from '../../src/dev/ports.js';
 import { runMesh } from '../helpers/cli.js';
@@ -107,7 +108,8 @@ describe("npm start's mesh, raised from a clean folder", () => {
 
   it('signs the guestbook on beta in PostgreSQL on alpha, with the login the vault made for it', async () => {
     const login = readPgpass(join(dir, 'nodes', 'beta', 'guestbook', 'data', 'pgpass'));
-    expect(login).toMatchObject({ host: '127.0.0.1', port: ports.providerPostgres, database: 'beta-guestbook', user: 'beta-guestbook' });
+    // the login named for the credential it holds (docs/decisions.md, "Rotating the PostgreSQL provider's logins")
+    expect(login).toMatchObject({ host: '127.0.0.1', port: ports.providerPostgres, database: 'beta-guestbook', user: `beta-guestbook-${credentialTag(login.password)}` });
     const signed = await waitFor('the guestbook signed', async () => {
       const client = new pg.Client({ ...login, connectionTimeoutMillis: 5_000 });
       client.on('error', () => undefined);

@@ -8,6 +8,7 @@ import { stopRecordedProcesses } from '../../src/agent/left-running.js';
 import { StateFolder } from '../../src/agent/state-folder.js';
 import { meshHome } from '../../src/config.js';
 import { freePort } from '../../src/dev/ports.js';
+import { credentialTag } from '../../src/domain/secrets/credential-tag.js';
 import { readPgpass, type Login } from '../../src/modules/postgres/guestbook.js';
 import { runMesh } from '../helpers/cli.js';
 import { testDatabaseUrl } from '../helpers/database.js';
@@ -103,12 +104,14 @@ describe('a real PostgreSQL provider and a consumer on another node', () => {
 
   it('makes the consumer’s login from the secret delivered to the provider’s node, and the consumer on beta signs with it', async () => {
     const login = readPgpass(await waitFor('the guestbook’s password file on beta', async () => existsSync(pgpassFile()) && pgpassFile(), 60_000));
-    expect(login).toMatchObject({ host: '127.0.0.1', port, database: 'beta-guestbook', user: 'beta-guestbook' });
-    // One secret, delivered to both: the consumer presents it, the provider made the login with it.
+    // One secret, delivered to both: the consumer presents it, as the login named for it, the provider made the login with it.
     const atConsumer = readFileSync(join(nodeRoot('beta'), '.mesh', 'guestbook', 'secrets', 'db-secret'), 'utf8');
+    expect(login).toMatchObject({ host: '127.0.0.1', port, database: 'beta-guestbook', user: `beta-guestbook-${credentialTag(atConsumer)}` });
     expect(login.password).toBe(atConsumer);
     const atProvider = join(consumersFolder(), 'beta-guestbook');
     expect(readFileSync(await waitFor('the login delivered to alpha', async () => existsSync(atProvider) && atProvider), 'utf8')).toBe(atConsumer);
+    // and the provider says it holds it in force, which is when alpha's agent calls its copy applied
+    expect(await waitFor('the login in force at alpha', async () => existsSync(`${atProvider}.in-force`) && readFileSync(`${atProvider}.in-force`, 'utf8'))).toBe(`${credentialTag(atConsumer)}\n`);
     await waitFor('the guestbook signed by beta', async () => ((await signatures(login)) ?? 0) > 0, 60_000);
     // The data belongs to the consumer's group role, not to the login that wrote it.
     const client = new pg.Client({ ...login });
@@ -148,7 +151,7 @@ describe('a real PostgreSQL provider and a consumer on another node', () => {
     const folder = join(root, 'second-credential');
     mkdirSync(folder, { recursive: true });
     writeFileSync(join(folder, 'beta-guestbook'), readFileSync(join(consumersFolder(), 'beta-guestbook')), { mode: 0o600 });
-    const next = { ...login, user: 'beta-guestbook-next', password: 'a-second-credential-of-beta-guestbook' };
+    const next = { ...login, user: `beta-guestbook-${credentialTag('a-second-credential-of-beta-guestbook')}`, password: 'a-second-credential-of-beta-guestbook' };
     writeFileSync(join(folder, 'beta-guestbook.next'), next.password, { mode: 0o600 });
     const ensure = () => runMesh(['postgres', 'logins', '--host', '127.0.0.1', '--port', String(port), '--superuser-file', superuser, '--consumers', folder, '--once']);
     const [loginsProcess, ...others] = processesRunning(['postgres', 'logins', superuser]);

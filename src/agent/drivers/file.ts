@@ -1,6 +1,7 @@
 import { copyFileSync, existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { writeFileAtomic } from '../atomic-write.js';
+import { credentialTag } from '../../domain/secrets/credential-tag.js';
 import { applied, held, refused, type Outcome } from '../outcome.js';
 import { sha256 } from '../resource-identity.js';
 import { newRecordId, type Applying, type Driver, type DriverContext } from './driver.js';
@@ -14,8 +15,10 @@ import { newRecordId, type Applying, type Driver, type DriverContext } from './d
 
 /** `${secret:NAME}`: a secret the composer named where a template read it. */
 const SECRET_MARKER = /\$\{secret:([^}]+)\}/g;
+/** `${secret-tag:NAME}`: which value of that secret the node holds (its tag), where a provider answered with `${consumer.secret-tag}`. */
+const SECRET_TAG_MARKER = /\$\{secret-tag:([^}]+)\}/g;
 
-export const readsSecretMarker = (content: string): boolean => content.includes('${secret:');
+export const readsSecretMarker = (content: string): boolean => content.includes('${secret:') || content.includes('${secret-tag:');
 
 export interface FileDriver extends Driver<'file'> {
   /** `secretFiles`: where each secret declared to the module is placed, by name */
@@ -25,17 +28,19 @@ export interface FileDriver extends Driver<'file'> {
 /** The content with each secret it names filled in, or why it cannot be yet. */
 const filled = (content: string, mode: number, secretFiles: ReadonlyMap<string, string>): { ok: true; content: Buffer } | { ok: false; outcome: Outcome } => {
   const names = [...content.matchAll(SECRET_MARKER)].map((m) => m[1] ?? '');
-  if (names.length === 0) return { ok: true, content: Buffer.from(content) };
-  if ((mode & 0o077) !== 0) return { ok: false, outcome: refused(`it holds the secret ${names[0]}, and its mode ${mode.toString(8).padStart(4, '0')} lets others read it: give it mode 0600`) };
+  const tagged = [...content.matchAll(SECRET_TAG_MARKER)].map((m) => m[1] ?? '');
+  if (names.length === 0 && tagged.length === 0) return { ok: true, content: Buffer.from(content) };
+  if (names.length > 0 && (mode & 0o077) !== 0) return { ok: false, outcome: refused(`it holds the secret ${names[0]}, and its mode ${mode.toString(8).padStart(4, '0')} lets others read it: give it mode 0600`) };
   const values = new Map<string, string>();
-  for (const name of names) {
+  for (const name of new Set([...names, ...tagged])) {
     const path = secretFiles.get(name);
     if (!path) return { ok: false, outcome: refused(`it reads the secret ${name}, which is not declared to its module on this node`) };
     const value = readOrUndefined(path);
     if (value === undefined) return { ok: false, outcome: held(`waiting for the vault to deliver ${name}`) };
     values.set(name, value.toString('utf8'));
   }
-  return { ok: true, content: Buffer.from(content.replace(SECRET_MARKER, (_, name: string) => values.get(name) ?? '')) };
+  const withTags = content.replace(SECRET_TAG_MARKER, (_, name: string) => credentialTag(values.get(name) ?? ''));
+  return { ok: true, content: Buffer.from(withTags.replace(SECRET_MARKER, (_, name: string) => values.get(name) ?? '')) };
 };
 
 const readOrUndefined = (path: string): Buffer | undefined => {

@@ -1,6 +1,7 @@
 import { chmodSync, chownSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Refusal } from '../../domain/refusal.js';
+import { credentialTag, inForcePath, readInForceTags } from '../../domain/secrets/credential-tag.js';
 import { readOrUndefined, writeFileAtomic } from '../atomic-write.js';
 import { applied, held, refused, type Outcome } from '../outcome.js';
 import { sha256 } from '../resource-identity.js';
@@ -17,15 +18,40 @@ import { newRecordId, type Applying, type Driver, type DriverContext } from './d
 // During a rotation the declaration names the versions to place: the first at the path, a second
 // at `<path>.next`, so the module that applies the secret holds both credentials at once
 // (docs/decisions.md, "Rotating a secret"). A `.next` no longer declared is removed.
+//
+// A provider that says what it holds in force (`awaitsInForce`: its manifest's
+// `confirmsCredentials`) has its copy applied only once it names every value placed in
+// `<path>.in-force`: until then the resource is held, and looked at again shortly. That is what
+// makes a rotation's "applied" mean the new login authenticates, not merely that its file is there.
 
 /** The vault's answer for one secret (a version of it, when named): a Refusal when it says no, any other error when nobody answered. */
 export type FetchSecret = (secret: string, version?: number) => Promise<{ version: number; value: string }>;
 
 const FILE_MODE = 0o600;
 
+/** How often a pass looks again while a provider has not yet put what was placed in force. */
+const IN_FORCE_POLL_MS = 250;
+
 export const nextPath = (path: string): string => `${path}.next`;
 
 export const secretDriver = (context: DriverContext, fetch: FetchSecret): Driver<'secret'> => {
+  const lookingAgain = new Set<string>();
+  const lookAgainSoon = (key: string): void => {
+    if (lookingAgain.has(key)) return;
+    lookingAgain.add(key);
+    setTimeout(() => {
+      lookingAgain.delete(key);
+      context.wake(`waiting for ${key} to be put in force`);
+    }, IN_FORCE_POLL_MS).unref();
+  };
+  /** The placed values its module has not said it holds in force, as `version N` or `the current value`. */
+  const notInForce = (path: string, placed: { path: string; version: number | undefined }[]): string[] => {
+    const said = readInForceTags(readOrUndefined(inForcePath(path))?.toString('utf8') ?? '');
+    return placed.flatMap(({ path: at, version }) => {
+      const value = readOrUndefined(at);
+      return value !== undefined && said.has(credentialTag(value.toString('utf8'))) ? [] : [version === undefined ? 'the current value' : `version ${version}`];
+    });
+  };
   const keepMode = (path: string, owner: { uid: number; gid: number } | undefined): void => {
     const now = statSync(path);
     if ((now.mode & 0o7777) !== FILE_MODE) chmodSync(path, FILE_MODE);
@@ -76,6 +102,13 @@ export const secretDriver = (context: DriverContext, fetch: FetchSecret): Driver
       keepMode(resource.path, ids);
       if (second !== undefined) keepMode(nextPath(resource.path), ids);
       context.records.put({ id: record?.id ?? newRecordId(), kind: 'secret', key: resource.key, module: resource.module, identity, digest, path: resource.path, written, ...(version ? { version } : {}), ...(nextWritten && second !== undefined ? { nextWritten } : {}) });
+      if (resource.awaitsInForce) {
+        const waiting = notInForce(resource.path, [{ path: resource.path, version: first ?? version }, ...(second !== undefined ? [{ path: nextPath(resource.path), version: second }] : [])]);
+        if (waiting.length > 0) {
+          lookAgainSoon(resource.key);
+          return held(`placed; waiting for ${resource.module} to put ${waiting.join(' and ')} of ${resource.secret} in force`);
+        }
+      }
       return applied;
     },
 

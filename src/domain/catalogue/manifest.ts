@@ -49,6 +49,12 @@ export const provisionSchema = z.strictObject({
    */
   rotation: z.enum(['two-credentials']).optional(),
   /**
+   * It says which of a consumer's credentials it holds in force, by writing their tags beside them
+   * (`<consumer>.in-force`, docs/decisions.md): its node calls its copy applied only then, so a
+   * rotation hands readers a new value only once it authenticates here.
+   */
+  confirmsCredentials: z.literal(true).optional(),
+  /**
    * How this provider answers a consumer's non-secret fields, written with its own requirements:
    * `{ "url": "http://${identity.address}:${port}" }`. Filled in when a consumer's declaration is composed.
    */

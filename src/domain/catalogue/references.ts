@@ -80,8 +80,8 @@ export const parseReferences = (value: string): { references: Reference[]; unkno
 };
 
 /** Where a manifest may write references: each text, by the field path a refusal names. */
-export const referenceSites = (raw: Raw): { what: string; value: string; container?: number; answer?: boolean; roster?: boolean }[] => {
-  const sites: { what: string; value: string; container?: number; answer?: boolean; roster?: boolean }[] = [];
+export const referenceSites = (raw: Raw): { what: string; value: string; container?: number; answer?: boolean; roster?: boolean; perConsumerSecret?: boolean }[] => {
+  const sites: { what: string; value: string; container?: number; answer?: boolean; roster?: boolean; perConsumerSecret?: boolean }[] = [];
   const texts = (what: string, value: unknown, container?: number, answer?: boolean): void => {
     if (typeof value === 'string') sites.push({ what, value, ...(container !== undefined ? { container } : {}), ...(answer ? { answer } : {}) });
     else if (Array.isArray(value)) value.forEach((v, i) => texts(`${what}.${i}`, v, container, answer));
@@ -104,7 +104,11 @@ export const referenceSites = (raw: Raw): { what: string; value: string; contain
   list(resources.regions).forEach((r, i) => content(`resources.regions.${i}.template`, record(r).template));
   list(resources.runOnce).forEach((s, i) => texts(`resources.runOnce.${i}.command`, record(s).command, -1));
   texts('resources.prepare.command', record(resources.prepare).command);
-  list(raw.provides).forEach((p, i) => texts(`provides.${i}.answers`, record(p).answers, undefined, true));
+  list(raw.provides).forEach((p, i) => {
+    const before = sites.length;
+    texts(`provides.${i}.answers`, record(p).answers, undefined, true);
+    if (record(p).perConsumerSecret === true) for (const site of sites.slice(before)) site.perConsumerSecret = true;
+  });
   return sites;
 };
 
@@ -165,6 +169,11 @@ export const referenceProblems = (raw: Raw, state: MeshState): Problem[] => {
     for (const ref of references) {
       // A provider's answer may name who asks: what it makes per consumer is named for it.
       if (site.answer && ref.requirement === 'consumer' && !requirements.has('consumer') && ['name', 'node', 'module', 'login'].includes(ref.field ?? '')) continue;
+      // Which value of the secret the consumer is given it holds: only where there is one.
+      if (site.answer && ref.requirement === 'consumer' && !requirements.has('consumer') && ref.field === 'secret-tag') {
+        if (!site.perConsumerSecret) problems.push({ what: site.what, why: `${ref.whole} names which value of the secret each consumer is given it holds, and this provision gives its consumers no secret`, remedy: 'declare perConsumerSecret: true on the provision, or answer without it' });
+        continue;
+      }
       const requirement = requirements.get(ref.requirement);
       if (!requirement) {
         problems.push({ what: site.what, why: `${ref.whole} names "${ref.requirement}", which is not a requirement of this module, so nothing can fill it`, remedy: `reference one of its requirements (${names}), or add a requirement named ${ref.requirement}` });

@@ -80,6 +80,8 @@ const providerAnswers = (
   const own = answersOf(state, nodeNamed(state.nodes, provider.node)?.root ?? '/var/lib/mesh', provider.module, resolutions, false);
   // Who is asking: a provider that makes something per consumer names it by the consumer's identity.
   own.values.set('consumer.name', `${consumer.node}-${consumer.module}`).set('consumer.node', consumer.node).set('consumer.module', consumer.module).set('consumer.login', derivedLogin(consumer.node, consumer.module));
+  // Which of its per-consumer secret's values the consumer holds: filled on the consumer's node, in a file, from the value placed there.
+  if (manifest.provides.some((p) => p.provision === contract && p.perConsumerSecret)) own.values.set('consumer.secret-tag', `\${secret-tag:${contract}/${consumer.node}-${consumer.module}}`);
   const noSecrets = (): undefined => undefined;
   for (const [field, template] of Object.entries(templates)) {
     const missing: string[] = [];
@@ -219,7 +221,14 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
       }
       return value ?? whole;
     });
-  const fillerAt = (where: string, inside?: ReadonlyMap<string, string>) => (text: string): string => fill(boundFilled(where)(routesFilled(where)(text)), answers, secretName, unfilled(where), inside);
+  // A provider's `${consumer.secret-tag}` is filled by the agent, from the secret it placed, in a file's template alone.
+  const tagOutsideFile = (where: string) => (text: string): string => {
+    if (text.includes('${secret-tag:') && !where.startsWith('resources.files.') && !held.some((p) => p.what === where)) {
+      held.push({ what: where, why: 'it reads which credential the module holds (a provider answered with ${consumer.secret-tag}), which only a file the agent writes can say', remedy: "read that field in a file's template (resources.files) and have the process read the file" });
+    }
+    return text;
+  };
+  const fillerAt = (where: string, inside?: ReadonlyMap<string, string>) => (text: string): string => tagOutsideFile(where)(fill(boundFilled(where)(routesFilled(where)(text)), answers, secretName, unfilled(where), inside));
   const fillAllAt = (where: string, record: Record<string, string>, inside?: ReadonlyMap<string, string>): Record<string, string> =>
     Object.fromEntries(Object.entries(record).map(([variable, value]) => [variable, fillerAt(`${where}.${variable}`, inside)(value)]));
   // Inside a container, a host path it mounts reads as where it is mounted (R112.9).
@@ -287,7 +296,8 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
   for (const applied of secretsAppliedBy(state, assignment)) {
     const consumer = `${applied.consumer.node}-${applied.consumer.module}`;
     const versions = declaredVersions(secretNamed(state.secrets, applied.secret), party);
-    resources.push({ key: key(`consumer-${consumer}`), module, kind: 'secret', secret: applied.secret, path: consumerSecretPath(root, module, consumer), owner: secretOwner, vault: applied.holder, ...(versions ? { versions } : {}) });
+    const confirms = manifest.provides.some((p) => p.provision === applied.contract && p.confirmsCredentials);
+    resources.push({ key: key(`consumer-${consumer}`), module, kind: 'secret', secret: applied.secret, path: consumerSecretPath(root, module, consumer), owner: secretOwner, vault: applied.holder, ...(versions ? { versions } : {}), ...(confirms ? { awaitsInForce: true as const } : {}) });
   }
   if (busIdentity) resources.push(busIdentity);
 

@@ -84,6 +84,11 @@ export const secretResource = z.strictObject({
    * at `<path>.next`. Absent for a secret never rotated: the vault's current version is placed.
    */
   versions: z.array(z.number().int().positive()).min(1).max(2).optional(),
+  /**
+   * A provider's copy of a consumer's secret, from a provider that confirms what it holds in force
+   * (`provides[].confirmsCredentials`): applied only once `<path>.in-force` names every value placed.
+   */
+  awaitsInForce: z.literal(true).optional(),
 });
 
 /**

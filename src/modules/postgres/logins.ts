@@ -1,6 +1,8 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
+import { writeFileAtomic } from '../../agent/atomic-write.js';
+import { credentialTag, inForcePath } from '../../domain/secrets/credential-tag.js';
 import { databaseOf, GROUP_COMMENT, groupRoleOf, LOGIN_COMMENT, loginOf, slotOfFile, type CredentialSlot } from './names.js';
 import { scramVerifier, verifies } from './scram.js';
 
@@ -10,6 +12,9 @@ import { scramVerifier, verifies } from './scram.js';
 // longer delivered. Level-based: it compares the server with the folder and changes only what
 // differs, so a pass that finds all as it should be changes nothing. It never drops a database or
 // a group role: a retired credential, or a consumer gone, leaves its data where it was (ADR 0114).
+// What it holds in force it says beside the credentials (`<consumer>.in-force`), which the agent
+// waits for before it calls the provider's copy applied: a rotation hands readers the new value
+// only once its login authenticates.
 
 export interface Credential {
   slot: CredentialSlot;
@@ -39,7 +44,7 @@ export const readConsumerCredentials = (folder: string): ConsumerCredentials[] =
     const password = readFileSync(join(folder, file), 'utf8').trim();
     if (!password) continue;
     const entry = byConsumer.get(named.consumer) ?? { consumer: named.consumer, database: databaseOf(named.consumer), group: groupRoleOf(named.consumer), credentials: [] };
-    entry.credentials.push({ slot: named.slot, login: loginOf(named.consumer, named.slot), password });
+    entry.credentials.push({ slot: named.slot, login: loginOf(named.consumer, password), password });
     byConsumer.set(named.consumer, entry);
   }
   return [...byConsumer.values()];
@@ -62,6 +67,12 @@ export const superuserAdmin = (options: { host: string; port: number; password: 
 /** What a pass changed, each a sentence naming the consumer. */
 export type Changes = string[];
 
+export interface Ensured {
+  changes: Changes;
+  /** by consumer: the tags of the credentials whose logins authenticate with them now */
+  inForce: Map<string, string[]>;
+}
+
 interface RoleRow {
   rolname: string;
   rolcanlogin: boolean;
@@ -74,8 +85,9 @@ const rolesOf = async (client: pg.Client): Promise<Map<string, RoleRow>> => {
   return new Map(rows.map((r) => [r.rolname, r]));
 };
 
-export const ensureConsumerLogins = async (admin: Admin, wanted: readonly ConsumerCredentials[]): Promise<Changes> => {
+export const ensureConsumerLogins = async (admin: Admin, wanted: readonly ConsumerCredentials[]): Promise<Ensured> => {
   const changes: Changes = [];
+  const inForce = new Map<string, string[]>();
   const client = await admin.connect();
   try {
     const id = (name: string) => client.escapeIdentifier(name);
@@ -119,6 +131,7 @@ export const ensureConsumerLogins = async (admin: Admin, wanted: readonly Consum
           await client.query(`ALTER ROLE ${id(credential.login)} LOGIN PASSWORD ${literal(scramVerifier(credential.password))}`);
           changes.push(`gave login ${credential.login} the ${credential.slot} credential of ${consumer.consumer}`);
         }
+        inForce.set(consumer.consumer, [...(inForce.get(consumer.consumer) ?? []), credentialTag(credential.password)]);
       }
     }
 
@@ -141,8 +154,37 @@ export const ensureConsumerLogins = async (admin: Admin, wanted: readonly Consum
       await client.query(`DROP ROLE ${id(role.rolname)}`);
       changes.push(`dropped login ${role.rolname} of ${consumer}: its credential is no longer delivered (its data stays with ${groupRoleOf(consumer)})`);
     }
-    return changes;
+    return { changes, inForce };
   } finally {
     await client.end();
+  }
+};
+
+/**
+ * Says beside each consumer's credentials which of them are in force, and takes the word back for
+ * a consumer no longer delivered. Written only when it changes.
+ */
+export const writeInForce = (folder: string, wanted: readonly ConsumerCredentials[], inForce: ReadonlyMap<string, string[]>): void => {
+  for (const consumer of wanted) {
+    const path = inForcePath(join(folder, consumer.consumer));
+    const text = (inForce.get(consumer.consumer) ?? []).map((tag) => `${tag}\n`).join('');
+    let now: string | undefined;
+    try {
+      now = readFileSync(path, 'utf8');
+    } catch {
+      now = undefined;
+    }
+    if (now !== text) writeFileAtomic(path, text, 0o600);
+  }
+  const delivered = new Set(wanted.map((consumer) => consumer.consumer));
+  let files: string[];
+  try {
+    files = readdirSync(folder);
+  } catch {
+    return;
+  }
+  for (const file of files) {
+    const consumer = /^(.+)\.in-force$/.exec(file)?.[1];
+    if (consumer && !delivered.has(consumer)) rmSync(join(folder, file), { force: true });
   }
 };

@@ -1,4 +1,5 @@
 import { boundedName, loginOfIdentity } from '../../domain/answers/login.js';
+import { credentialTag } from '../../domain/secrets/credential-tag.js';
 
 // What the PostgreSQL provider makes for one consumer, named from the consumer's identity
 // `<node>-<module>` alone (the name of the file the mesh delivers its secret in), so that every
@@ -6,9 +7,10 @@ import { boundedName, loginOfIdentity } from '../../domain/answers/login.js';
 //
 // - a database named for the consumer (the answers' `${consumer.name}`);
 // - a group role that owns that database and everything in it, and cannot log in;
-// - one login per credential the vault made for it, each a member of the group that acts as the
-//   group, so what it creates belongs to the group. Dropping a login — a retired credential —
-//   never takes data with it (ADR 0114).
+// - one login per credential the vault made for it, named for the credential (`${consumer.login}-<tag>`,
+//   the tag a digest of the password, which the consumer's node derives the same way), each a member
+//   of the group that acts as the group, so what it creates belongs to the group. Dropping a login —
+//   a retired credential — never takes data with it (ADR 0114).
 
 /** PostgreSQL keeps 63 bytes of a name and silently cuts the rest, so two long names could meet. */
 const NAME_MAX = 63;
@@ -30,8 +32,12 @@ export const databaseOf = (consumer: string): string => boundedName(consumer, NA
 /** The group role: the consumer's name and `/data`, which no login the mesh derives can be (a login has no `/`). */
 export const groupRoleOf = (consumer: string): string => `${boundedName(consumer, NAME_MAX - '/data'.length)}/data`;
 
-/** The login of one credential: `${consumer.login}` for the current one (what the consumer's `${db.user}` says), `-next` after it for the second. */
-export const loginOf = (consumer: string, slot: CredentialSlot): string => (slot === 'current' ? loginOfIdentity(consumer) : `${loginOfIdentity(consumer)}-next`);
+/**
+ * The login of one credential: `${consumer.login}-<tag of its password>`, what the consumer's
+ * `${db.user}` says when it holds that credential — so through a rotation each side names the
+ * login of the value it holds, and retiring the old value changes no name.
+ */
+export const loginOf = (consumer: string, password: string): string => `${loginOfIdentity(consumer)}-${credentialTag(password)}`;
 
 /** Comments on the roles the provider made, so it finds them again and never touches another role. */
 export const GROUP_COMMENT = 'mesh consumer data: ';

@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { credentialTag } from '../../domain/secrets/credential-tag.js';
 import { databaseOf, groupRoleOf, loginOf, slotOfFile } from './names.js';
 import { scramVerifier, verifies } from './scram.js';
 
@@ -17,11 +18,16 @@ describe('the names of what a consumer is given', () => {
   it('names the database for the consumer, a group role no login can be, and a login per credential as the answers do', () => {
     expect(databaseOf('beta-guestbook')).toBe('beta-guestbook');
     expect(groupRoleOf('beta-guestbook')).toBe('beta-guestbook/data');
-    expect(loginOf('beta-guestbook', 'current')).toBe('beta-guestbook');
-    expect(loginOf('beta-guestbook', 'next')).toBe('beta-guestbook-next');
-    // a long identity: the login is `${consumer.login}` (20 characters), the rest within PostgreSQL's 63
+    // a login per credential, named for it: two values, two logins; the same value, the same login
+    const tag = credentialTag('a-credential');
+    expect(tag).toMatch(/^[0-9a-f]{8}$/);
+    expect(loginOf('beta-guestbook', 'a-credential')).toBe(`beta-guestbook-${tag}`);
+    expect(loginOf('beta-guestbook', 'another-credential')).not.toBe(loginOf('beta-guestbook', 'a-credential'));
+    // the file's trailing newline is not part of the credential
+    expect(loginOf('beta-guestbook', 'a-credential\n')).toBe(`beta-guestbook-${tag}`);
+    // a long identity: the login is `${consumer.login}` (20 characters) and its tag, within PostgreSQL's 63
     const long = `${'n'.repeat(31)}-${'m'.repeat(31)}`;
-    expect(loginOf(long, 'current')).toHaveLength(20);
+    expect(loginOf(long, 'a-credential')).toHaveLength(29);
     expect(groupRoleOf(long).length).toBeLessThanOrEqual(63);
     expect(groupRoleOf(long)).not.toBe(groupRoleOf(`${'n'.repeat(31)}-${'m'.repeat(30)}x`));
   });

@@ -1,0 +1,200 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { pino } from 'pino';
+import { hostKey, nodeIdentity } from '../../src/adapters/enrolment-client.js';
+import { Agent } from '../../src/agent/agent.js';
+import { stopRecordedProcesses } from '../../src/agent/left-running.js';
+import { StateFolder } from '../../src/agent/state-folder.js';
+import { meshHome } from '../../src/config.js';
+import { freePort } from '../../src/dev/ports.js';
+import { tokenVerifier } from '../../src/domain/nodes/enrolment.js';
+import type { StoredMeshEvent } from '../../src/domain/registry.js';
+import { credentialTag } from '../../src/domain/secrets/credential-tag.js';
+import { readPgpass, type Login } from '../../src/modules/postgres/guestbook.js';
+import { FAST } from '../agent/harness.js';
+import { runMesh } from '../helpers/cli.js';
+import { openControllersMesh, type ControllerProcess } from '../helpers/controller-processes.js';
+import { fixtureManifest } from '../helpers/given.js';
+import { testNatsUrl } from '../helpers/log.js';
+import { uniqueName } from '../helpers/names.js';
+import { waitFor } from '../helpers/test-mesh.js';
+import { openTestVault } from '../helpers/vault.js';
+
+// A two-party rotation with the real provider (issue 17): the machine's PostgreSQL 15 run by
+// alpha's agent as `local-postgres`, the guestbook on beta signing with the login the vault made
+// for it, a `mesh controller` process, and a vault. The reader's agent is away when the rotation
+// starts and the controller is killed in the middle. A probe logs in every 200 ms with what beta
+// holds in its password file, for the whole run: the consumer must never be without a working
+// login, and what it wrote before must be there after.
+
+const SECRET = 'postgres-database/beta-guestbook';
+
+describe('rotating a consumer’s PostgreSQL login over two credentials, with the real provider', () => {
+  let mesh: Awaited<ReturnType<typeof openControllersMesh>>;
+  let controller: ControllerProcess;
+  let vault: ReturnType<typeof openTestVault>;
+  let port = 0;
+  let ids = 0;
+  const agents = new Map<string, Agent>();
+  const root = join(meshHome(), 'tmp', uniqueName('pg-rotation-'));
+  const stateOf = (node: string) => join(root, 'agents', node);
+  const nodeRoot = (node: string) => join(root, 'nodes', node);
+  const pgpassFile = () => join(nodeRoot('beta'), 'guestbook', 'data', 'pgpass');
+  const providerFile = () => join(nodeRoot('alpha'), '.mesh', 'local-postgres', 'consumers', 'beta-guestbook');
+  const send = async (command: Record<string, unknown>) => {
+    const answer = await mesh.send(uniqueName(`cmd-${++ids}`), command);
+    if (!answer.ok) throw new Error(JSON.stringify(answer));
+    return answer;
+  };
+
+  /** Logs in as `login` and runs `sql`; the error's message when it cannot. */
+  const asLogin = async <R extends pg.QueryResultRow>(login: Login, sql: string): Promise<{ rows: R[] } | { error: string }> => {
+    const client = new pg.Client({ ...login, connectionTimeoutMillis: 3_000 });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      const { rows } = await client.query<R>(sql);
+      return { rows };
+    } catch (error) {
+      return { error: (error as Error).message };
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  };
+  const signatures = async (login: Login): Promise<number | undefined> => {
+    const answer = await asLogin<{ count: string }>(login, 'SELECT count(*) AS count FROM signatures');
+    return 'rows' in answer ? Number(answer.rows[0]?.count) : undefined;
+  };
+
+  // The probe: beta's login, as it stands in its password file, presented to the server.
+  const probe = { tries: 0, refused: [] as string[], timer: undefined as NodeJS.Timeout | undefined, busy: false };
+  const startProbe = () => {
+    probe.timer = setInterval(() => {
+      if (probe.busy || !existsSync(pgpassFile())) return;
+      probe.busy = true;
+      const login = readPgpass(pgpassFile());
+      void asLogin(login, 'SELECT 1').then((answer) => {
+        probe.tries++;
+        if ('error' in answer) probe.refused.push(`${new Date().toISOString()} ${login.user}: ${answer.error}`);
+        probe.busy = false;
+      });
+    }, 200);
+  };
+
+  const startAgent = async (node: string) => {
+    const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir: stateOf(node), wire: { prefix: mesh.t.names.prefix, nodesStream: mesh.t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 500 }, logger: pino({ level: 'silent' }) });
+    await agent.start();
+    agents.set(node, agent);
+  };
+  const stopAgent = async (node: string) => {
+    await agents.get(node)?.stop();
+    agents.delete(node);
+  };
+  const enrol = async (node: string) => {
+    const tokenId = randomBytes(8).toString('hex');
+    await mesh.t.run({ type: 'issue-enrolment-token', tokenId, verifier: tokenVerifier('s'), node, expiresAt: new Date(Date.now() + 3_600_000).toISOString() });
+    await mesh.t.run({ type: 'enrol-node', node, tokenId, secret: 's', publicKey: nodeIdentity(stateOf(node)).publicKey, busKey: hostKey(stateOf(node)).publicKey, now: new Date().toISOString() });
+  };
+  const runningPids = (node: string) => new StateFolder(stateOf(node)).loadRecords().flatMap((r) => (r.kind === 'process' && r.running ? [r.running.pid] : []));
+  const rotationEvents = async (): Promise<StoredMeshEvent[]> => (await mesh.logEvents()).filter((e) => e.aggregate === 'secret.postgres-database.beta-guestbook');
+  const eventWhere = (type: string, timeoutMs = 90_000) => waitFor(type, async () => (await rotationEvents()).find((e) => e.type === type), timeoutMs);
+  const status = async () => {
+    const shown = await runMesh(['secret', 'status', '--json'], mesh.cliEnv());
+    expect(shown.code).toBe(0);
+    return JSON.parse(shown.stdout) as { secret: string; version: number; rotation: { step: string; waitsOn: unknown } | null }[];
+  };
+
+  let before: Login;
+  let signedBefore = 0;
+
+  beforeAll(async () => {
+    mkdirSync(root, { recursive: true });
+    port = await freePort();
+    mesh = await openControllersMesh({ leaseMs: 1_500 });
+    controller = await mesh.start();
+    vault = openTestVault(mesh.t.nc, { prefix: mesh.t.names.prefix, controllerKey: mesh.t.controllerKey.publicKey });
+    await send({ type: 'register-module', manifest: { name: 'test-vault', provides: [{ provision: 'secret' }], canHold: ['mesh-vault'], resources: {} } });
+    for (const name of ['local-postgres', 'guestbook']) await send({ type: 'register-module', manifest: fixtureManifest(name) });
+    for (const node of ['alpha', 'beta']) await send({ type: 'add-node', node, root: nodeRoot(node), address: '127.0.0.1' });
+    await send({ type: 'assign', module: 'test-vault', node: 'alpha', hold: ['mesh-vault'], pins: {}, values: {}, placements: {} });
+    await send({ type: 'assign', module: 'local-postgres', node: 'alpha', hold: [], pins: {}, values: { port: String(port) }, placements: {} });
+    await send({ type: 'assign', module: 'guestbook', node: 'beta', hold: [], pins: {}, values: {}, placements: {} });
+    for (const node of ['alpha', 'beta']) await enrol(node);
+    for (const node of ['alpha', 'beta']) await startAgent(node);
+    before = readPgpass(await waitFor('the guestbook’s password file on beta', async () => existsSync(pgpassFile()) && pgpassFile(), 90_000));
+    await waitFor('the guestbook signed by beta', async () => ((await signatures(before)) ?? 0) > 0, 90_000);
+    // what the old credential wrote: it must be there, the group's, after the rotation
+    const marked = await asLogin(before, "INSERT INTO signatures (signed_by) VALUES ('before the rotation')");
+    expect(marked).toEqual({ rows: [] });
+    signedBefore = (await signatures(before)) ?? 0;
+    startProbe();
+  }, 180_000);
+
+  afterAll(async () => {
+    clearInterval(probe.timer);
+    for (const node of [...agents.keys()]) await stopAgent(node);
+    for (const node of ['alpha', 'beta']) stopRecordedProcesses(stateOf(node), 'SIGTERM');
+    await waitFor('the modules to stop', async () => ['alpha', 'beta'].every((node) => runningPids(node).every((pid) => !existsSync(`/proc/${pid}`))), 20_000).catch(() => undefined);
+    for (const node of ['alpha', 'beta']) stopRecordedProcesses(stateOf(node), 'SIGKILL');
+    vault?.remove();
+    await mesh?.close();
+    rmSync(root, { recursive: true, force: true });
+  }, 60_000);
+
+  it('puts the second login in force at the provider while the reader is away, keeps the first, and waits on the reader by name', async () => {
+    await stopAgent('beta');
+    await send({ type: 'rotate-secret', secret: SECRET });
+    await eventWhere('secret.rotation-applied');
+    // "applied" means both logins authenticate: the provider said so beside them before alpha's agent reported
+    const current = readFileSync(providerFile(), 'utf8');
+    const next = readFileSync(`${providerFile()}.next`, 'utf8');
+    expect(current).toBe(before.password);
+    expect(next).not.toBe(current);
+    expect(readFileSync(`${providerFile()}.in-force`, 'utf8').split('\n').filter(Boolean).sort()).toEqual([credentialTag(current), credentialTag(next)].sort());
+    const nextLogin = { ...before, user: `beta-guestbook-${credentialTag(next)}`, password: next };
+    expect(await signatures(nextLogin)).toBeGreaterThanOrEqual(signedBefore);
+    expect(await signatures(before)).toBeGreaterThanOrEqual(signedBefore);
+    const waiting = await waitFor('status names the reader', async () => (await status()).find((s) => s.secret === SECRET && s.rotation?.step === 'reading'));
+    expect(waiting).toMatchObject({ version: 1, rotation: { step: 'reading', waitsOn: [{ node: 'beta', module: 'guestbook' }] } });
+    // nothing moves on while it is away: the old login is not retired, beta still presents it
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect((await rotationEvents()).some((e) => e.type === 'secret.rotation-retired')).toBe(false);
+    expect(readPgpass(pgpassFile())).toEqual(before);
+    expect(await signatures(before)).toBeGreaterThanOrEqual(signedBefore);
+  }, 150_000);
+
+  it('resumes after the controller is killed: the reader returns, logs in with the new login, and only then the old one goes, its data kept', async () => {
+    controller.child.kill('SIGKILL');
+    await controller.exited;
+    controller = await mesh.start();
+    await startAgent('beta');
+    await eventWhere('secret.rotation-confirmed');
+    const retired = await eventWhere('secret.rotation-retired');
+    expect(retired.data).toEqual({ secret: SECRET, version: 2, retired: 1 });
+    await waitFor('the provider holds the new credential alone', async () => (existsSync(`${providerFile()}.next`) ? undefined : true));
+    const after = readPgpass(pgpassFile());
+    expect(after.password).not.toBe(before.password);
+    expect(after).toEqual({ ...before, user: `beta-guestbook-${credentialTag(after.password)}`, password: after.password });
+    expect(readFileSync(providerFile(), 'utf8')).toBe(after.password);
+    // the old login is dropped, its data is not: the row it wrote, and every signature before
+    await waitFor('the old login dropped', async () => ((await signatures(before)) === undefined ? true : undefined), 30_000);
+    const kept = await asLogin<{ count: string }>(after, "SELECT count(*) AS count FROM signatures WHERE signed_by = 'before the rotation'");
+    expect(kept).toEqual({ rows: [{ count: '1' }] });
+    expect(await signatures(after)).toBeGreaterThanOrEqual(signedBefore);
+    const owner = await asLogin<{ tableowner: string }>(after, "SELECT tableowner FROM pg_tables WHERE tablename = 'signatures'");
+    expect(owner).toEqual({ rows: [{ tableowner: 'beta-guestbook/data' }] });
+    // the guestbook signs again, with the new login
+    const signedAfterRotation = (await signatures(after)) ?? 0;
+    await waitFor('the guestbook signing with the new login', async () => ((await signatures(after)) ?? 0) > signedAfterRotation, 60_000);
+    // every step once, in order
+    expect((await rotationEvents()).filter((e) => e.type.startsWith('secret.rotation')).map((e) => e.type)).toEqual(['secret.rotation-started', 'secret.rotation-made', 'secret.rotation-applied', 'secret.rotation-confirmed', 'secret.rotation-retired']);
+    expect(await waitFor('status says version 2, at rest', async () => (await status()).find((s) => s.secret === SECRET && s.version === 2 && s.rotation === null))).toBeDefined();
+    // the probe logged in with what beta held throughout, and it always got in
+    expect(probe.tries).toBeGreaterThan(30);
+    expect(probe.refused).toEqual([]);
+    expect(readdirSync(join(nodeRoot('alpha'), '.mesh', 'local-postgres', 'consumers')).sort()).toEqual(['beta-guestbook', 'beta-guestbook.in-force']);
+  }, 240_000);
+});
