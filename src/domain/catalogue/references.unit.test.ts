@@ -103,6 +103,12 @@ describe('every reference is one the composer can fill', () => {
     const requires = [BUS, { name: 'who', contract: 'identity', provider: 'mesh' }];
     expect(new MeshFixture().register(minimalModule('store', { requires, provides: provides({ url: 'http://${who.address}', bucket: '${consumer.name}' }) }))).toHaveLength(1);
     expect(refused(minimalModule('store', { requires, provides: provides({ url: 'https://${public.domain}' }) }))).toEqual([expect.objectContaining({ what: 'provides.0.answers.url' })]);
+    // which credential the consumer holds: only a provision that gives each consumer a secret has one
+    expect(refused(minimalModule('store', { requires, provides: provides({ bucket: '${consumer.login}-${consumer.secret-tag}' }) }))).toEqual([
+      expect.objectContaining({ what: 'provides.0.answers.bucket', why: expect.stringContaining('this provision gives its consumers no secret') }),
+    ]);
+    const perConsumer = [{ ...provides({ bucket: '${consumer.login}-${consumer.secret-tag}' })[0], perConsumerSecret: true }];
+    expect(new MeshFixture().register(minimalModule('store', { requires, provides: perConsumer }))).toHaveLength(1);
   });
 
   it('refuses a host path a container does not mount, and reads the inside path of one it does', () => {

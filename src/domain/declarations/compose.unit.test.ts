@@ -153,6 +153,26 @@ describe("composing a node's declaration", () => {
     expect([...resources.keys()]).toEqual(['listener/data', 'listener/conf', 'listener/bus-identity', 'listener/prepare', 'listener/listen']);
   });
 
+  it('names which credential a consumer holds where its provider answers with it, has the provider wait for its word, and holds it out of a process', () => {
+    const mesh = new MeshFixture().node('novox').node('lab1');
+    mesh.register({ name: 'test-vault', provides: [{ provision: 'secret' }], canHold: ['mesh-vault'], resources: {} });
+    for (const name of ['local-postgres', 'guestbook']) mesh.registerFixture(name);
+    mesh.assign('test-vault', 'novox', { hold: ['mesh-vault'] });
+    mesh.assign('local-postgres', 'novox');
+    mesh.assign('guestbook', 'lab1');
+    const pgpass = composed(mesh, 'lab1').assignments[0]?.resources.find((r) => r.key === 'guestbook/pgpass') as Extract<Resource, { kind: 'file' }>;
+    // the login named for the value lab1 holds, filled on lab1 from it, beside the value itself
+    expect(pgpass.content).toBe('novox:15532:lab1-guestbook:lab1-guestbook-${secret-tag:postgres-database/lab1-guestbook}:${secret:postgres-database/lab1-guestbook}\n');
+    const atProvider = composed(mesh, 'novox').assignments.find((a) => a.module === 'local-postgres')?.resources.find((r) => r.key === 'local-postgres/consumer-lab1-guestbook');
+    expect(atProvider).toMatchObject({ kind: 'secret', secret: 'postgres-database/lab1-guestbook', awaitsInForce: true });
+    // a process cannot be told which value: only the agent's file can say
+    mesh.register({ name: 'argv-reader', requires: [{ name: 'db', contract: 'postgres-database', provider: 'module' }], resources: { processes: [{ name: 'p', run: ['connect', '--user', '${db.user}'] }] } });
+    mesh.assign('argv-reader', 'lab1');
+    const refused = composeDeclaration(mesh.state, 'lab1');
+    expect(refused.ok).toBe(false);
+    expect(refused.ok ? [] : refused.problems).toContainEqual(expect.objectContaining({ what: 'lab1/argv-reader resources.processes.p.run', why: expect.stringContaining('${consumer.secret-tag}') }));
+  });
+
   it('changes the digest when any field of any resource changes — every field in the schema is covered', () => {
     const declaration = composed(foundation(), 'lab1');
     const samples = new Map<string, Resource>();
@@ -161,7 +181,7 @@ describe("composing a node's declaration", () => {
     samples.set('bus-identity', { key: 'x/bus-identity', module: 'x', kind: 'bus-identity', path: '/m/.mesh/x/bus-identity.json', owner: null, inbox: '_INBOX.x.n', consumes: ['**'] });
     samples.set('region', { key: 'x/hosts', module: 'x', kind: 'region', path: '/etc/hosts', content: '10.0.0.1 a\n', at: 'end' });
     samples.set('service', { key: 'x/runtime', module: 'x', kind: 'service', unit: 'docker.service', state: 'running', enabled: true, reloadOn: ['x/f'] });
-    samples.set('secret', { key: 'x/secret-token', module: 'x', kind: 'secret', secret: 'x/token', path: '/m/.mesh/x/secrets/token', owner: null, vault: { node: 'n', module: 'vault' }, versions: [1, 2] });
+    samples.set('secret', { key: 'x/secret-token', module: 'x', kind: 'secret', secret: 'x/token', path: '/m/.mesh/x/secrets/token', owner: null, vault: { node: 'n', module: 'vault' }, versions: [1, 2], awaitsInForce: true });
     samples.set('trust-anchor', { key: 'x/mesh-root', module: 'x', kind: 'trust-anchor', certificate: '-----BEGIN CERTIFICATE-----\n', fingerprint: `sha256:${'0'.repeat(64)}` });
     const uncovered: string[] = [];
     for (const option of resourceSchema.options) {
