@@ -216,8 +216,11 @@ export const writeMeshLog = async (
         record(secretAggregate(secret), [{ type: 'secret.rotation-started', data: { ...rotation, from: round, parties: 'two', appliers: [{ node: 'n1', module: 'agent' }], readers: [parties] } }], `rotate-${round}`);
         record(secretAggregate(secret), [{ type: 'secret.rotation-made', data: rotation }], `rotation-made-${round}`, 'controller');
         record(secretAggregate(secret), [{ type: 'secret.rotation-applied', data: { ...rotation, node: 'n1', module: 'agent', declarationSequence: round } }], `rotation-applied-${round}`, 'controller');
-        if (round % 20 === 0) record(secretAggregate(secret), [{ type: 'secret.rotation-abandoned', data: { ...rotation, reason: `round ${round}` } }], `rotation-abandoned-${round}`);
-        else {
+        if (round % 20 === 0) {
+          // abandoned after its reader was handed the new value: it unwinds until the reader is back on the old one
+          record(secretAggregate(secret), [{ type: 'secret.rotation-abandoned', data: { ...rotation, reason: `round ${round}` } }], `rotation-abandoned-${round}`);
+          record(secretAggregate(secret), [{ type: 'secret.rotation-reverted', data: { ...rotation, ...parties, declarationSequence: round } }], `rotation-reverted-${round}`, 'controller');
+        } else {
           record(secretAggregate(secret), [{ type: 'secret.rotation-confirmed', data: { ...rotation, ...parties, declarationSequence: round } }], `rotation-confirmed-${round}`, 'controller');
           record(secretAggregate(secret), [{ type: 'secret.rotation-retired', data: { ...rotation, retired: round } }], `rotation-retired-${round}`, 'controller');
         }

@@ -217,14 +217,21 @@ describe('rotating a secret over two credentials, against the real servers and a
     expect(await logHead()).toBe(head);
   }, 120_000);
 
-  it('abandons a rotation before the old credential is retired: the old one stays current, the new one is never used again', async () => {
+  it('abandons a rotation before the old credential is retired: its reader goes back first, then the new credential goes; the old one stays current', async () => {
     const before = readFileSync(consumerFile(), 'utf8');
     const abandoned = await runMesh(['secret', 'rotate', LOGIN, '--abandon', '--reason', 'not during the migration'], mesh.cliEnv());
     expect(abandoned.code).toBe(0);
     expect((await eventWhere('secret.rotation-abandoned', forLogin)).data).toEqual({ secret: LOGIN, version: 3, reason: 'not during the migration' });
+    // beta was handed version 3 (its agent away, it may hold it when it returns): the provider keeps both until beta runs with version 2 again
+    const unwinding = await waitFor('status says it unwinds', async () => (await status()).find((s) => s.secret === LOGIN && s.rotation?.step === 'unwinding'));
+    expect(unwinding).toMatchObject({ version: 2, rotation: { step: 'unwinding', waitsOn: [{ node: 'beta', module: 'app' }] } });
+    expect((await runMesh(['secret', 'status'], mesh.cliEnv())).stdout).toMatch(/test-login\/beta-app +2 +unwinding v3, waits on beta\/app/);
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(existsSync(`${providerFile()}.next`)).toBe(true);
+    await startAgent('beta');
+    expect((await eventWhere('secret.rotation-reverted', forLogin)).data).toMatchObject({ secret: LOGIN, version: 3, node: 'beta', module: 'app' });
     await waitFor('the provider holds the current one alone', async () => (existsSync(`${providerFile()}.next`) ? undefined : true));
     expect(readFileSync(providerFile(), 'utf8')).toBe(before);
-    await startAgent('beta');
     expect(await waitFor('status at rest on version 2', async () => (await status()).find((s) => s.secret === LOGIN && s.version === 2 && s.rotation === null))).toBeDefined();
     // its reader, back, runs with version 2 still: the abandoned version 3 went nowhere
     await waitFor('beta running again', async () => ((await present(readFileSync(consumerFile(), 'utf8'))) === 204 ? true : undefined));

@@ -184,7 +184,8 @@ export class DeclarationInputs {
       case 'secret.rotation-applied':
       case 'secret.rotation-confirmed':
       case 'secret.rotation-retired':
-      case 'secret.rotation-abandoned': {
+      case 'secret.rotation-abandoned':
+      case 'secret.rotation-reverted': {
         // Which versions are placed where: every node the secret goes to, and the rotation's parties.
         const secret = secretNamed(state.secrets, event.data.secret);
         const parties = secret?.rotation ? [...secret.rotation.appliers, ...secret.rotation.readers].map((p) => p.node) : [];

@@ -65,11 +65,23 @@ export const SecretRotationRetired = defineEvent({
   schema: z.strictObject({ secret, version, retired: version }),
 });
 
-/** An operator gave the rotation up before the old value was retired: the old version stays current. */
+/**
+ * An operator gave the rotation up before the old value was retired: the old version stays current.
+ * Once readers were handed the new value, the first one unwinds in two steps: readers are declared
+ * the old value again while the appliers keep both, and the rotation ends when every reader runs
+ * with the old one (`secret.rotation-reverted`); a second one, while it unwinds, ends it at once.
+ */
 export const SecretRotationAbandoned = defineEvent({
   type: 'secret.rotation-abandoned',
   version: 1,
   schema: z.strictObject({ secret, version, reason: z.string() }),
+});
+
+/** A reader of an abandoned rotation runs with the old version alone again. */
+export const SecretRotationReverted = defineEvent({
+  type: 'secret.rotation-reverted',
+  version: 1,
+  schema: z.strictObject({ secret, version, node: z.string().min(1), module: z.string().min(1), declarationSequence: z.number().int().nonnegative() }),
 });
 
 // The mesh's own secrets (docs/decisions.md, "The mesh's own first secrets"): made at genesis,
@@ -97,7 +109,7 @@ export const SecretHandedOver = defineEvent({
   schema: z.strictObject({ secret, version: z.number().int().positive(), vault: party }),
 });
 
-export const secretEvents = [SecretMade, SecretShared, SecretFounded, SecretHandedOver, SecretRotationStarted, SecretRotationMade, SecretRotationApplied, SecretRotationConfirmed, SecretRotationRetired, SecretRotationAbandoned] as const;
+export const secretEvents = [SecretMade, SecretShared, SecretFounded, SecretHandedOver, SecretRotationStarted, SecretRotationMade, SecretRotationApplied, SecretRotationConfirmed, SecretRotationRetired, SecretRotationAbandoned, SecretRotationReverted] as const;
 
 /** A secret's aggregate: its name's `/` as a subject token boundary (`postgres-database/lab1-gitea` → `secret.postgres-database.lab1-gitea`). */
 export const secretAggregate = (name: string): string => `secret.${name.split('/').join('.')}`;

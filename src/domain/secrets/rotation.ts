@@ -12,11 +12,12 @@ import {
   SecretRotationConfirmed,
   SecretRotationMade,
   SecretRotationRetired,
+  SecretRotationReverted,
   SecretRotationStarted,
   secretAggregate,
   type RotationParty,
 } from './events.js';
-import { partyKey, rotationStep, secretNamed, type Rotation, type SecretState } from './state.js';
+import { partyKey, readersHandedNew, rotationStep, secretNamed, type Rotation, type SecretState } from './state.js';
 import { wantedSecrets } from './wanted.js';
 
 // A secret's rotation (docs/decisions.md, "Rotating a secret"): an operator starts or abandons it;
@@ -105,12 +106,15 @@ export const decideAbandonRotation = (command: AbandonRotation, state: MeshState
   if (!secret.rotation) {
     throw new Refusal(subject, [{ what: command.secret, why: `no rotation of ${command.secret} is under way: it is at version ${secret.version}`, remedy: `mesh secret status shows each secret's rotation` }]);
   }
-  const { version, from } = secret.rotation;
-  return {
-    aggregate: secretAggregate(command.secret),
-    events: [{ type: SecretRotationAbandoned.type, data: { secret: command.secret, version, reason: command.reason } }],
-    summary: `rotation of ${command.secret} abandoned: version ${from} stays current, version ${version} is never used again`,
-  };
+  const rotation = secret.rotation;
+  const { version, from } = rotation;
+  const readers = rotation.readers.map(partyKey).join(', ');
+  const summary = rotation.abandoned
+    ? `rotation of ${command.secret} ended while it unwound: version ${version} is dropped now, though ${rotation.readers.filter((p) => !rotation.reverted?.has(partyKey(p))).map(partyKey).join(', ')} has not said it runs with version ${from} again`
+    : readersHandedNew(rotation)
+      ? `rotation of ${command.secret} abandoned: ${readers} go back to version ${from}, and version ${version} is dropped once they have; it is never used again`
+      : `rotation of ${command.secret} abandoned: version ${from} stays current, version ${version} is never used again`;
+  return { aggregate: secretAggregate(command.secret), events: [{ type: SecretRotationAbandoned.type, data: { secret: command.secret, version, reason: command.reason } }], summary };
 };
 
 /** The vault holds the new version: stated once, while the rotation waits for it. */
@@ -149,6 +153,12 @@ export const deriveRotationSteps = (state: MeshState, declaration: Declaration, 
       const isApplier = rotation.appliers.some((p) => partyKey(p) === partyKey(party));
       const isReader = rotation.readers.some((p) => partyKey(p) === partyKey(party));
       const [first, second] = resource.versions;
+      if (rotation.abandoned) {
+        if (isReader && first === rotation.from && second === undefined && !rotation.reverted?.has(partyKey(party))) {
+          decisions.push({ aggregate: secretAggregate(resource.secret), events: [{ type: SecretRotationReverted.type, data: where }], summary: `${partyKey(party)} runs with version ${rotation.from} of ${resource.secret} again` });
+        }
+        continue;
+      }
       if (isApplier && first === rotation.from && second === rotation.version && !rotation.applied.has(partyKey(party))) {
         decisions.push({ aggregate: secretAggregate(resource.secret), events: [{ type: SecretRotationApplied.type, data: where }], summary: `${partyKey(party)} holds both versions of ${resource.secret}` });
       } else if (isReader && first === rotation.version && second === undefined && !rotation.confirmed.has(partyKey(party))) {

@@ -120,9 +120,39 @@ describe('rotating a secret two parties hold', () => {
     apply(mesh, deriveRotationSteps(mesh.state, declared(mesh, 'alpha'), allWell(declared(mesh, 'alpha')))[0]!);
     expect(versionsAt(mesh, 'beta', 'app/secret-db-secret')).toEqual([2]);
     expect(mesh.run({ type: 'abandon-secret-rotation', secret: LOGIN, reason: 'not now' })).toEqual([{ type: 'secret.rotation-abandoned', data: { secret: LOGIN, version: 2, reason: 'not now' } }]);
+    // the reader may hold the new value: it goes back first, and the provider keeps both until it has
+    expect(versionsAt(mesh, 'beta', 'app/secret-db-secret')).toEqual([1]);
+    expect(versionsAt(mesh, 'alpha', 'logins/consumer-beta-app')).toEqual([1, 2]);
+    expect(rotationStep(secretNamed(mesh.state.secrets, LOGIN)!.rotation!)).toEqual({ step: 'unwinding', waitsOn: [{ node: 'beta', module: 'app' }] });
+    expect(mesh.refusal({ type: 'rotate-secret', secret: LOGIN })[0]?.why).toBe(`a rotation of ${LOGIN} is under way (unwinding version 2, waiting on beta/app)`);
+    // the provider's report shows nothing of the unwinding; the reader's, back on version 1, ends it
+    expect(deriveRotationSteps(mesh.state, declared(mesh, 'alpha'), allWell(declared(mesh, 'alpha')))).toEqual([]);
+    const back = deriveRotationSteps(mesh.state, declared(mesh, 'beta'), allWell(declared(mesh, 'beta')));
+    expect(back.flatMap((d) => d.events)).toEqual([{ type: 'secret.rotation-reverted', data: { secret: LOGIN, version: 2, node: 'beta', module: 'app', declarationSequence: 7 } }]);
+    apply(mesh, back[0]!);
+    expect(secretNamed(mesh.state.secrets, LOGIN)).toMatchObject({ version: 1, rotation: null });
     expect(versionsAt(mesh, 'alpha', 'logins/consumer-beta-app')).toEqual([1]);
     expect(versionsAt(mesh, 'beta', 'app/secret-db-secret')).toEqual([1]);
     expect(mesh.run({ type: 'rotate-secret', secret: LOGIN })[0]).toMatchObject({ data: { from: 1, version: 3 } });
+  });
+
+  it('is abandoned at once before its readers were handed the new value, and a second abandon ends an unwinding at once', () => {
+    const mesh = meshWith();
+    mesh.run({ type: 'rotate-secret', secret: LOGIN });
+    apply(mesh, decideRotationMade(mesh.state, LOGIN, 2));
+    // the provider has not applied both: the reader was never handed version 2
+    mesh.run({ type: 'abandon-secret-rotation', secret: LOGIN, reason: 'not now' });
+    expect(secretNamed(mesh.state.secrets, LOGIN)?.rotation).toBeNull();
+    expect(versionsAt(mesh, 'alpha', 'logins/consumer-beta-app')).toEqual([1]);
+    mesh.run({ type: 'rotate-secret', secret: LOGIN });
+    apply(mesh, decideRotationMade(mesh.state, LOGIN, 3));
+    apply(mesh, deriveRotationSteps(mesh.state, declared(mesh, 'alpha'), allWell(declared(mesh, 'alpha')))[0]!);
+    mesh.run({ type: 'abandon-secret-rotation', secret: LOGIN, reason: 'not now' });
+    expect(rotationStep(secretNamed(mesh.state.secrets, LOGIN)!.rotation!).step).toBe('unwinding');
+    // the reader is gone for good: an operator ends it, knowing it may be turned away
+    mesh.run({ type: 'abandon-secret-rotation', secret: LOGIN, reason: 'beta is not coming back' });
+    expect(secretNamed(mesh.state.secrets, LOGIN)?.rotation).toBeNull();
+    expect(versionsAt(mesh, 'alpha', 'logins/consumer-beta-app')).toEqual([1]);
   });
 });
 

@@ -19,7 +19,14 @@ export interface Rotation {
   confirmed: Set<string>;
   /** the log sequence it started at */
   startedSeq: number;
+  /** abandoned after its readers were handed the new value: unwinding until each runs with the old one again */
+  abandoned?: boolean;
+  /** `node/module` of each reader back on the old version, while it unwinds */
+  reverted?: Set<string>;
 }
+
+/** Its readers were handed the new value: every applier holds both, and there are readers. */
+export const readersHandedNew = (rotation: Rotation): boolean => rotation.made && rotation.readers.length > 0 && rotation.appliers.every((p) => rotation.applied.has(partyKey(p)));
 
 export interface SecretState {
   secret: string;
@@ -44,7 +51,7 @@ export interface SecretsState {
 export const partyKey = (party: RotationParty): string => `${party.node}/${party.module}`;
 
 export const secretsSlice = defineSlice({
-  eventTypes: ['secret.made', 'secret.shared', 'secret.founded', 'secret.handed-over', 'secret.rotation-started', 'secret.rotation-made', 'secret.rotation-applied', 'secret.rotation-confirmed', 'secret.rotation-retired', 'secret.rotation-abandoned'] as const,
+  eventTypes: ['secret.made', 'secret.shared', 'secret.founded', 'secret.handed-over', 'secret.rotation-started', 'secret.rotation-made', 'secret.rotation-applied', 'secret.rotation-confirmed', 'secret.rotation-retired', 'secret.rotation-abandoned', 'secret.rotation-reverted'] as const,
   empty: (): SecretsState => ({ byName: new Map() }),
   evolve(state, event) {
     const known = state.byName.get(event.data.secret);
@@ -87,9 +94,19 @@ export const secretsSlice = defineSlice({
         return;
       case 'secret.rotation-abandoned':
         if (known?.rotation?.version !== event.data.version) return;
-        known.rotation = null;
+        // Readers may hold the new value: they go back first, the appliers keeping both meanwhile.
+        if (!known.rotation.abandoned && readersHandedNew(known.rotation)) known.rotation = { ...known.rotation, abandoned: true, reverted: new Set() };
+        else known.rotation = null;
         known.seq = event.seq;
         return;
+      case 'secret.rotation-reverted': {
+        const rotation = known?.rotation;
+        if (!known || !rotation?.abandoned || rotation.version !== event.data.version) return;
+        const reverted = new Set(rotation.reverted).add(partyKey(event.data));
+        known.rotation = rotation.readers.every((p) => reverted.has(partyKey(p))) ? null : { ...rotation, reverted };
+        known.seq = event.seq;
+        return;
+      }
     }
   },
 });
@@ -103,9 +120,11 @@ export type RotationStep =
   | { step: 'making'; waitsOn: 'vault' }
   | { step: 'applying'; waitsOn: RotationParty[] }
   | { step: 'reading'; waitsOn: RotationParty[] }
-  | { step: 'retiring'; waitsOn: 'vault' };
+  | { step: 'retiring'; waitsOn: 'vault' }
+  | { step: 'unwinding'; waitsOn: RotationParty[] };
 
 export const rotationStep = (rotation: Rotation): RotationStep => {
+  if (rotation.abandoned) return { step: 'unwinding', waitsOn: rotation.readers.filter((p) => !rotation.reverted?.has(partyKey(p))) };
   if (!rotation.made) return { step: 'making', waitsOn: 'vault' };
   const appliers = rotation.appliers.filter((p) => !rotation.applied.has(partyKey(p)));
   if (appliers.length > 0) return { step: 'applying', waitsOn: appliers };
@@ -124,6 +143,8 @@ export const declaredVersions = (secret: SecretState | undefined, party: Rotatio
   const rotation = secret.rotation;
   if (!rotation) return secret.highest > 1 ? [secret.version] : undefined;
   const key = partyKey(party);
+  // Unwinding an abandoned rotation: readers back on the old value, appliers holding both until they are.
+  if (rotation.abandoned) return rotation.appliers.some((p) => partyKey(p) === key) ? [rotation.from, rotation.version] : [rotation.from];
   if (rotation.appliers.some((p) => partyKey(p) === key)) return rotation.made ? [rotation.from, rotation.version] : [rotation.from];
   const appliedEverywhere = rotation.made && rotation.appliers.every((p) => rotation.applied.has(partyKey(p)));
   if (rotation.readers.some((p) => partyKey(p) === key)) return appliedEverywhere ? [rotation.version] : [rotation.from];

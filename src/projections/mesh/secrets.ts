@@ -1,5 +1,5 @@
 import type { RotationParty } from '../../domain/secrets/events.js';
-import { partyKey, rotationStep, type Rotation, type RotationStep } from '../../domain/secrets/state.js';
+import { partyKey, readersHandedNew, rotationStep, type Rotation, type RotationStep } from '../../domain/secrets/state.js';
 import type { StoredMeshEvent } from '../../domain/registry.js';
 import type { StoredEventOf } from '../../domain/slice.js';
 import { foldingProjection } from './folding.js';
@@ -11,17 +11,17 @@ import { RowImage } from './rows.js';
 // the mesh's own: secret.founded at genesis, secret.handed-over once the vault keeps it.
 
 /** A rotation as the row keeps it: the sets of parties done as lists. */
-type RotationRow = Omit<Rotation, 'applied' | 'confirmed'> & { applied: string[]; confirmed: string[] };
+type RotationRow = Omit<Rotation, 'applied' | 'confirmed' | 'reverted'> & { applied: string[]; confirmed: string[]; reverted?: string[] };
 
 type SecretRow = { name: string; purpose: string; version: number; recipients: string[]; changed_seq: number | string; highest: number; rotation: RotationRow | null; origin: 'vault' | 'genesis'; handed_over: RotationParty | null };
 
-const TYPES = ['secret.made', 'secret.shared', 'secret.founded', 'secret.handed-over', 'secret.rotation-started', 'secret.rotation-made', 'secret.rotation-applied', 'secret.rotation-confirmed', 'secret.rotation-retired', 'secret.rotation-abandoned'] as const;
+const TYPES = ['secret.made', 'secret.shared', 'secret.founded', 'secret.handed-over', 'secret.rotation-started', 'secret.rotation-made', 'secret.rotation-applied', 'secret.rotation-confirmed', 'secret.rotation-retired', 'secret.rotation-abandoned', 'secret.rotation-reverted'] as const;
 type SecretEvent = StoredEventOf<(typeof TYPES)[number]>;
 const isSecretEvent = (event: StoredMeshEvent): event is SecretEvent => (TYPES as readonly string[]).includes(event.type);
 
 export const secretsProjection = foldingProjection<RowImage<SecretRow>>({
   name: 'secrets',
-  version: 3,
+  version: 4,
   types: [...TYPES],
   open: async (events, tx) => {
     const secrets = new RowImage<SecretRow>('secrets', ['name']);
@@ -68,9 +68,22 @@ export const secretsProjection = foldingProjection<RowImage<SecretRow>>({
       case 'secret.rotation-retired':
         if (known?.rotation?.version === event.data.version) secrets.set({ ...known, version: event.data.version, changed_seq: seq, rotation: null });
         return;
-      case 'secret.rotation-abandoned':
-        if (known?.rotation?.version === event.data.version) secrets.set({ ...known, changed_seq: seq, rotation: null });
+      case 'secret.rotation-abandoned': {
+        const rotation = known?.rotation;
+        if (!known || rotation?.version !== event.data.version) return;
+        // as the fold: readers handed the new value go back first, the appliers keeping both meanwhile
+        const unwinds = !rotation.abandoned && readersHandedNew(rotationOfRow(rotation));
+        secrets.set({ ...known, changed_seq: seq, rotation: unwinds ? { ...rotation, abandoned: true, reverted: [] } : null });
         return;
+      }
+      case 'secret.rotation-reverted': {
+        const rotation = known?.rotation;
+        if (!known || !rotation?.abandoned || rotation.version !== event.data.version) return;
+        const reverted = [...new Set([...(rotation.reverted ?? []), partyKey(event.data)])];
+        const done = rotation.readers.every((p) => reverted.includes(partyKey(p)));
+        secrets.set({ ...known, changed_seq: seq, rotation: done ? null : { ...rotation, reverted } });
+        return;
+      }
     }
   },
   save: (secrets, tx) => secrets.save(tx),
@@ -104,9 +117,11 @@ export interface SecretRead {
   handedOver?: RotationParty;
 }
 
+const rotationOfRow = ({ reverted, ...row }: RotationRow): Rotation => ({ ...row, applied: new Set(row.applied), confirmed: new Set(row.confirmed), ...(reverted ? { reverted: new Set(reverted) } : {}) });
+
 const rotationRead = (row: RotationRow | null): SecretRotationRead | null => {
   if (!row) return null;
-  const rotation: Rotation = { ...row, applied: new Set(row.applied), confirmed: new Set(row.confirmed) };
+  const rotation = rotationOfRow(row);
   const { step, waitsOn } = rotationStep(rotation);
   return { from: row.from, version: row.version, parties: row.parties, appliers: row.appliers, readers: row.readers, step, waitsOn, startedSeq: row.startedSeq };
 };
