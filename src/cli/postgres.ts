@@ -2,10 +2,12 @@ import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
+import { writeFileAtomic } from '../agent/atomic-write.js';
 import { consumerSecretsFolderBeside } from '../domain/declarations/compose.js';
+import { credentialTag, inUsePath } from '../domain/secrets/credential-tag.js';
 import { UnavailableError, ValidationError } from '../errors.js';
 import { initCluster, runServer } from '../modules/postgres/cluster.js';
-import { readPgpass, signOnce } from '../modules/postgres/guestbook.js';
+import { parsePgpass, signOnce } from '../modules/postgres/guestbook.js';
 import { ensureConsumerLogins, readConsumerCredentials, superuserAdmin, writeInForce } from '../modules/postgres/logins.js';
 import { durationFlag } from './flags.js';
 import { group, run, verb } from './verbs.js';
@@ -106,6 +108,18 @@ const postgresLogins = async (values: { host: string; port: string; superuserFil
 
 const consumersFolderOf = (superuserFile: string): string => consumerSecretsFolderBeside(superuserFile);
 
+/** Writes the tag of what `file` says to `<file>.in-use` (files[].confirmsUse), when it is not already there. */
+const sayInUse = (file: string, text: string): void => {
+  const tag = `${credentialTag(text)}\n`;
+  let said: string | undefined;
+  try {
+    said = readFileSync(inUsePath(file), 'utf8');
+  } catch {
+    said = undefined;
+  }
+  if (said !== tag) writeFileAtomic(inUsePath(file), tag, 0o600);
+};
+
 const postgresSign = async (values: { pgpass: string; every: string; patience: string }): Promise<number> => {
   const logger = pino({ base: { component: 'guestbook' } });
   const every = durationFlag('--every', values.every, EVERY_MAX);
@@ -116,8 +130,11 @@ const postgresSign = async (values: { pgpass: string; every: string; patience: s
   while (!loop.stopped()) {
     try {
       // Read every time: the login may have been given a new credential.
-      const login = readPgpass(values.pgpass);
+      const text = readFileSync(values.pgpass, 'utf8');
+      const login = parsePgpass(text, values.pgpass);
       const count = await signOnce(login, `${hostname()}/${process.pid}`);
+      // It works with this login: say so beside the file, which is when its node calls the module running.
+      sayInUse(values.pgpass, text);
       logger.info({ database: login.database, user: login.user, count }, 'signed the guestbook');
       failingSince = undefined;
       lastError = '';

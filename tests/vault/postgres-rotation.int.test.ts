@@ -28,7 +28,8 @@ import { openTestVault } from '../helpers/vault.js';
 // for it, a `mesh controller` process, and a vault. The reader's agent is away when the rotation
 // starts and the controller is killed in the middle. A probe logs in every 200 ms with what beta
 // holds in its password file, for the whole run: the consumer must never be without a working
-// login, and what it wrote before must be there after.
+// login, and what it wrote before must be there after. The reader confirms by logging in: the
+// guestbook says beside its password file that it signed with what the file says.
 
 const SECRET = 'postgres-database/beta-guestbook';
 
@@ -179,6 +180,8 @@ describe('rotating a consumer’s PostgreSQL login over two credentials, with th
     expect(after.password).not.toBe(before.password);
     expect(after).toEqual({ ...before, user: `beta-guestbook-${credentialTag(after.password)}`, password: after.password });
     expect(readFileSync(providerFile(), 'utf8')).toBe(after.password);
+    // beta confirmed by logging in with it: the guestbook said it works with what its password file now says
+    expect(readFileSync(`${pgpassFile()}.in-use`, 'utf8')).toBe(`${credentialTag(readFileSync(pgpassFile(), 'utf8'))}\n`);
     // the old login is dropped, its data is not: the row it wrote, and every signature before
     await waitFor('the old login dropped', async () => ((await signatures(before)) === undefined ? true : undefined), 30_000);
     const kept = await asLogin<{ count: string }>(after, "SELECT count(*) AS count FROM signatures WHERE signed_by = 'before the rotation'");

@@ -36,3 +36,22 @@ export interface Driver<K extends ResourceKind> {
 }
 
 export const newRecordId = (): string => randomUUID();
+
+/** How often a pass looks again while a module has not yet said what a resource waits for (a credential in force, a file in use). */
+const MODULE_WORD_POLL_MS = 250;
+
+/**
+ * A wake, soon, for a resource held until its module says something in a file beside it: a module
+ * writes such a file whenever it likes, and no event of the agent's says it did. One timer per key.
+ */
+export const lookAgainSoon = (context: Pick<DriverContext, 'wake'>): ((key: string, what: string) => void) => {
+  const pending = new Set<string>();
+  return (key, what) => {
+    if (pending.has(key)) return;
+    pending.add(key);
+    setTimeout(() => {
+      pending.delete(key);
+      context.wake(`waiting for ${key} ${what}`);
+    }, MODULE_WORD_POLL_MS).unref();
+  };
+};

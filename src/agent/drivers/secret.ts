@@ -1,12 +1,12 @@
 import { chmodSync, chownSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Refusal } from '../../domain/refusal.js';
-import { credentialTag, inForcePath, readInForceTags } from '../../domain/secrets/credential-tag.js';
+import { credentialTag, inForcePath, readTagLines } from '../../domain/secrets/credential-tag.js';
 import { readOrUndefined, writeFileAtomic } from '../atomic-write.js';
 import { applied, held, refused, type Outcome } from '../outcome.js';
 import { sha256 } from '../resource-identity.js';
 import { resolveOwner } from '../system-users.js';
-import { newRecordId, type Applying, type Driver, type DriverContext } from './driver.js';
+import { lookAgainSoon, newRecordId, type Applying, type Driver, type DriverContext } from './driver.js';
 
 // A secret's value never travels in a declaration (ADR 0113): at apply time the agent asks the
 // vault for it over its own connection, signed with its host key, opens the answer with the key
@@ -29,24 +29,13 @@ export type FetchSecret = (secret: string, version?: number) => Promise<{ versio
 
 const FILE_MODE = 0o600;
 
-/** How often a pass looks again while a provider has not yet put what was placed in force. */
-const IN_FORCE_POLL_MS = 250;
-
 export const nextPath = (path: string): string => `${path}.next`;
 
 export const secretDriver = (context: DriverContext, fetch: FetchSecret): Driver<'secret'> => {
-  const lookingAgain = new Set<string>();
-  const lookAgainSoon = (key: string): void => {
-    if (lookingAgain.has(key)) return;
-    lookingAgain.add(key);
-    setTimeout(() => {
-      lookingAgain.delete(key);
-      context.wake(`waiting for ${key} to be put in force`);
-    }, IN_FORCE_POLL_MS).unref();
-  };
+  const lookAgain = lookAgainSoon(context);
   /** The placed values its module has not said it holds in force, as `version N` or `the current value`. */
   const notInForce = (path: string, placed: { path: string; version: number | undefined }[]): string[] => {
-    const said = readInForceTags(readOrUndefined(inForcePath(path))?.toString('utf8') ?? '');
+    const said = readTagLines(readOrUndefined(inForcePath(path))?.toString('utf8') ?? '');
     return placed.flatMap(({ path: at, version }) => {
       const value = readOrUndefined(at);
       return value !== undefined && said.has(credentialTag(value.toString('utf8'))) ? [] : [version === undefined ? 'the current value' : `version ${version}`];
@@ -105,7 +94,7 @@ export const secretDriver = (context: DriverContext, fetch: FetchSecret): Driver
       if (resource.awaitsInForce) {
         const waiting = notInForce(resource.path, [{ path: resource.path, version: first ?? version }, ...(second !== undefined ? [{ path: nextPath(resource.path), version: second }] : [])]);
         if (waiting.length > 0) {
-          lookAgainSoon(resource.key);
+          lookAgain(resource.key, 'to be put in force');
           return held(`placed; waiting for ${resource.module} to put ${waiting.join(' and ')} of ${resource.secret} in force`);
         }
       }

@@ -140,6 +140,12 @@ export const fileResourceSchema = z.strictObject({
   as: z.string().min(1),
   template: z.string(),
   mode: z.string().regex(/^0[0-7]{3}$/).default('0640'),
+  /**
+   * Its module says once it works with what the file says (a credential it logged in with): it
+   * writes the tag of the file's content to `<file>.in-use`, and the module counts as running only
+   * then — so a rotation's reader confirms by authenticating, not merely by starting.
+   */
+  confirmsUse: z.literal(true).optional(),
 });
 
 export const runOnceSchema = z.strictObject({

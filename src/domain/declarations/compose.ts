@@ -268,7 +268,7 @@ const composeAssignment = (state: MeshState, assignment: AssignmentState, manife
   let roster: Roster | undefined;
   const withRoster = (template: string): string => (template.includes('${each:') ? expandRoster(template, (roster ??= rosterOf(state))) : template);
   for (const file of manifest.resources.files) {
-    resources.push({ key: key(file.name), module, kind: 'file', path: files.get(file.name) ?? '', content: fillerAt(`resources.files.${file.name}.template`)(withRoster(file.template)), mode: file.mode });
+    resources.push({ key: key(file.name), module, kind: 'file', path: files.get(file.name) ?? '', content: fillerAt(`resources.files.${file.name}.template`)(withRoster(file.template)), mode: file.mode, ...(file.confirmsUse ? { awaitsUse: true as const } : {}) });
   }
   for (const region of manifest.resources.regions) {
     resources.push({ key: key(region.name), module, kind: 'region', path: region.file, content: fillerAt(`resources.regions.${region.name}.template`)(withRoster(region.template)), at: region.at });

@@ -162,6 +162,7 @@ describe("composing a node's declaration", () => {
     mesh.assign('guestbook', 'lab1');
     const pgpass = composed(mesh, 'lab1').assignments[0]?.resources.find((r) => r.key === 'guestbook/pgpass') as Extract<Resource, { kind: 'file' }>;
     // the login named for the value lab1 holds, filled on lab1 from it, beside the value itself
+    expect(pgpass.awaitsUse).toBe(true);
     expect(pgpass.content).toBe('novox:15532:lab1-guestbook:lab1-guestbook-${secret-tag:postgres-database/lab1-guestbook}:${secret:postgres-database/lab1-guestbook}\n');
     const atProvider = composed(mesh, 'novox').assignments.find((a) => a.module === 'local-postgres')?.resources.find((r) => r.key === 'local-postgres/consumer-lab1-guestbook');
     expect(atProvider).toMatchObject({ kind: 'secret', secret: 'postgres-database/lab1-guestbook', awaitsInForce: true });
@@ -179,6 +180,7 @@ describe("composing a node's declaration", () => {
     for (const resource of declaration.assignments.flatMap((a) => a.resources)) if (!samples.has(resource.kind)) samples.set(resource.kind, resource);
     samples.set('process', { key: 'x/p', module: 'x', kind: 'process', run: ['sleep', '1'], user: null, env: { A: '1' }, envFiles: [{ path: '/e', reason: 'r' }], restartOn: ['x/f'], after: ['x/prepare'] });
     samples.set('bus-identity', { key: 'x/bus-identity', module: 'x', kind: 'bus-identity', path: '/m/.mesh/x/bus-identity.json', owner: null, inbox: '_INBOX.x.n', consumes: ['**'] });
+    samples.set('file', { key: 'x/conf', module: 'x', kind: 'file', path: '/m/x/conf', content: 'a=1\n', mode: '0600', awaitsUse: true });
     samples.set('region', { key: 'x/hosts', module: 'x', kind: 'region', path: '/etc/hosts', content: '10.0.0.1 a\n', at: 'end' });
     samples.set('service', { key: 'x/runtime', module: 'x', kind: 'service', unit: 'docker.service', state: 'running', enabled: true, reloadOn: ['x/f'] });
     samples.set('secret', { key: 'x/secret-token', module: 'x', kind: 'secret', secret: 'x/token', path: '/m/.mesh/x/secrets/token', owner: null, vault: { node: 'n', module: 'vault' }, versions: [1, 2], awaitsInForce: true });

@@ -29,6 +29,8 @@ export const fileResource = z.strictObject({
   path: z.string().regex(/^\//),
   content: z.string(),
   mode: z.string().regex(/^0[0-7]{3}$/),
+  /** its module writes the tag of the content it works with to `<path>.in-use`: applied only then (`files[].confirmsUse`) */
+  awaitsUse: z.literal(true).optional(),
 });
 
 /**

@@ -18,4 +18,11 @@ export const credentialTag = (value: string): string => createHash('sha256').upd
  */
 export const inForcePath = (path: string): string => `${path}.in-force`;
 
-export const readInForceTags = (text: string): Set<string> => new Set(text.split('\n').map((line) => line.trim()).filter((line) => /^[0-9a-f]{8}$/.test(line)));
+export const readTagLines = (text: string): Set<string> => new Set(text.split('\n').map((line) => line.trim()).filter((line) => /^[0-9a-f]{8}$/.test(line)));
+
+/**
+ * Beside a file a module confirms it works with (`files[].confirmsUse`): the tag of the content it
+ * last worked with, written by the module. The agent calls the file applied only once it names
+ * what the file now says.
+ */
+export const inUsePath = (path: string): string => `${path}.in-use`;

@@ -18,8 +18,11 @@ export interface Login {
 }
 
 /** The first line of a password file, its `\:` and `\\` read back. */
-export const readPgpass = (file: string): Login => {
-  const line = readFileSync(file, 'utf8').split('\n').find((l) => l.trim() && !l.startsWith('#')) ?? '';
+export const readPgpass = (file: string): Login => parsePgpass(readFileSync(file, 'utf8'), file);
+
+/** A password file's text, read as `readPgpass` reads the file (`file` names it in a refusal). */
+export const parsePgpass = (text: string, file: string): Login => {
+  const line = text.split('\n').find((l) => l.trim() && !l.startsWith('#')) ?? '';
   const fields: string[] = [];
   let field = '';
   for (let i = 0; i < line.length; i++) {
