@@ -124,7 +124,7 @@ export const openControllersMesh = async (settings: { leaseMs: number; env?: Rec
   /** The environment a `mesh` child process reads this mesh with and sends ada's commands in. */
   const cliEnv = (): Record<string, string> => ({ ...meshEnv(), MESH_OPERATOR_KEY: join(dir, 'operator.key') });
 
-  return { t, ada, start, send, logEvents, close, processes, cliEnv };
+  return { t, ada, start, send, logEvents, close, processes, cliEnv, schemas };
 };
 
 export const isWriter = (p: Pick<ControllerProcess, 'writerSince'>): boolean => p.writerSince() !== undefined;

@@ -12,15 +12,18 @@ import { meshHome } from '../../src/config.js';
 import { freePort } from '../../src/dev/ports.js';
 import { tokenVerifier } from '../../src/domain/nodes/enrolment.js';
 import type { StoredMeshEvent } from '../../src/domain/registry.js';
+import { eventsStreamName } from '../../src/adapters/nats/control-streams.js';
 import { credentialTag } from '../../src/domain/secrets/credential-tag.js';
 import { readPgpass, type Login } from '../../src/modules/postgres/guestbook.js';
 import { FAST } from '../agent/harness.js';
 import { runMesh } from '../helpers/cli.js';
 import { openControllersMesh, type ControllerProcess } from '../helpers/controller-processes.js';
+import { testDatabaseUrl } from '../helpers/database.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
 import { waitFor } from '../helpers/test-mesh.js';
+import { plantedFound, projectionRows, storedMessages } from '../helpers/secret-places.js';
 import { openTestVault } from '../helpers/vault.js';
 
 // A two-party rotation with the real provider (issue 17): the machine's PostgreSQL 15 run by
@@ -109,6 +112,7 @@ describe('rotating a consumer’s PostgreSQL login over two credentials, with th
   };
 
   let before: Login;
+  let rotated: Login;
   let signedBefore = 0;
 
   beforeAll(async () => {
@@ -199,5 +203,29 @@ describe('rotating a consumer’s PostgreSQL login over two credentials, with th
     expect(probe.tries).toBeGreaterThan(30);
     expect(probe.refused).toEqual([]);
     expect(readdirSync(join(nodeRoot('alpha'), '.mesh', 'local-postgres', 'consumers')).sort()).toEqual(['beta-guestbook', 'beta-guestbook.in-force']);
+    rotated = after;
   }, 240_000);
+
+  it('finds neither credential in a stream or a projection once the rotation has run, and the tags it names them by are not them', async () => {
+    const planted = { 'the credential retired': before.password, 'the credential rotated in': rotated.password };
+    const names = { prefix: mesh.t.names.prefix, nodes: mesh.t.names.nodesStream, control: mesh.t.names.controlStream };
+    const pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 1 });
+    try {
+      const places = {
+        LOG: await storedMessages(mesh.t, mesh.t.names.logStream),
+        NODES: await storedMessages(mesh.t, mesh.t.names.nodesStream),
+        CONTROL: await storedMessages(mesh.t, mesh.t.names.controlStream),
+        EVENTS: await storedMessages(mesh.t, eventsStreamName(names)),
+        projections: await projectionRows(pool, mesh.schemas),
+        'the files that name them': [readFileSync(`${providerFile()}.in-force`, 'utf8'), readFileSync(`${pgpassFile()}.in-use`, 'utf8')],
+      };
+      // each place was looked into: the rotation's steps, the secret by name, its marker in the declaration
+      expect(places.LOG.join('\n')).toContain('secret.rotation-retired');
+      expect(places.NODES.join('\n')).toContain(`\${secret-tag:${SECRET}}`);
+      expect(places.projections.some((row) => row.includes(SECRET))).toBe(true);
+      expect(plantedFound(places, planted)).toEqual([]);
+    } finally {
+      await pool.end();
+    }
+  });
 });
