@@ -28,7 +28,7 @@ export const defineSecret = (mesh: CommandUnknownOpts): void => {
     exits: [3, 4, 5, 6],
   })
     .argument('<name>', 'the secret, as mesh secret status names it')
-    .option('--abandon', 'give up the rotation under way: the old value stays current, the new one is never used again')
+    .option('--abandon', 'give up the rotation under way: the old value stays current, the new one is never used again (once readers were given it, they go back first; abandoning again ends it at once)')
     .option('--reason <text>', 'why it is abandoned (with --abandon)')
     .option('--command-id <id>', 'a retry with the same id acts once')
     .option(...PLAN_OPTION)
