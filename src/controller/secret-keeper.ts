@@ -9,7 +9,7 @@ import { Refusal } from '../domain/refusal.js';
 import { decideRecordSecret } from '../domain/secrets/decider.js';
 import type { RotationParty } from '../domain/secrets/events.js';
 import { awaitingHandOver, decideHandedOver } from '../domain/secrets/genesis.js';
-import { decideRotationMade, decideRotationRetired } from '../domain/secrets/rotation.js';
+import { decideRotationMade, decideRotationPartiesGone, decideRotationRetired } from '../domain/secrets/rotation.js';
 import { allSecrets, rotationStep, secretNamed, type Rotation } from '../domain/secrets/state.js';
 import type { Recipient } from '../domain/secrets/vault-wire.js';
 import { wantedSecrets, type WantedSecret } from '../domain/secrets/wanted.js';
@@ -184,6 +184,22 @@ export class SecretKeeper {
     }
   }
 
+  /** A rotation a party of which is no longer assigned: given up, naming it, once. False when the log could not be written. */
+  private async giveUp(name: string, rotation: Rotation): Promise<boolean> {
+    try {
+      await this.mesh.appendDecided({
+        subject: `giving up the rotation of secret ${name}`,
+        decide: (now) => decideRotationPartiesGone(now, name, rotation.version),
+        metadata: { commandId: `rotation:${name}:${rotation.version}:parties-gone:${rotation.abandoned ? 'unwinding' : 'under-way'}`, actor: this.options.actor },
+      });
+      this.options.logger.warn({ secret: name, version: rotation.version }, 'gave up a rotation: a party of it is no longer assigned');
+      return true;
+    } catch (error) {
+      this.options.logger.warn({ secret: name, err: error }, 'could not give up a rotation whose party is gone; trying again');
+      return false;
+    }
+  }
+
   /**
    * A rotation's steps that wait on the vault (docs/decisions.md, "Rotating a secret"): the new
    * version made beside the current one, then — every party done — the old one dropped. Each is
@@ -192,6 +208,7 @@ export class SecretKeeper {
    * not answer.
    */
   private async rotate(state: MeshState, name: string, rotation: Rotation): Promise<boolean> {
+    if (decideRotationPartiesGone(state, name, rotation.version).events.length > 0) return this.giveUp(name, rotation);
     const step = rotationStep(rotation).step;
     if (step !== 'making' && step !== 'retiring') return true;
     const wanted = wantedSecrets(state).get(name);

@@ -238,4 +238,21 @@ describe('rotating a secret over two credentials, against the real servers and a
     expect(readFileSync(consumerFile(), 'utf8')).toBe(before);
     expect(probe.refused).toEqual([]);
   }, 120_000);
+  it('gives up a rotation whose reader is unassigned mid-way, naming it, and ends it at once: nobody is left to go back', async () => {
+    // the reader away, so the rotation waits on it rather than finishing before it is unassigned
+    await stopAgent('beta');
+    await send({ type: 'rotate-secret', secret: LOGIN });
+    await eventWhere('secret.rotation-applied', (e) => forLogin(e) && e.type === 'secret.rotation-applied' && e.data.version === 4);
+    await send({ type: 'unassign', module: 'app', node: 'beta' });
+    const reason = 'beta/app is no longer assigned where the rotation found it';
+    const given = await waitFor('the rotation given up', async () => {
+      const abandoned = (await secretEvents()).flatMap((e) => (forLogin(e) && e.type === 'secret.rotation-abandoned' && e.data.version === 4 ? [e] : []));
+      return abandoned.length === 2 ? abandoned : undefined;
+    });
+    expect(given.map((e) => [e.data, e.actor])).toEqual([
+      [{ secret: LOGIN, version: 4, reason }, 'controller'],
+      [{ secret: LOGIN, version: 4, reason }, 'controller'],
+    ]);
+    expect(await waitFor('status at rest on version 2', async () => (await status()).find((s) => s.secret === LOGIN && s.version === 2 && s.rotation === null))).toBeDefined();
+  }, 120_000);
 });

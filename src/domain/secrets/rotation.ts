@@ -124,6 +124,23 @@ export const decideRotationMade = (state: MeshState, name: string, version: numb
   return { aggregate: secretAggregate(name), events, summary: `the vault made version ${version} of ${name}` };
 };
 
+/**
+ * A party no longer assigned where the rotation found it can never apply, confirm or go back: the
+ * rotation is given up, naming it. A gone reader leaves nobody to unwind for, so a rotation whose
+ * readers were handed the new value ends at once (abandoned, then abandoned again, as an operator
+ * would); a gone applier leaves the readers to go back first.
+ */
+export const decideRotationPartiesGone = (state: MeshState, name: string, version: number): Decision => {
+  const rotation = secretNamed(state.secrets, name)?.rotation;
+  const gone = rotation?.version === version ? [...rotation.appliers, ...rotation.readers].filter((p) => !isAssigned(state.assignments, p)) : [];
+  if (!rotation || gone.length === 0) return { aggregate: secretAggregate(name), events: [], summary: `every party of the rotation of ${name} is assigned` };
+  const reason = `${gone.map(partyKey).join(' and ')} ${gone.length === 1 ? 'is' : 'are'} no longer assigned where the rotation found ${gone.length === 1 ? 'it' : 'them'}`;
+  const readerGone = gone.some((p) => rotation.readers.some((r) => partyKey(r) === partyKey(p)));
+  const twice = !rotation.abandoned && readersHandedNew(rotation) && readerGone;
+  const abandoned = { type: SecretRotationAbandoned.type, data: { secret: name, version, reason } };
+  return { aggregate: secretAggregate(name), events: twice ? [abandoned, abandoned] : [abandoned], summary: `rotation of ${name} given up: ${reason}` };
+};
+
 /** Every party done and the vault holds the new version alone: the old one retired. */
 export const decideRotationRetired = (state: MeshState, name: string, version: number): Decision => {
   const rotation = secretNamed(state.secrets, name)?.rotation;

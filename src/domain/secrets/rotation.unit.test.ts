@@ -6,7 +6,7 @@ import type { Decision } from '../decision.js';
 import { evolveMesh } from '../mesh/state.js';
 import type { Report } from '../reports/report.js';
 import { secretAggregate } from './events.js';
-import { decideRotationMade, decideRotationRetired, deriveRotationSteps } from './rotation.js';
+import { decideRotationMade, decideRotationPartiesGone, decideRotationRetired, deriveRotationSteps } from './rotation.js';
 import { declaredVersions, rotationStep, secretNamed } from './state.js';
 
 // A secret's rotation as its rules decide it: who takes part, which versions each party is
@@ -153,6 +153,34 @@ describe('rotating a secret two parties hold', () => {
     mesh.run({ type: 'abandon-secret-rotation', secret: LOGIN, reason: 'beta is not coming back' });
     expect(secretNamed(mesh.state.secrets, LOGIN)?.rotation).toBeNull();
     expect(versionsAt(mesh, 'alpha', 'logins/consumer-beta-app')).toEqual([1]);
+  });
+});
+
+describe('a rotation whose party is no longer assigned', () => {
+  it('is given up, naming it; at once when its reader, handed the new value, is gone', () => {
+    const mesh = meshWith();
+    mesh.run({ type: 'rotate-secret', secret: LOGIN });
+    apply(mesh, decideRotationMade(mesh.state, LOGIN, 2));
+    apply(mesh, deriveRotationSteps(mesh.state, declared(mesh, 'alpha'), allWell(declared(mesh, 'alpha')))[0]!);
+    expect(decideRotationPartiesGone(mesh.state, LOGIN, 2).events).toEqual([]);
+    mesh.run({ type: 'unassign', node: 'beta', module: 'app' });
+    const gone = decideRotationPartiesGone(mesh.state, LOGIN, 2);
+    const abandoned = { type: 'secret.rotation-abandoned', data: { secret: LOGIN, version: 2, reason: 'beta/app is no longer assigned where the rotation found it' } };
+    expect(gone.events).toEqual([abandoned, abandoned]);
+    apply(mesh, gone);
+    expect(secretNamed(mesh.state.secrets, LOGIN)).toMatchObject({ version: 1, rotation: null });
+    // judged again, nothing is left to give up
+    expect(decideRotationPartiesGone(mesh.state, LOGIN, 2).events).toEqual([]);
+  });
+
+  it('whose applier is gone before its readers were handed the new value, is given up once', () => {
+    const mesh = meshWith();
+    mesh.run({ type: 'rotate-secret', secret: TOKEN });
+    mesh.run({ type: 'unassign', node: 'beta', module: 'app' });
+    const gone = decideRotationPartiesGone(mesh.state, TOKEN, 2);
+    expect(gone.events).toEqual([{ type: 'secret.rotation-abandoned', data: { secret: TOKEN, version: 2, reason: 'beta/app is no longer assigned where the rotation found it' } }]);
+    apply(mesh, gone);
+    expect(secretNamed(mesh.state.secrets, TOKEN)?.rotation).toBeNull();
   });
 });
 
