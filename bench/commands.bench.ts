@@ -21,7 +21,7 @@
 // Servers of its own (bench/cost-stack.ts, ports 44222 / 48222 / 45432 / 48081 and 48082), removed at the end.
 
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { MeshCommand } from '../src/domain/mesh/commands.js';
@@ -45,6 +45,8 @@ interface Run {
   /** failures by kind (numbers and names left out), with one whole example each */
   failed: Map<string, { n: number; example: string }>;
   latencies: number[];
+  /** CPU the controller processes used during the run (user and system) */
+  controllerCpuSeconds: number;
   /** commits of this run's commands the log took */
   logged: number;
   /** commands answered as failed that the log took all the same */
@@ -79,7 +81,34 @@ const workload = (tag: string, node: number) => {
   };
 };
 
-const runClients = async (servers: BenchServers, mesh: BenchMesh, tag: string, label: string, clients: number, perClient: number, firstNode: number): Promise<Run> => {
+/** A process's /proc stat fields after its name: [state, ppid, …, utime at 11, stime at 12]. */
+const statOf = (pid: string | number): string[] => {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  } catch {
+    return [];
+  }
+};
+
+/**
+ * CPU seconds (user and system) a process and its children have used, from /proc: what a run cost
+ * the controllers, whatever else loads the machine (`bin/mesh.js` may run the verb in a child
+ * with the node flags it wants).
+ */
+const cpuSecondsOf = (pid: number | undefined): number => {
+  if (pid === undefined) return 0;
+  const children = readdirSync('/proc').filter((entry) => /^\d+$/.test(entry) && statOf(entry)[1] === String(pid));
+  return [String(pid), ...children].reduce((sum, id) => {
+    const fields = statOf(id);
+    return sum + (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) / CLOCK_TICKS;
+  }, 0);
+};
+/** USER_HZ: 100 on Linux for every architecture this runs on. */
+const CLOCK_TICKS = 100;
+
+const runClients = async (servers: BenchServers, mesh: BenchMesh, tag: string, label: string, clients: number, perClient: number, firstNode: number, controllers: readonly ControllerProcess[]): Promise<Run> => {
+  const controllerCpu = (): number => controllers.reduce((sum, c) => sum + cpuSecondsOf(c.pid), 0);
+  const cpuBefore = controllerCpu();
   const operators: Operator[] = [];
   for (let c = 0; c < clients; c++) operators.push(await connectOperator(mesh, `bench-client-${c}`));
   const failed = new Map<string, { n: number; example: string }>();
@@ -121,6 +150,7 @@ const runClients = async (servers: BenchServers, mesh: BenchMesh, tag: string, l
     for (const operator of operators) await operator.close();
   }
   const seconds = now() - started;
+  const controllerCpuSeconds = controllerCpu() - cpuBefore;
   // What the log took meanwhile: this run's commands (by their ids) and the controller's own commits.
   const commits = await commitsBetween(servers, mesh, headBefore + 1, await logHead(servers, mesh));
   const ours = commits.filter((commit) => commit.commandId.startsWith(`${tag}-c`));
@@ -142,6 +172,7 @@ const runClients = async (servers: BenchServers, mesh: BenchMesh, tag: string, l
     loggedThoughFailed: [...failedIds].filter((id) => logged.has(id)).length,
     missing: [...answered].filter((id) => !logged.has(id)).length,
     ownCommits,
+    controllerCpuSeconds,
   };
 };
 
@@ -201,12 +232,12 @@ const main = async (): Promise<void> => {
     const first = await readyController(mesh, BENCH_PORTS.http, 'a');
     controllers.push(first);
     say(`(a) one client, ${count(SEQUENTIAL)} commands one after another…`);
-    runs.push(await runClients(servers, mesh, 'a', '(a) one client, sequential', 1, SEQUENTIAL, 500));
+    runs.push(await runClients(servers, mesh, 'a', '(a) one client, sequential', 1, SEQUENTIAL, 500, controllers));
     say(`(b) ${CLIENTS} clients at once, ${count(PER_CLIENT)} commands each…`);
-    runs.push(await runClients(servers, mesh, 'b', `(b) ${CLIENTS} clients, one controller`, CLIENTS, PER_CLIENT, 600));
+    runs.push(await runClients(servers, mesh, 'b', `(b) ${CLIENTS} clients, one controller`, CLIENTS, PER_CLIENT, 600, controllers));
     say(`(d) a second controller process on the same log…`);
     controllers.push(await readyController(mesh, BENCH_PORTS.http + 1, 'b'));
-    runs.push(await runClients(servers, mesh, 'd', `(d) ${CLIENTS} clients, two controllers on one log`, CLIENTS, PER_CLIENT, 700));
+    runs.push(await runClients(servers, mesh, 'd', `(d) ${CLIENTS} clients, two controllers on one log`, CLIENTS, PER_CLIENT, 700, controllers));
     for (const controller of controllers) for (const line of controller.errors.slice(0, 5)) say(`  controller error: ${line}`);
   } finally {
     for (const controller of controllers) await controller.stop();
@@ -215,13 +246,13 @@ const main = async (): Promise<void> => {
   const peer = EMMETT ? emmettCommands() : { why: 'BENCH_EMMETT=0' };
 
   print(`\nsigned operator commands through the controller (${count(mesh.history.events)}-event log of a 1,000-node mesh; nats-server 2.9 and PostgreSQL 15 on this machine)\n`);
-  print(`| run | commands | carried out | in the log | failed | seconds | commands/s | p50 ms | p99 ms |`);
-  print(`|---|---:|---:|---:|---:|---:|---:|---:|---:|`);
+  print(`| run | commands | carried out | in the log | failed | seconds | commands/s | p50 ms | p99 ms | controller CPU ms/command |`);
+  print(`|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|`);
   for (const run of runs) {
     const failed = [...run.failed.values()].reduce((sum, kind) => sum + kind.n, 0);
-    print(`| ${[run.label, count(run.commands), count(run.carriedOut), count(run.logged), count(failed), run.seconds.toFixed(1), count(rate(run)), (percentile(run.latencies, 0.5) * 1e3).toFixed(1), (percentile(run.latencies, 0.99) * 1e3).toFixed(1)].join(' | ')} |`);
+    print(`| ${[run.label, count(run.commands), count(run.carriedOut), count(run.logged), count(failed), run.seconds.toFixed(1), count(rate(run)), (percentile(run.latencies, 0.5) * 1e3).toFixed(1), (percentile(run.latencies, 0.99) * 1e3).toFixed(1), run.carriedOut > 0 ? ((run.controllerCpuSeconds * 1e3) / run.carriedOut).toFixed(2) : '–'].join(' | ')} |`);
   }
-  if (peer.rate !== undefined) print(`| (c) Emmett CommandHandler on PostgreSQL (its run: below) | | | | | | ${count(peer.rate)} | | |`);
+  if (peer.rate !== undefined) print(`| (c) Emmett CommandHandler on PostgreSQL (its run: below) | | | | | | ${count(peer.rate)} | | | |`);
   for (const run of runs) {
     print(`\n${run.label}:`);
     for (const [kind, { n, example }] of [...run.failed].sort((a, b) => b[1].n - a[1].n)) print(`  failed ${count(n)} × ${kind}${n > 1 ? `\n    e.g. ${example}` : ''}`);
