@@ -34,3 +34,8 @@ export const readOrUndefined = (path: string): Buffer | undefined => {
     return undefined;
   }
 };
+
+/** Writes `content` as `writeFileAtomic` does, unless the file already says exactly that: a word said again every pass costs no write. */
+export const writeFileIfChanged = (path: string, content: string, mode = 0o644): void => {
+  if (readOrUndefined(path)?.toString('utf8') !== content) writeFileAtomic(path, content, mode);
+};

@@ -2,9 +2,9 @@ import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { writeFileAtomic } from '../agent/atomic-write.js';
+import { writeFileIfChanged } from '../agent/atomic-write.js';
 import { consumerSecretsFolderBeside } from '../domain/declarations/compose.js';
-import { credentialTag, inUsePath } from '../domain/secrets/credential-tag.js';
+import { credentialTag, inUsePath, tagLines } from '../domain/secrets/credential-tag.js';
 import { UnavailableError, ValidationError } from '../errors.js';
 import { initCluster, runServer } from '../modules/postgres/cluster.js';
 import { parsePgpass, signOnce } from '../modules/postgres/guestbook.js';
@@ -108,18 +108,6 @@ const postgresLogins = async (values: { host: string; port: string; superuserFil
 
 const consumersFolderOf = (superuserFile: string): string => consumerSecretsFolderBeside(superuserFile);
 
-/** Writes the tag of what `file` says to `<file>.in-use` (files[].confirmsUse), when it is not already there. */
-const sayInUse = (file: string, text: string): void => {
-  const tag = `${credentialTag(text)}\n`;
-  let said: string | undefined;
-  try {
-    said = readFileSync(inUsePath(file), 'utf8');
-  } catch {
-    said = undefined;
-  }
-  if (said !== tag) writeFileAtomic(inUsePath(file), tag, 0o600);
-};
-
 const postgresSign = async (values: { pgpass: string; every: string; patience: string }): Promise<number> => {
   const logger = pino({ base: { component: 'guestbook' } });
   const every = durationFlag('--every', values.every, EVERY_MAX);
@@ -134,7 +122,7 @@ const postgresSign = async (values: { pgpass: string; every: string; patience: s
       const login = parsePgpass(text, values.pgpass);
       const count = await signOnce(login, `${hostname()}/${process.pid}`);
       // It works with this login: say so beside the file, which is when its node calls the module running.
-      sayInUse(values.pgpass, text);
+      writeFileIfChanged(inUsePath(values.pgpass), tagLines([credentialTag(text)]), 0o600);
       logger.info({ database: login.database, user: login.user, count }, 'signed the guestbook');
       failingSince = undefined;
       lastError = '';

@@ -140,6 +140,10 @@ export const ensureControlSchema = async (pool: Pool, schemas: ProjectorSchemas)
   await migrateSchema(pool, { schema: schemas.control, folder: 'projector', alsoCreate: [schemas.read] });
 };
 
+/** Whether the projector has made its control tables yet (it has not, before its first start). */
+export const controlTablesMade = async (db: Pool | ClientBase, schemas: ProjectorSchemas): Promise<boolean> =>
+  Boolean((await db.query<{ found: string | null }>('SELECT to_regclass($1) AS found', [buildsTable(schemas)])).rows[0]?.found);
+
 export const listBuilds = async (db: Pool | ClientBase, schemas: ProjectorSchemas, projection?: string): Promise<Build[]> => {
   const { rows } = await db.query<BuildRow>(
     `SELECT * FROM ${buildsTable(schemas)} WHERE $1::text IS NULL OR projection = $1 ORDER BY projection, status DESC, version, generation`,

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import type { CommitReader } from './commit-reader.js';
-import { buildsTable, listBuilds, type BuildStatus, type ProjectorSchemas, type Stall } from './control.js';
+import { controlTablesMade, listBuilds, type BuildStatus, type ProjectorSchemas, type Stall } from './control.js';
 import type { ProjectionSchema } from './projection.js';
 import { ValidationError } from '../errors.js';
 
@@ -71,8 +71,7 @@ export const projectionsStatus = async (
   options: { now?: Date; notMovingAfterMs?: number } = {},
 ): Promise<BuildState[]> => {
   const head = await reader.head();
-  const exists = (await pool.query<{ found: string | null }>('SELECT to_regclass($1) AS found', [buildsTable(schemas)])).rows[0]?.found;
-  const builds = exists ? await listBuilds(pool, schemas) : [];
+  const builds = (await controlTablesMade(pool, schemas)) ? await listBuilds(pool, schemas) : [];
   const now = options.now ?? new Date();
   const threshold = options.notMovingAfterMs ?? notMovingAfterMs();
   const code = new Map(projections.map((p) => [p.name, p.version]));

@@ -10,7 +10,9 @@ import { MeshView } from '../../src/controller/mesh-view.js';
 import { SecretKeeper } from '../../src/controller/secret-keeper.js';
 import { tokenVerifier } from '../../src/domain/nodes/enrolment.js';
 import type { ProjectorSchemas } from '../../src/projections/control.js';
+import { StateFolder } from '../../src/agent/state-folder.js';
 import { FAST } from '../agent/harness.js';
+import { runMesh } from './cli.js';
 import { testNatsUrl } from './log.js';
 import type { TestMesh } from './test-mesh.js';
 import { openTestVault } from './vault.js';
@@ -35,14 +37,51 @@ export const startSealedPath = (t: TestMesh) => {
   };
 };
 
-/** An agent for `node`, enrolled with the keys it made in `stateDir` (recorded as the enrol tool records them), started. */
-export const enrolAndStartAgent = async (t: TestMesh, node: string, stateDir: string): Promise<Agent> => {
-  const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir, wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 500 }, logger: pino({ level: 'silent' }) });
+/** Records `node` as enrolled with the keys its agent made in `stateDir`, as the enrol tool records them. */
+export const enrolNode = async (t: Pick<TestMesh, 'run'>, node: string, stateDir: string): Promise<void> => {
   const tokenId = randomBytes(8).toString('hex');
   await t.run({ type: 'issue-enrolment-token', tokenId, verifier: tokenVerifier('s'), node, expiresAt: new Date(Date.now() + 3_600_000).toISOString() });
   await t.run({ type: 'enrol-node', node, tokenId, secret: 's', publicKey: nodeIdentity(stateDir).publicKey, busKey: hostKey(stateDir).publicKey, now: new Date().toISOString() });
+};
+
+/** The agent of an enrolled `node`, on the test's bus, its state in `stateDir`, started. */
+export const startNodeAgent = async (t: Pick<TestMesh, 'names'>, node: string, stateDir: string): Promise<Agent> => {
+  const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir, wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 500 }, logger: pino({ level: 'silent' }) });
   await agent.start();
   return agent;
+};
+
+/** An agent for `node`, enrolled with the keys it made in `stateDir`, started. */
+export const enrolAndStartAgent = async (t: TestMesh, node: string, stateDir: string): Promise<Agent> => {
+  await enrolNode(t, node, stateDir);
+  return startNodeAgent(t, node, stateDir);
+};
+
+/** A test's node agents by name, each with its state in `stateOf(node)`: enrolled once, stopped and started again as the test needs. */
+export const nodeAgents = (t: Pick<TestMesh, 'run' | 'names'>, stateOf: (node: string) => string) => {
+  const running = new Map<string, Agent>();
+  const stop = async (node: string): Promise<void> => {
+    await running.get(node)?.stop();
+    running.delete(node);
+  };
+  return {
+    enrol: (node: string) => enrolNode(t, node, stateOf(node)),
+    start: async (node: string): Promise<void> => void running.set(node, await startNodeAgent(t, node, stateOf(node))),
+    stop,
+    stopAll: async (): Promise<void> => {
+      for (const node of [...running.keys()]) await stop(node);
+    },
+  };
+};
+
+/** pids of the processes an agent whose state is in `stateDir` records as running. */
+export const runningPids = (stateDir: string): number[] => new StateFolder(stateDir).loadRecords().flatMap((r) => (r.kind === 'process' && r.running ? [r.running.pid] : []));
+
+/** `mesh secret status --json`, as an operator reads it. */
+export const secretStatus = async (env: Record<string, string>): Promise<{ secret: string; version: number; rotation: { step: string; waitsOn: unknown } | null }[]> => {
+  const shown = await runMesh(['secret', 'status', '--json'], env);
+  if (shown.code !== 0) throw new Error(`mesh secret status exited ${shown.code}: ${shown.stderr}`);
+  return JSON.parse(shown.stdout) as { secret: string; version: number; rotation: { step: string; waitsOn: unknown } | null }[];
 };
 
 /** Every message on the mesh's subjects while it runs, core and streams alike, as `subject body`. */

@@ -5,7 +5,7 @@ import type { AnyEvent } from '../../src/domain/events/envelope.js';
 import type { EventRegistry } from '../../src/domain/events/registry.js';
 import { meshEventRegistry, type MeshEvent } from '../../src/domain/registry.js';
 import { ident } from '../../src/projections/sql.js';
-import { buildsTable, listBuilds, type Build, type ProjectorSchemas } from '../../src/projections/control.js';
+import { controlTablesMade, listBuilds, type Build, type ProjectorSchemas } from '../../src/projections/control.js';
 import { Projector, type ProjectorOptions } from '../../src/projections/projector.js';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { meshProjections } from '../../src/projections/catalogue.js';
@@ -82,10 +82,8 @@ export const eventually = async <T>(what: string, probe: () => Promise<T>, check
 };
 
 /** The build serving `projection`; none while the projector has not made its control tables yet (a controller still starting). */
-export const servingBuild = async (pool: pg.Pool, schemas: ProjectorSchemas, projection: string): Promise<Build | undefined> => {
-  const made = (await pool.query<{ found: string | null }>('SELECT to_regclass($1) AS found', [buildsTable(schemas)])).rows[0]?.found;
-  return made ? (await listBuilds(pool, schemas, projection)).find((b) => b.status === 'serving') : undefined;
-};
+export const servingBuild = async (pool: pg.Pool, schemas: ProjectorSchemas, projection: string): Promise<Build | undefined> =>
+  (await controlTablesMade(pool, schemas)) ? (await listBuilds(pool, schemas, projection)).find((b) => b.status === 'serving') : undefined;
 
 export const waitServingAt = (pool: pg.Pool, schemas: ProjectorSchemas, projection: string, seq: number, timeoutMs?: number): Promise<Build | undefined> =>
   eventually(`${projection} to serve seq ${seq}`, () => servingBuild(pool, schemas, projection), (b) => (b?.checkpoint ?? 0) >= seq, timeoutMs);

@@ -5,7 +5,6 @@ import pg from 'pg';
 import { eventsStreamName } from '../../src/adapters/nats/control-streams.js';
 import type { Agent } from '../../src/agent/agent.js';
 import { stopRecordedProcesses } from '../../src/agent/left-running.js';
-import { StateFolder } from '../../src/agent/state-folder.js';
 import { meshHome } from '../../src/config.js';
 import { freePort } from '../../src/dev/ports.js';
 import { credentialTag } from '../../src/domain/secrets/credential-tag.js';
@@ -14,7 +13,7 @@ import { runMesh } from '../helpers/cli.js';
 import { testDatabaseUrl } from '../helpers/database.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { uniqueName } from '../helpers/names.js';
-import { enrolAndStartAgent, startSealedPath, listenToTheWire, plantedFound, projectionRows, storedMessages } from '../helpers/secret-places.js';
+import { enrolAndStartAgent, listenToTheWire, plantedFound, projectionRows, runningPids, startSealedPath, storedMessages } from '../helpers/secret-places.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 import { dropSchemas, freshSchemas } from '../projections/harness.js';
 
@@ -69,7 +68,7 @@ describe('a real PostgreSQL provider and a consumer on another node', () => {
       }
       return words.every((word) => cmdline.includes(word)) ? [Number(entry)] : [];
     });
-  const runningPids = (node: string) => new StateFolder(stateOf(node)).loadRecords().flatMap((r) => (r.kind === 'process' && r.running ? [r.running.pid] : []));
+  const runningPidsOf = (node: string) => runningPids(stateOf(node));
 
   beforeAll(async () => {
     mkdirSync(root, { recursive: true });
@@ -93,7 +92,7 @@ describe('a real PostgreSQL provider and a consumer on another node', () => {
     for (const agent of agents) await agent.stop();
     // The provider's server stops fast on SIGTERM (its launcher asks PostgreSQL for a fast shutdown).
     for (const node of ['alpha', 'beta']) stopRecordedProcesses(stateOf(node), 'SIGTERM');
-    await waitFor('the modules to stop', async () => ['alpha', 'beta'].every((node) => runningPids(node).every((pid) => !existsSync(`/proc/${pid}`))), 20_000).catch(() => undefined);
+    await waitFor('the modules to stop', async () => ['alpha', 'beta'].every((node) => runningPidsOf(node).every((pid) => !existsSync(`/proc/${pid}`))), 20_000).catch(() => undefined);
     for (const node of ['alpha', 'beta']) stopRecordedProcesses(stateOf(node), 'SIGKILL');
     await sealed?.stop();
     await t.close();
@@ -185,7 +184,7 @@ describe('a real PostgreSQL provider and a consumer on another node', () => {
     };
     expect(planted['the login beta/guestbook presents']).not.toBe(planted['the superuser of alpha/local-postgres']);
     const names = { prefix: t.names.prefix, nodes: t.names.nodesStream, control: t.names.controlStream };
-    const processes = ['alpha', 'beta'].flatMap((node) => runningPids(node)).flatMap((pid) => {
+    const processes = ['alpha', 'beta'].flatMap((node) => runningPidsOf(node)).flatMap((pid) => {
       try {
         return [`${readFileSync(`/proc/${pid}/cmdline`, 'utf8')} ${readFileSync(`/proc/${pid}/environ`, 'utf8')}`];
       } catch {

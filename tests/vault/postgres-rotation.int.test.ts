@@ -1,29 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { pino } from 'pino';
-import { hostKey, nodeIdentity } from '../../src/adapters/enrolment-client.js';
-import { Agent } from '../../src/agent/agent.js';
 import { stopRecordedProcesses } from '../../src/agent/left-running.js';
-import { StateFolder } from '../../src/agent/state-folder.js';
 import { meshHome } from '../../src/config.js';
 import { freePort } from '../../src/dev/ports.js';
-import { tokenVerifier } from '../../src/domain/nodes/enrolment.js';
 import type { StoredMeshEvent } from '../../src/domain/registry.js';
 import { eventsStreamName } from '../../src/adapters/nats/control-streams.js';
 import { credentialTag } from '../../src/domain/secrets/credential-tag.js';
 import { readPgpass, type Login } from '../../src/modules/postgres/guestbook.js';
-import { FAST } from '../agent/harness.js';
-import { runMesh } from '../helpers/cli.js';
 import { openControllersMesh, type ControllerProcess } from '../helpers/controller-processes.js';
 import { testDatabaseUrl } from '../helpers/database.js';
 import { fixtureManifest } from '../helpers/given.js';
-import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
 import { waitFor } from '../helpers/test-mesh.js';
-import { plantedFound, projectionRows, storedMessages } from '../helpers/secret-places.js';
+import { nodeAgents, plantedFound, projectionRows, runningPids, secretStatus, storedMessages } from '../helpers/secret-places.js';
 import { openTestVault } from '../helpers/vault.js';
 
 // A two-party rotation with the real provider (issue 17): the machine's PostgreSQL 15 run by
@@ -42,7 +33,7 @@ describe('rotating a consumer’s PostgreSQL login over two credentials, with th
   let vault: ReturnType<typeof openTestVault>;
   let port = 0;
   let ids = 0;
-  const agents = new Map<string, Agent>();
+  let agents: ReturnType<typeof nodeAgents>;
   const root = join(meshHome(), 'tmp', uniqueName('pg-rotation-'));
   const stateOf = (node: string) => join(root, 'agents', node);
   const nodeRoot = (node: string) => join(root, 'nodes', node);
@@ -88,28 +79,9 @@ describe('rotating a consumer’s PostgreSQL login over two credentials, with th
     }, 200);
   };
 
-  const startAgent = async (node: string) => {
-    const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir: stateOf(node), wire: { prefix: mesh.t.names.prefix, nodesStream: mesh.t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 500 }, logger: pino({ level: 'silent' }) });
-    await agent.start();
-    agents.set(node, agent);
-  };
-  const stopAgent = async (node: string) => {
-    await agents.get(node)?.stop();
-    agents.delete(node);
-  };
-  const enrol = async (node: string) => {
-    const tokenId = randomBytes(8).toString('hex');
-    await mesh.t.run({ type: 'issue-enrolment-token', tokenId, verifier: tokenVerifier('s'), node, expiresAt: new Date(Date.now() + 3_600_000).toISOString() });
-    await mesh.t.run({ type: 'enrol-node', node, tokenId, secret: 's', publicKey: nodeIdentity(stateOf(node)).publicKey, busKey: hostKey(stateOf(node)).publicKey, now: new Date().toISOString() });
-  };
-  const runningPids = (node: string) => new StateFolder(stateOf(node)).loadRecords().flatMap((r) => (r.kind === 'process' && r.running ? [r.running.pid] : []));
+  const runningPidsOf = (node: string) => runningPids(stateOf(node));
   const rotationEvents = async (): Promise<StoredMeshEvent[]> => (await mesh.logEvents()).filter((e) => e.aggregate === 'secret.postgres-database.beta-guestbook');
   const eventWhere = (type: string, timeoutMs = 90_000) => waitFor(type, async () => (await rotationEvents()).find((e) => e.type === type), timeoutMs);
-  const status = async () => {
-    const shown = await runMesh(['secret', 'status', '--json'], mesh.cliEnv());
-    expect(shown.code).toBe(0);
-    return JSON.parse(shown.stdout) as { secret: string; version: number; rotation: { step: string; waitsOn: unknown } | null }[];
-  };
 
   let before: Login;
   let rotated: Login;
@@ -120,6 +92,7 @@ describe('rotating a consumer’s PostgreSQL login over two credentials, with th
     port = await freePort();
     mesh = await openControllersMesh({ leaseMs: 1_500 });
     controller = await mesh.start();
+    agents = nodeAgents(mesh.t, stateOf);
     vault = openTestVault(mesh.t.nc, { prefix: mesh.t.names.prefix, controllerKey: mesh.t.controllerKey.publicKey });
     await send({ type: 'register-module', manifest: { name: 'test-vault', provides: [{ provision: 'secret' }], canHold: ['mesh-vault'], resources: {} } });
     for (const name of ['local-postgres', 'guestbook']) await send({ type: 'register-module', manifest: fixtureManifest(name) });
@@ -127,8 +100,8 @@ describe('rotating a consumer’s PostgreSQL login over two credentials, with th
     await send({ type: 'assign', module: 'test-vault', node: 'alpha', hold: ['mesh-vault'], pins: {}, values: {}, placements: {} });
     await send({ type: 'assign', module: 'local-postgres', node: 'alpha', hold: [], pins: {}, values: { port: String(port) }, placements: {} });
     await send({ type: 'assign', module: 'guestbook', node: 'beta', hold: [], pins: {}, values: {}, placements: {} });
-    for (const node of ['alpha', 'beta']) await enrol(node);
-    for (const node of ['alpha', 'beta']) await startAgent(node);
+    for (const node of ['alpha', 'beta']) await agents.enrol(node);
+    for (const node of ['alpha', 'beta']) await agents.start(node);
     before = readPgpass(await waitFor('the guestbook’s password file on beta', async () => existsSync(pgpassFile()) && pgpassFile(), 90_000));
     await waitFor('the guestbook signed by beta', async () => ((await signatures(before)) ?? 0) > 0, 90_000);
     // what the old credential wrote: it must be there, the group's, after the rotation
@@ -140,9 +113,9 @@ describe('rotating a consumer’s PostgreSQL login over two credentials, with th
 
   afterAll(async () => {
     clearInterval(probe.timer);
-    for (const node of [...agents.keys()]) await stopAgent(node);
+    await agents?.stopAll();
     for (const node of ['alpha', 'beta']) stopRecordedProcesses(stateOf(node), 'SIGTERM');
-    await waitFor('the modules to stop', async () => ['alpha', 'beta'].every((node) => runningPids(node).every((pid) => !existsSync(`/proc/${pid}`))), 20_000).catch(() => undefined);
+    await waitFor('the modules to stop', async () => ['alpha', 'beta'].every((node) => runningPidsOf(node).every((pid) => !existsSync(`/proc/${pid}`))), 20_000).catch(() => undefined);
     for (const node of ['alpha', 'beta']) stopRecordedProcesses(stateOf(node), 'SIGKILL');
     vault?.remove();
     await mesh?.close();
@@ -150,7 +123,7 @@ describe('rotating a consumer’s PostgreSQL login over two credentials, with th
   }, 60_000);
 
   it('puts the second login in force at the provider while the reader is away, keeps the first, and waits on the reader by name', async () => {
-    await stopAgent('beta');
+    await agents.stop('beta');
     await send({ type: 'rotate-secret', secret: SECRET });
     await eventWhere('secret.rotation-applied');
     // "applied" means both logins authenticate: the provider said so beside them before alpha's agent reported
@@ -162,7 +135,7 @@ describe('rotating a consumer’s PostgreSQL login over two credentials, with th
     const nextLogin = { ...before, user: `beta-guestbook-${credentialTag(next)}`, password: next };
     expect(await signatures(nextLogin)).toBeGreaterThanOrEqual(signedBefore);
     expect(await signatures(before)).toBeGreaterThanOrEqual(signedBefore);
-    const waiting = await waitFor('status names the reader', async () => (await status()).find((s) => s.secret === SECRET && s.rotation?.step === 'reading'));
+    const waiting = await waitFor('status names the reader', async () => (await secretStatus(mesh.cliEnv())).find((s) => s.secret === SECRET && s.rotation?.step === 'reading'));
     expect(waiting).toMatchObject({ version: 1, rotation: { step: 'reading', waitsOn: [{ node: 'beta', module: 'guestbook' }] } });
     // nothing moves on while it is away: the old login is not retired, beta still presents it
     await new Promise((r) => setTimeout(r, 3_000));
@@ -175,7 +148,7 @@ describe('rotating a consumer’s PostgreSQL login over two credentials, with th
     controller.child.kill('SIGKILL');
     await controller.exited;
     controller = await mesh.start();
-    await startAgent('beta');
+    await agents.start('beta');
     await eventWhere('secret.rotation-confirmed');
     const retired = await eventWhere('secret.rotation-retired');
     expect(retired.data).toEqual({ secret: SECRET, version: 2, retired: 1 });
@@ -198,7 +171,7 @@ describe('rotating a consumer’s PostgreSQL login over two credentials, with th
     await waitFor('the guestbook signing with the new login', async () => ((await signatures(after)) ?? 0) > signedAfterRotation, 60_000);
     // every step once, in order
     expect((await rotationEvents()).filter((e) => e.type.startsWith('secret.rotation')).map((e) => e.type)).toEqual(['secret.rotation-started', 'secret.rotation-made', 'secret.rotation-applied', 'secret.rotation-confirmed', 'secret.rotation-retired']);
-    expect(await waitFor('status says version 2, at rest', async () => (await status()).find((s) => s.secret === SECRET && s.version === 2 && s.rotation === null))).toBeDefined();
+    expect(await waitFor('status says version 2, at rest', async () => (await secretStatus(mesh.cliEnv())).find((s) => s.secret === SECRET && s.version === 2 && s.rotation === null))).toBeDefined();
     // the probe logged in with what beta held throughout, and it always got in
     expect(probe.tries).toBeGreaterThan(30);
     expect(probe.refused).toEqual([]);

@@ -1,21 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
-import { pino } from 'pino';
-import { hostKey, nodeIdentity } from '../../src/adapters/enrolment-client.js';
-import { Agent } from '../../src/agent/agent.js';
 import { stopRecordedProcesses } from '../../src/agent/left-running.js';
 import { meshHome } from '../../src/config.js';
 import { freePort } from '../../src/dev/ports.js';
-import { tokenVerifier } from '../../src/domain/nodes/enrolment.js';
 import type { StoredMeshEvent } from '../../src/domain/registry.js';
-import { FAST } from '../agent/harness.js';
 import { runMesh } from '../helpers/cli.js';
 import { openControllersMesh, type ControllerProcess } from '../helpers/controller-processes.js';
-import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
+import { nodeAgents, secretStatus } from '../helpers/secret-places.js';
 import { waitFor } from '../helpers/test-mesh.js';
 import { LOGIN_AND_TOKEN, openTestVault } from '../helpers/vault.js';
 
@@ -41,7 +35,7 @@ describe('rotating a secret over two credentials, against the real servers and a
   let mesh: Awaited<ReturnType<typeof openControllersMesh>>;
   let controller: ControllerProcess;
   let vault: ReturnType<typeof openTestVault>;
-  const agents = new Map<string, Agent>();
+  let agents: ReturnType<typeof nodeAgents>;
   const root = join(meshHome(), 'tmp', uniqueName('rotation-'));
   const stateOf = (node: string) => join(root, 'agents', node);
   const nodeRoot = (node: string) => join(root, 'nodes', node);
@@ -78,30 +72,10 @@ describe('rotating a secret over two credentials, against the real servers and a
     }, 100);
   };
 
-  const startAgent = async (node: string) => {
-    const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir: stateOf(node), wire: { prefix: mesh.t.names.prefix, nodesStream: mesh.t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 500 }, logger: pino({ level: 'silent' }) });
-    await agent.start();
-    agents.set(node, agent);
-  };
-  const stopAgent = async (node: string) => {
-    await agents.get(node)?.stop();
-    agents.delete(node);
-  };
-  const enrol = async (node: string) => {
-    const tokenId = randomBytes(8).toString('hex');
-    // the keys the agent enrols with, recorded as the enrol tool records them
-    await mesh.t.run({ type: 'issue-enrolment-token', tokenId, verifier: tokenVerifier('s'), node, expiresAt: new Date(Date.now() + 3_600_000).toISOString() });
-    await mesh.t.run({ type: 'enrol-node', node, tokenId, secret: 's', publicKey: nodeIdentity(stateOf(node)).publicKey, busKey: hostKey(stateOf(node)).publicKey, now: new Date().toISOString() });
-  };
   const secretEvents = async (): Promise<StoredMeshEvent[]> => (await mesh.logEvents()).filter((e) => e.aggregate.startsWith('secret.'));
   const eventWhere = (type: string, test: (e: StoredMeshEvent) => boolean = () => true, timeoutMs = 60_000) =>
     waitFor(type, async () => (await secretEvents()).find((e) => e.type === type && test(e)), timeoutMs);
   const forLogin = (e: StoredMeshEvent) => e.aggregate === 'secret.test-login.beta-app';
-  const status = async () => {
-    const shown = await runMesh(['secret', 'status', '--json'], mesh.cliEnv());
-    expect(shown.code).toBe(0);
-    return JSON.parse(shown.stdout) as { secret: string; version: number; rotation: { step: string; waitsOn: unknown } | null }[];
-  };
   const logHead = async () => (await mesh.t.jsm.streams.info(mesh.t.names.logStream)).state.last_seq;
 
   beforeAll(async () => {
@@ -109,6 +83,7 @@ describe('rotating a secret over two credentials, against the real servers and a
     port = await freePort();
     mesh = await openControllersMesh({ leaseMs: 1_500 });
     controller = await mesh.start();
+    agents = nodeAgents(mesh.t, stateOf);
     vault = openTestVault(mesh.t.nc, { prefix: mesh.t.names.prefix, controllerKey: mesh.t.controllerKey.publicKey });
     await send({ type: 'register-module', manifest: { name: 'test-vault', provides: [{ provision: 'secret' }], canHold: ['mesh-vault'], resources: {} } });
     await send({
@@ -132,15 +107,15 @@ describe('rotating a secret over two credentials, against the real servers and a
     await assign('test-vault', 'alpha', ['mesh-vault']);
     await assign('logins', 'alpha');
     await assign('app', 'beta');
-    for (const node of ['alpha', 'beta']) await enrol(node);
-    for (const node of ['alpha', 'beta']) await startAgent(node);
+    for (const node of ['alpha', 'beta']) await agents.enrol(node);
+    for (const node of ['alpha', 'beta']) await agents.start(node);
     await waitFor('the consumer let in', async () => (existsSync(consumerFile()) && (await present(readFileSync(consumerFile(), 'utf8'))) === 204 ? true : undefined), 90_000);
     startProbe();
   }, 180_000);
 
   afterAll(async () => {
     clearInterval(probe.timer);
-    for (const node of [...agents.keys()]) await stopAgent(node);
+    await agents?.stopAll();
     for (const node of ['alpha', 'beta']) stopRecordedProcesses(stateOf(node), 'SIGKILL');
     vault?.remove();
     await mesh?.close();
@@ -149,13 +124,13 @@ describe('rotating a secret over two credentials, against the real servers and a
 
   it('keeps the old credential at the provider while a reader is away, waiting on it by name', async () => {
     const before = readFileSync(consumerFile(), 'utf8');
-    await stopAgent('beta');
+    await agents.stop('beta');
     await send({ type: 'rotate-secret', secret: LOGIN });
     await eventWhere('secret.rotation-applied', forLogin);
     // both credentials in force at the provider: the old one beside the new
     expect(readFileSync(providerFile(), 'utf8')).toBe(before);
     expect(readFileSync(`${providerFile()}.next`, 'utf8')).not.toBe(before);
-    const waiting = await waitFor('status names the reader', async () => (await status()).find((s) => s.secret === LOGIN && s.rotation?.step === 'reading'));
+    const waiting = await waitFor('status names the reader', async () => (await secretStatus(mesh.cliEnv())).find((s) => s.secret === LOGIN && s.rotation?.step === 'reading'));
     expect(waiting).toMatchObject({ version: 1, rotation: { step: 'reading', waitsOn: [{ node: 'beta', module: 'app' }] } });
     const table = await runMesh(['secret', 'status'], mesh.cliEnv());
     expect(table.stdout).toMatch(/test-login\/beta-app +1 +reading v2, waits on beta\/app/);
@@ -170,7 +145,7 @@ describe('rotating a secret over two credentials, against the real servers and a
     controller.child.kill('SIGKILL');
     await controller.exited;
     controller = await mesh.start();
-    await startAgent('beta');
+    await agents.start('beta');
     await eventWhere('secret.rotation-confirmed', forLogin, 90_000);
     const retired = await eventWhere('secret.rotation-retired', forLogin, 90_000);
     expect(retired.data).toEqual({ secret: LOGIN, version: 2, retired: 1 });
@@ -179,7 +154,7 @@ describe('rotating a secret over two credentials, against the real servers and a
     expect(await present(readFileSync(consumerFile(), 'utf8'))).toBe(204);
     // every step once, in order, the last ones stated by the controller that took over
     expect((await secretEvents()).filter((e) => forLogin(e) && e.type !== 'secret.shared').map((e) => e.type)).toEqual(['secret.made', 'secret.rotation-started', 'secret.rotation-made', 'secret.rotation-applied', 'secret.rotation-confirmed', 'secret.rotation-retired']);
-    expect(await waitFor('status says version 2, at rest', async () => (await status()).find((s) => s.secret === LOGIN && s.version === 2 && s.rotation === null))).toBeDefined();
+    expect(await waitFor('status says version 2, at rest', async () => (await secretStatus(mesh.cliEnv())).find((s) => s.secret === LOGIN && s.version === 2 && s.rotation === null))).toBeDefined();
     // the probe presented the consumer's credential throughout, and it always worked
     expect(probe.tries).toBeGreaterThan(20);
     expect(probe.refused).toEqual([]);
@@ -205,7 +180,7 @@ describe('rotating a secret over two credentials, against the real servers and a
     };
     expect(await refusedWith(['secret', 'rotate', 'postgres-controller'], 5)).toContain('outside the vault');
     expect(await refusedWith(['secret', 'rotate', LOGIN, '--abandon'], 3)).toContain('no rotation of test-login/beta-app is under way: it is at version 2');
-    await stopAgent('beta');
+    await agents.stop('beta');
     expect((await runMesh(['secret', 'rotate', LOGIN, '--command-id', uniqueName('rotate')], mesh.cliEnv())).code).toBe(0);
     // settled where it waits for the reader that is away, so nothing else is appended meanwhile
     await eventWhere('secret.rotation-applied', (e) => forLogin(e) && e.type === 'secret.rotation-applied' && e.data.version === 3);
@@ -223,16 +198,16 @@ describe('rotating a secret over two credentials, against the real servers and a
     expect(abandoned.code).toBe(0);
     expect((await eventWhere('secret.rotation-abandoned', forLogin)).data).toEqual({ secret: LOGIN, version: 3, reason: 'not during the migration' });
     // beta was handed version 3 (its agent away, it may hold it when it returns): the provider keeps both until beta runs with version 2 again
-    const unwinding = await waitFor('status says it unwinds', async () => (await status()).find((s) => s.secret === LOGIN && s.rotation?.step === 'unwinding'));
+    const unwinding = await waitFor('status says it unwinds', async () => (await secretStatus(mesh.cliEnv())).find((s) => s.secret === LOGIN && s.rotation?.step === 'unwinding'));
     expect(unwinding).toMatchObject({ version: 2, rotation: { step: 'unwinding', waitsOn: [{ node: 'beta', module: 'app' }] } });
     expect((await runMesh(['secret', 'status'], mesh.cliEnv())).stdout).toMatch(/test-login\/beta-app +2 +unwinding v3, waits on beta\/app/);
     await new Promise((r) => setTimeout(r, 1_500));
     expect(existsSync(`${providerFile()}.next`)).toBe(true);
-    await startAgent('beta');
+    await agents.start('beta');
     expect((await eventWhere('secret.rotation-reverted', forLogin)).data).toMatchObject({ secret: LOGIN, version: 3, node: 'beta', module: 'app' });
     await waitFor('the provider holds the current one alone', async () => (existsSync(`${providerFile()}.next`) ? undefined : true));
     expect(readFileSync(providerFile(), 'utf8')).toBe(before);
-    expect(await waitFor('status at rest on version 2', async () => (await status()).find((s) => s.secret === LOGIN && s.version === 2 && s.rotation === null))).toBeDefined();
+    expect(await waitFor('status at rest on version 2', async () => (await secretStatus(mesh.cliEnv())).find((s) => s.secret === LOGIN && s.version === 2 && s.rotation === null))).toBeDefined();
     // its reader, back, runs with version 2 still: the abandoned version 3 went nowhere
     await waitFor('beta running again', async () => ((await present(readFileSync(consumerFile(), 'utf8'))) === 204 ? true : undefined));
     expect(readFileSync(consumerFile(), 'utf8')).toBe(before);
@@ -240,7 +215,7 @@ describe('rotating a secret over two credentials, against the real servers and a
   }, 120_000);
   it('gives up a rotation whose reader is unassigned mid-way, naming it, and ends it at once: nobody is left to go back', async () => {
     // the reader away, so the rotation waits on it rather than finishing before it is unassigned
-    await stopAgent('beta');
+    await agents.stop('beta');
     await send({ type: 'rotate-secret', secret: LOGIN });
     await eventWhere('secret.rotation-applied', (e) => forLogin(e) && e.type === 'secret.rotation-applied' && e.data.version === 4);
     await send({ type: 'unassign', module: 'app', node: 'beta' });
@@ -253,6 +228,6 @@ describe('rotating a secret over two credentials, against the real servers and a
       [{ secret: LOGIN, version: 4, reason }, 'controller'],
       [{ secret: LOGIN, version: 4, reason }, 'controller'],
     ]);
-    expect(await waitFor('status at rest on version 2', async () => (await status()).find((s) => s.secret === LOGIN && s.version === 2 && s.rotation === null))).toBeDefined();
+    expect(await waitFor('status at rest on version 2', async () => (await secretStatus(mesh.cliEnv())).find((s) => s.secret === LOGIN && s.version === 2 && s.rotation === null))).toBeDefined();
   }, 120_000);
 });

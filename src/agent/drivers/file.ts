@@ -1,10 +1,10 @@
 import { copyFileSync, existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { writeFileAtomic } from '../atomic-write.js';
+import { readOrUndefined, writeFileAtomic } from '../atomic-write.js';
 import { credentialTag, inUsePath, readTagLines } from '../../domain/secrets/credential-tag.js';
 import { applied, held, refused, type Outcome } from '../outcome.js';
 import { sha256 } from '../resource-identity.js';
-import { lookAgainSoon, newRecordId, type Applying, type Driver, type DriverContext } from './driver.js';
+import { moduleWordWaits, newRecordId, type Applying, type Driver, type DriverContext } from './driver.js';
 
 // A file is written whole and renamed into place with its mode. A file that was already there
 // when first declared is kept aside (found/<record>) and put back when undeclared (ADR 0118); one
@@ -43,16 +43,8 @@ const filled = (content: string, mode: number, secretFiles: ReadonlyMap<string, 
   return { ok: true, content: Buffer.from(withTags.replace(SECRET_MARKER, (_, name: string) => values.get(name) ?? '')) };
 };
 
-const readOrUndefined = (path: string): Buffer | undefined => {
-  try {
-    return readFileSync(path);
-  } catch {
-    return undefined;
-  }
-};
-
 export const fileDriver = (context: DriverContext): FileDriver => {
-  const lookAgain = lookAgainSoon(context);
+  const waits = moduleWordWaits(context);
   return {
     async apply({ resource, record, identity, digest }: Applying<'file'>, secretFiles: ReadonlyMap<string, string> = new Map()): Promise<Outcome> {
       if (!existsSync(dirname(resource.path))) return held(`waiting for its directory ${dirname(resource.path)}`);
@@ -71,9 +63,10 @@ export const fileDriver = (context: DriverContext): FileDriver => {
       if (!actual?.equals(wanted) || (statSync(resource.path).mode & 0o7777) !== mode) writeFileAtomic(resource.path, wanted, mode);
       context.records.put({ id, kind: 'file', key: resource.key, module: resource.module, identity, digest, path: resource.path, written: sha256(wanted), found });
       if (resource.awaitsUse && !readTagLines(readOrUndefined(inUsePath(resource.path))?.toString('utf8') ?? '').has(credentialTag(wanted.toString('utf8')))) {
-        lookAgain(resource.key, 'to be in use');
+        waits.lookAgain(resource.key, 'to be in use');
         return held(`written; waiting for ${resource.module} to say it works with it (${inUsePath(resource.path)})`);
       }
+      waits.settled(resource.key);
       return applied;
     },
 

@@ -6,7 +6,7 @@ import { readOrUndefined, writeFileAtomic } from '../atomic-write.js';
 import { applied, held, refused, type Outcome } from '../outcome.js';
 import { sha256 } from '../resource-identity.js';
 import { resolveOwner } from '../system-users.js';
-import { lookAgainSoon, newRecordId, type Applying, type Driver, type DriverContext } from './driver.js';
+import { moduleWordWaits, newRecordId, type Applying, type Driver, type DriverContext } from './driver.js';
 
 // A secret's value never travels in a declaration (ADR 0113): at apply time the agent asks the
 // vault for it over its own connection, signed with its host key, opens the answer with the key
@@ -32,7 +32,7 @@ const FILE_MODE = 0o600;
 export const nextPath = (path: string): string => `${path}.next`;
 
 export const secretDriver = (context: DriverContext, fetch: FetchSecret): Driver<'secret'> => {
-  const lookAgain = lookAgainSoon(context);
+  const waits = moduleWordWaits(context);
   /** The placed values its module has not said it holds in force, as `version N` or `the current value`. */
   const notInForce = (path: string, placed: { path: string; version: number | undefined }[]): string[] => {
     const said = readTagLines(readOrUndefined(inForcePath(path))?.toString('utf8') ?? '');
@@ -94,9 +94,10 @@ export const secretDriver = (context: DriverContext, fetch: FetchSecret): Driver
       if (resource.awaitsInForce) {
         const waiting = notInForce(resource.path, [{ path: resource.path, version: first ?? version }, ...(second !== undefined ? [{ path: nextPath(resource.path), version: second }] : [])]);
         if (waiting.length > 0) {
-          lookAgain(resource.key, 'to be put in force');
+          waits.lookAgain(resource.key, 'to be put in force');
           return held(`placed; waiting for ${resource.module} to put ${waiting.join(' and ')} of ${resource.secret} in force`);
         }
+        waits.settled(resource.key);
       }
       return applied;
     },

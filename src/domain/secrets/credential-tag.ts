@@ -18,6 +18,9 @@ export const credentialTag = (value: string): string => createHash('sha256').upd
  */
 export const inForcePath = (path: string): string => `${path}.in-force`;
 
+/** What `.in-force` and `.in-use` say: a tag a line. */
+export const tagLines = (tags: readonly string[]): string => tags.map((tag) => `${tag}\n`).join('');
+
 export const readTagLines = (text: string): Set<string> => new Set(text.split('\n').map((line) => line.trim()).filter((line) => /^[0-9a-f]{8}$/.test(line)));
 
 /**

@@ -45,11 +45,13 @@ const knownSecret = (subject: string, state: MeshState, name: string): SecretSta
   return secret;
 };
 
-export const describeStep = (rotation: Rotation): string => {
-  const step = rotationStep(rotation);
-  const who = step.waitsOn === 'vault' ? 'the vault' : step.waitsOn.map(partyKey).join(', ');
-  return `${step.step} version ${rotation.version}, waiting on ${who}`;
+/** Whom a rotation waits on now: `the vault`, or its parties. */
+const describeWaitsOn = (rotation: Rotation): string => {
+  const { waitsOn } = rotationStep(rotation);
+  return waitsOn === 'vault' ? 'the vault' : waitsOn.map(partyKey).join(', ');
 };
+
+export const describeStep = (rotation: Rotation): string => `${rotationStep(rotation).step} version ${rotation.version}, waiting on ${describeWaitsOn(rotation)}`;
 
 export const decideRotateSecret = (command: RotateSecret, state: MeshState): Decision => {
   const subject = `rotating secret ${command.secret}`;
@@ -110,7 +112,7 @@ export const decideAbandonRotation = (command: AbandonRotation, state: MeshState
   const { version, from } = rotation;
   const readers = rotation.readers.map(partyKey).join(', ');
   const summary = rotation.abandoned
-    ? `rotation of ${command.secret} ended while it unwound: version ${version} is dropped now, though ${rotation.readers.filter((p) => !rotation.reverted?.has(partyKey(p))).map(partyKey).join(', ')} has not said it runs with version ${from} again`
+    ? `rotation of ${command.secret} ended while it unwound: version ${version} is dropped now, though ${describeWaitsOn(rotation)} has not said it runs with version ${from} again`
     : readersHandedNew(rotation)
       ? `rotation of ${command.secret} abandoned: ${readers} go back to version ${from}, and version ${version} is dropped once they have; it is never used again`
       : `rotation of ${command.secret} abandoned: version ${from} stays current, version ${version} is never used again`;

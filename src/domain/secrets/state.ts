@@ -28,6 +28,19 @@ export interface Rotation {
 /** Its readers were handed the new value: every applier holds both, and there are readers. */
 export const readersHandedNew = (rotation: Rotation): boolean => rotation.made && rotation.readers.length > 0 && rotation.appliers.every((p) => rotation.applied.has(partyKey(p)));
 
+/**
+ * A rotation after `secret.rotation-abandoned`: unwinding when its readers were handed the new
+ * value (they go back first, the appliers keeping both meanwhile), else over. A second abandon,
+ * while it unwinds, ends it.
+ */
+export const afterAbandoned = (rotation: Rotation): Rotation | null => (!rotation.abandoned && readersHandedNew(rotation) ? { ...rotation, abandoned: true, reverted: new Set() } : null);
+
+/** A rotation after `secret.rotation-reverted` of `party`: over once every reader is back on the old value. */
+export const afterReverted = (rotation: Rotation, party: RotationParty): Rotation | null => {
+  const reverted = new Set(rotation.reverted).add(partyKey(party));
+  return rotation.readers.every((p) => reverted.has(partyKey(p))) ? null : { ...rotation, reverted };
+};
+
 export interface SecretState {
   secret: string;
   purpose: string;
@@ -94,19 +107,14 @@ export const secretsSlice = defineSlice({
         return;
       case 'secret.rotation-abandoned':
         if (known?.rotation?.version !== event.data.version) return;
-        // Readers may hold the new value: they go back first, the appliers keeping both meanwhile.
-        if (!known.rotation.abandoned && readersHandedNew(known.rotation)) known.rotation = { ...known.rotation, abandoned: true, reverted: new Set() };
-        else known.rotation = null;
+        known.rotation = afterAbandoned(known.rotation);
         known.seq = event.seq;
         return;
-      case 'secret.rotation-reverted': {
-        const rotation = known?.rotation;
-        if (!known || !rotation?.abandoned || rotation.version !== event.data.version) return;
-        const reverted = new Set(rotation.reverted).add(partyKey(event.data));
-        known.rotation = rotation.readers.every((p) => reverted.has(partyKey(p))) ? null : { ...rotation, reverted };
+      case 'secret.rotation-reverted':
+        if (!known?.rotation?.abandoned || known.rotation.version !== event.data.version) return;
+        known.rotation = afterReverted(known.rotation, event.data);
         known.seq = event.seq;
         return;
-      }
     }
   },
 });

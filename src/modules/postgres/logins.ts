@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { writeFileAtomic } from '../../agent/atomic-write.js';
-import { credentialTag, inForcePath } from '../../domain/secrets/credential-tag.js';
+import { writeFileIfChanged } from '../../agent/atomic-write.js';
+import { credentialTag, inForcePath, tagLines } from '../../domain/secrets/credential-tag.js';
 import { databaseOf, GROUP_COMMENT, groupRoleOf, LOGIN_COMMENT, loginOf, slotOfFile, type CredentialSlot } from './names.js';
 import { scramVerifier, verifies } from './scram.js';
 
@@ -165,17 +165,7 @@ export const ensureConsumerLogins = async (admin: Admin, wanted: readonly Consum
  * a consumer no longer delivered. Written only when it changes.
  */
 export const writeInForce = (folder: string, wanted: readonly ConsumerCredentials[], inForce: ReadonlyMap<string, string[]>): void => {
-  for (const consumer of wanted) {
-    const path = inForcePath(join(folder, consumer.consumer));
-    const text = (inForce.get(consumer.consumer) ?? []).map((tag) => `${tag}\n`).join('');
-    let now: string | undefined;
-    try {
-      now = readFileSync(path, 'utf8');
-    } catch {
-      now = undefined;
-    }
-    if (now !== text) writeFileAtomic(path, text, 0o600);
-  }
+  for (const consumer of wanted) writeFileIfChanged(inForcePath(join(folder, consumer.consumer)), tagLines(inForce.get(consumer.consumer) ?? []), 0o600);
   const delivered = new Set(wanted.map((consumer) => consumer.consumer));
   let files: string[];
   try {

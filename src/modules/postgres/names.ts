@@ -18,8 +18,6 @@ const NAME_MAX = 63;
 /** A credential the vault made for the consumer: the current one, or the second beside it while a rotation holds both. */
 export type CredentialSlot = 'current' | 'next';
 
-export const SLOTS: readonly CredentialSlot[] = ['current', 'next'];
-
 /** The file a credential is delivered in, beside the consumer's own: `<consumer>` and `<consumer>.next`. */
 export const slotOfFile = (file: string): { consumer: string; slot: CredentialSlot } | undefined => {
   const match = /^([a-z0-9][a-z0-9-]*)(\.next)?$/.exec(file);

@@ -1,5 +1,5 @@
 import type { RotationParty } from '../../domain/secrets/events.js';
-import { partyKey, readersHandedNew, rotationStep, type Rotation, type RotationStep } from '../../domain/secrets/state.js';
+import { afterAbandoned, afterReverted, partyKey, rotationStep, type Rotation, type RotationStep } from '../../domain/secrets/state.js';
 import type { StoredMeshEvent } from '../../domain/registry.js';
 import type { StoredEventOf } from '../../domain/slice.js';
 import { foldingProjection } from './folding.js';
@@ -68,22 +68,13 @@ export const secretsProjection = foldingProjection<RowImage<SecretRow>>({
       case 'secret.rotation-retired':
         if (known?.rotation?.version === event.data.version) secrets.set({ ...known, version: event.data.version, changed_seq: seq, rotation: null });
         return;
-      case 'secret.rotation-abandoned': {
-        const rotation = known?.rotation;
-        if (!known || rotation?.version !== event.data.version) return;
-        // as the fold: readers handed the new value go back first, the appliers keeping both meanwhile
-        const unwinds = !rotation.abandoned && readersHandedNew(rotationOfRow(rotation));
-        secrets.set({ ...known, changed_seq: seq, rotation: unwinds ? { ...rotation, abandoned: true, reverted: [] } : null });
+      // The fold's own rules, on the row's lists.
+      case 'secret.rotation-abandoned':
+        if (known?.rotation?.version === event.data.version) secrets.set({ ...known, changed_seq: seq, rotation: rowOfRotation(afterAbandoned(rotationOfRow(known.rotation))) });
         return;
-      }
-      case 'secret.rotation-reverted': {
-        const rotation = known?.rotation;
-        if (!known || !rotation?.abandoned || rotation.version !== event.data.version) return;
-        const reverted = [...new Set([...(rotation.reverted ?? []), partyKey(event.data)])];
-        const done = rotation.readers.every((p) => reverted.includes(partyKey(p)));
-        secrets.set({ ...known, changed_seq: seq, rotation: done ? null : { ...rotation, reverted } });
+      case 'secret.rotation-reverted':
+        if (known?.rotation?.abandoned && known.rotation.version === event.data.version) secrets.set({ ...known, changed_seq: seq, rotation: rowOfRotation(afterReverted(rotationOfRow(known.rotation), event.data)) });
         return;
-      }
     }
   },
   save: (secrets, tx) => secrets.save(tx),
@@ -118,6 +109,12 @@ export interface SecretRead {
 }
 
 const rotationOfRow = ({ reverted, ...row }: RotationRow): Rotation => ({ ...row, applied: new Set(row.applied), confirmed: new Set(row.confirmed), ...(reverted ? { reverted: new Set(reverted) } : {}) });
+
+const rowOfRotation = (rotation: Rotation | null): RotationRow | null => {
+  if (!rotation) return null;
+  const { applied, confirmed, reverted, ...rest } = rotation;
+  return { ...rest, applied: [...applied], confirmed: [...confirmed], ...(reverted ? { reverted: [...reverted] } : {}) };
+};
 
 const rotationRead = (row: RotationRow | null): SecretRotationRead | null => {
   if (!row) return null;
