@@ -22,7 +22,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { MeshCommand } from '../src/domain/mesh/commands.js';
 import { BENCH_PORTS, buildCli, commitsBetween, connectOperator, count, logHead, now, prepareMesh, print, say, sendUntilAnswered, sleep, startBenchServers, startControllerProcess, type BenchMesh, type BenchServers, type ControllerProcess, type Operator } from './cost-stack.js';
@@ -47,6 +47,8 @@ interface Run {
   latencies: number[];
   /** CPU the controller processes used during the run (user and system) */
   controllerCpuSeconds: number;
+  /** CPU used during the run by the other parts: the servers, this process's clients, the whole machine */
+  cpu: CpuShares;
   /** commits of this run's commands the log took */
   logged: number;
   /** commands answered as failed that the log took all the same */
@@ -106,6 +108,50 @@ const cpuSecondsOf = (pid: number | undefined): number => {
 /** USER_HZ: 100 on Linux for every architecture this runs on. */
 const CLOCK_TICKS = 100;
 
+/**
+ * CPU seconds of every process named `comm`, with what its reaped children used (PostgreSQL's
+ * backends end with their connections; the postmaster's cutime keeps them).
+ */
+const cpuSecondsNamed = (comm: string): number =>
+  readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .reduce((sum, id) => {
+      let name: string;
+      try {
+        name = readFileSync(`/proc/${id}/comm`, 'utf8').trim();
+      } catch {
+        return sum;
+      }
+      if (name !== comm) return sum;
+      const fields = statOf(id);
+      return sum + (Number(fields[11] ?? 0) + Number(fields[12] ?? 0) + Number(fields[13] ?? 0) + Number(fields[14] ?? 0)) / CLOCK_TICKS;
+    }, 0);
+
+/** The whole machine's busy CPU seconds (every core), from /proc/stat: all but idle and iowait. */
+const machineBusySeconds = (): number => {
+  const fields = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
+  return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS;
+};
+
+interface CpuShares {
+  natsServer: number;
+  postgres: number;
+  /** this process: the clients signing and sending */
+  clients: number;
+  machine: number;
+}
+
+const cpuNow = (): CpuShares => {
+  const own = process.cpuUsage();
+  return { natsServer: cpuSecondsNamed('nats-server'), postgres: cpuSecondsNamed('postgres'), clients: (own.user + own.system) / 1e6, machine: machineBusySeconds() };
+};
+
+const cpuSince = (before: CpuShares): CpuShares => {
+  const after = cpuNow();
+  return { natsServer: after.natsServer - before.natsServer, postgres: after.postgres - before.postgres, clients: after.clients - before.clients, machine: after.machine - before.machine };
+};
+
 const runClients = async (servers: BenchServers, mesh: BenchMesh, tag: string, label: string, clients: number, perClient: number, firstNode: number, controllers: readonly ControllerProcess[]): Promise<Run> => {
   const controllerCpu = (): number => controllers.reduce((sum, c) => sum + cpuSecondsOf(c.pid), 0);
   const cpuBefore = controllerCpu();
@@ -117,6 +163,7 @@ const runClients = async (servers: BenchServers, mesh: BenchMesh, tag: string, l
   const failedIds = new Set<string>();
   const headBefore = await logHead(servers, mesh);
   const started = now();
+  const othersBefore = cpuNow();
   try {
     await Promise.all(
       operators.map(async (operator, c) => {
@@ -151,6 +198,7 @@ const runClients = async (servers: BenchServers, mesh: BenchMesh, tag: string, l
   }
   const seconds = now() - started;
   const controllerCpuSeconds = controllerCpu() - cpuBefore;
+  const cpu = cpuSince(othersBefore);
   // What the log took meanwhile: this run's commands (by their ids) and the controller's own commits.
   const commits = await commitsBetween(servers, mesh, headBefore + 1, await logHead(servers, mesh));
   const ours = commits.filter((commit) => commit.commandId.startsWith(`${tag}-c`));
@@ -173,6 +221,7 @@ const runClients = async (servers: BenchServers, mesh: BenchMesh, tag: string, l
     missing: [...answered].filter((id) => !logged.has(id)).length,
     ownCommits,
     controllerCpuSeconds,
+    cpu,
   };
 };
 
@@ -253,6 +302,11 @@ const main = async (): Promise<void> => {
     print(`| ${[run.label, count(run.commands), count(run.carriedOut), count(run.logged), count(failed), run.seconds.toFixed(1), count(rate(run)), (percentile(run.latencies, 0.5) * 1e3).toFixed(1), (percentile(run.latencies, 0.99) * 1e3).toFixed(1), run.carriedOut > 0 ? ((run.controllerCpuSeconds * 1e3) / run.carriedOut).toFixed(2) : '–'].join(' | ')} |`);
   }
   if (peer.rate !== undefined) print(`| (c) Emmett CommandHandler on PostgreSQL (its run: below) | | | | | | ${count(peer.rate)} | | | |`);
+  const perCommand = (run: Run, seconds: number): string => (run.carriedOut > 0 ? ((seconds * 1e3) / run.carriedOut).toFixed(2) : '–');
+  print(`\nCPU ms per command carried out, by part (the machine: every process on it, ${availableParallelism()} cores)\n`);
+  print(`| run | controllers | nats-server | PostgreSQL | clients (this process) | the machine |`);
+  print(`|---|---:|---:|---:|---:|---:|`);
+  for (const run of runs) print(`| ${[run.label, perCommand(run, run.controllerCpuSeconds), perCommand(run, run.cpu.natsServer), perCommand(run, run.cpu.postgres), perCommand(run, run.cpu.clients), perCommand(run, run.cpu.machine)].join(' | ')} |`);
   for (const run of runs) {
     print(`\n${run.label}:`);
     for (const [kind, { n, example }] of [...run.failed].sort((a, b) => b[1].n - a[1].n)) print(`  failed ${count(n)} × ${kind}${n > 1 ? `\n    e.g. ${example}` : ''}`);

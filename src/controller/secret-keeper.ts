@@ -65,7 +65,9 @@ export class SecretKeeper {
 
   start(): void {
     this.view.onChange((_change, caughtUp) => {
-      if (caughtUp) this.schedule();
+      // While the vault is not answering, a change waits for the retry rather than asking it at
+      // once: a busy mesh would otherwise ask a silent vault on every commit.
+      if (caughtUp && this.retry === undefined) this.schedule();
     });
     if (this.view.isCaughtUp()) this.schedule();
   }
@@ -138,7 +140,10 @@ export class SecretKeeper {
     }
     if (unanswered > 0 && !this.stopped) {
       clearTimeout(this.retry);
-      this.retry = setTimeout(() => this.schedule(), this.backoff);
+      this.retry = setTimeout(() => {
+        this.retry = undefined;
+        this.schedule();
+      }, this.backoff);
       // At most 5 s: a vault that has just started is found within seconds, and every module
       // waiting on a secret holds until it is (asking costs one request per secret).
       this.backoff = Math.min(this.backoff * 2, this.options.retryMs?.most ?? 5_000);

@@ -60,7 +60,7 @@ export interface Stall {
   nextAttemptAt: Date | null;
 }
 
-interface BuildRow {
+export interface BuildRow {
   id: string;
   projection: string;
   version: number;

@@ -27,12 +27,19 @@ export interface RunnerSettings {
   standbyMs: number;
   /** Limits of one catching-up transaction. */
   batch: { maxCommits: number; maxEvents: number };
+  /**
+   * At the log's head, how long after one write the next waits for more commits to write with it.
+   * The first commit after a quiet spell is written at once; while commits keep coming, each build
+   * writes at most once per this many milliseconds, whatever the rate (0: every commit as it comes).
+   */
+  headWriteEveryMs: number;
 }
 
 export const DEFAULT_RUNNER_SETTINGS: RunnerSettings = {
   retry: { initialMs: 250, maxMs: 30_000 },
   standbyMs: 1_000,
   batch: { maxCommits: 10_000, maxEvents: 10_000 },
+  headWriteEveryMs: 20,
 };
 
 /**
@@ -199,8 +206,42 @@ export class BuildRunner<E extends AnyEvent = AnyEvent> {
     let batch: LogCommit<E>[] = [];
     let events = 0;
     let sinceIo = 0;
+    // The reader stops with this fold, whatever ends it: a read may be waiting while a write fails.
+    const reading = new AbortController();
+    const stopReading = (): void => reading.abort();
+    signal.addEventListener('abort', stopReading, { once: true });
+    const commits = this.deps.reader.commits(build.checkpoint + 1, reading.signal)[Symbol.asyncIterator]();
+    let coming = commits.next();
+    // At the head, a batch held open until this time (performance.now()) for more commits to join it.
+    let holdUntil: number | undefined;
+    let wroteAtHead = -Infinity;
+    const writeAtHead = async (last: LogCommit<E>): Promise<'stopped' | undefined> => {
+      await settle();
+      inFlight = { done: this.flush(client, batch), last };
+      batch = [];
+      events = 0;
+      holdUntil = undefined;
+      await settle();
+      wroteAtHead = performance.now();
+      if (this.build.status === 'building') await this.trySwitch(last.seq);
+      if (this.deps.untilServing && this.build.status === 'serving') return 'stopped';
+      return undefined;
+    };
     try {
-      for await (const commit of this.deps.reader.commits(build.checkpoint + 1, signal)) {
+      for (;;) {
+        if (holdUntil !== undefined) {
+          const wait = holdUntil - performance.now();
+          const arrived = wait > 0 && (await Promise.race([coming.then(() => true), sleep(wait, signal).then(() => false)]));
+          if (!arrived) {
+            if (signal.aborted) break;
+            if ((await writeAtHead(batch.at(-1) as LogCommit<E>)) === 'stopped') return 'stopped';
+            continue;
+          }
+        }
+        const result = await coming;
+        if (result.done) break;
+        coming = commits.next();
+        const commit = result.value;
         if (++sinceIo === COMMITS_BETWEEN_IO) {
           sinceIo = 0;
           await letIoIn();
@@ -215,18 +256,27 @@ export class BuildRunner<E extends AnyEvent = AnyEvent> {
         // More is on its way: keep the batch open. The server's count is a hint; `idle` (nothing
         // followed for a while) writes what was read whatever the count says.
         const more = commit.pending > 0 && !commit.idle;
-        if (more && batch.length < maxCommits && events < maxEvents) continue;
-        await settle();
-        const done = this.flush(client, batch);
-        done.catch(() => undefined); // awaited by settle(); this only keeps it from being reported as unhandled meanwhile
-        inFlight = { done, last: commit };
-        batch = [];
-        events = 0;
-        if (more) continue;
-        // At the head, or idle: commit now, so live events are visible one by one, then maybe take over.
-        await settle();
-        if (this.build.status === 'building') await this.trySwitch(commit.seq);
-        if (this.deps.untilServing && this.build.status === 'serving') return 'stopped';
+        const full = batch.length >= maxCommits || events >= maxEvents;
+        if (more && !full) continue;
+        if (more) {
+          await settle();
+          const done = this.flush(client, batch);
+          done.catch(() => undefined); // awaited by settle(); this only keeps it from being reported as unhandled meanwhile
+          inFlight = { done, last: commit };
+          batch = [];
+          events = 0;
+          holdUntil = undefined;
+          continue;
+        }
+        // At the head, or idle: written now when the last write at the head is a while ago, so a
+        // quiet log's events are visible one by one; held open a moment for more when commits keep
+        // coming, so a busy log costs each build a write per moment rather than one per commit.
+        const due = wroteAtHead + this.deps.settings.headWriteEveryMs;
+        if (!full && performance.now() < due) {
+          holdUntil = due;
+          continue;
+        }
+        if ((await writeAtHead(commit)) === 'stopped') return 'stopped';
       }
       await settle();
     } catch (error) {
@@ -241,6 +291,9 @@ export class BuildRunner<E extends AnyEvent = AnyEvent> {
       throw error;
     } finally {
       await inFlight?.done.catch(() => undefined);
+      signal.removeEventListener('abort', stopReading);
+      reading.abort();
+      coming.catch(() => undefined);
     }
     return 'stopped';
   }

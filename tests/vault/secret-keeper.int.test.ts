@@ -81,3 +81,43 @@ describe('the secrets the assignments name', () => {
     expect((await secretEvents()).length).toBe(2);
   });
 });
+
+// A vault that does not answer is asked again on the keeper's backoff, not on every commit: a
+// busy mesh with its vault down would otherwise ask it, and log that it did not answer, once per
+// commit for every secret it wants.
+describe('a vault that does not answer, on a busy log', () => {
+  let t: TestMesh;
+  let view: MeshView;
+  let keeper: SecretKeeper | undefined;
+
+  beforeAll(async () => {
+    t = await openTestMesh();
+    for (const name of ['local-bus', 'vault', 'postgres']) await t.run({ type: 'register-module', manifest: fixtureManifest(name) });
+    await t.run({ type: 'add-node', node: 'alpha' });
+    await t.run({ type: 'assign', module: 'local-bus', node: 'alpha', hold: ['mesh-broker'], pins: {}, values: {}, placements: {} });
+    await t.run({ type: 'assign', module: 'vault', node: 'alpha', hold: ['mesh-vault'], pins: {}, values: {}, placements: {} });
+    await t.run({ type: 'assign', module: 'postgres', node: 'alpha', hold: ['mesh-store'], pins: {}, values: {}, placements: {} });
+    view = new MeshView(t.newLog(), { logger: pino({ level: 'silent' }) });
+    view.start();
+  });
+  afterAll(async () => {
+    await keeper?.stop();
+    await view?.stop();
+    await t.close();
+  });
+
+  it('is asked again when its backoff says, however many commits arrive meanwhile', async () => {
+    const unanswered: unknown[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void (JSON.parse(line).msg === 'the vault did not answer; asking again later' && unanswered.push(line)) });
+    keeper = new SecretKeeper(t.nc, view, new MeshService(t.newLog(), {}, view), { prefix: t.names.prefix, controller: t.controllerKey, actor: 'controller', logger, retryMs: { first: 60_000, most: 60_000 } });
+    await view.whenCaughtUp();
+    keeper.start();
+    await waitFor('the first pass to ask the silent vault', async () => (unanswered.length > 0 ? true : undefined));
+    const first = unanswered.length;
+    // 40 commits while the keeper backs off for a minute: each is a change it sees caught up.
+    for (let i = 0; i < 40; i++) await t.run({ type: 'add-node', node: `busy-${i}` });
+    await view.reached(await t.log.headSeq());
+    await new Promise((r) => setTimeout(r, 300));
+    expect(unanswered.length).toBe(first);
+  });
+});
