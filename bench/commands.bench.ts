@@ -16,11 +16,12 @@
 // any refusal or error is printed.
 //
 //   npm run bench:commands   (BENCH_SEQUENTIAL=2000 BENCH_CLIENTS=32 BENCH_PER_CLIENT=300 BENCH_COMMANDS_EVENTS=10000;
-//                             BENCH_EMMETT=0 leaves the peer out; its servers: NATS_PORT 44333, NATS_HTTP_PORT 44334, PG_PORT 45433)
+//                             BENCH_RUNS=a,b,d picks the runs; BENCH_EMMETT=0 leaves the peer out; its servers: NATS_PORT 44333, NATS_HTTP_PORT 44334, PG_PORT 45433)
 //
 // Servers of its own (bench/cost-stack.ts, ports 44222 / 48222 / 45432 / 48081 and 48082), removed at the end.
 
 import { spawnSync } from 'node:child_process';
+import { generateKeyPairSync, sign, verify } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +36,8 @@ const PER_CLIENT = Number(process.env.BENCH_PER_CLIENT ?? 300);
 const EVENTS = Number(process.env.BENCH_COMMANDS_EVENTS ?? 10_000);
 const EMMETT = process.env.BENCH_EMMETT !== '0';
 const PEER_DIR = process.env.BENCH_PEER_DIR ?? '/work/shared/bench';
+/** Which of (a), (b) and (d) to run: all by default; `BENCH_RUNS=b` with BENCH_CPU_PROF profiles one alone. */
+const RUNS = new Set((process.env.BENCH_RUNS ?? 'a,b,d').split(',').map((run) => run.trim()));
 
 interface Run {
   label: string;
@@ -270,6 +273,25 @@ const emmettCommands = (): { rate?: number; label?: string; why?: string } => {
   }
 };
 
+/**
+ * Microseconds of one native Ed25519 signature and one verification, of a command's size, in this
+ * process: every command costs two signatures (the operator's, the commit's) and one verification
+ * on the way in, whatever the control plane does around them.
+ */
+const ed25519Micros = (): { sign: number; verify: number } => {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const message = Buffer.from(JSON.stringify({ commandId: 'b-c31-299', operator: 'bench-operator', command: { type: 'assign', module: 'svc-5', node: nodeName(1), hold: [], pins: {}, values: {}, placements: {} }, time: new Date().toISOString() }));
+  const signature = sign(null, message, privateKey);
+  const timed = (op: () => unknown): number => {
+    for (let i = 0; i < 500; i++) op();
+    const n = 5_000;
+    const started = now();
+    for (let i = 0; i < n; i++) op();
+    return ((now() - started) / n) * 1e6;
+  };
+  return { sign: timed(() => sign(null, message, privateKey)), verify: timed(() => verify(null, message, publicKey, signature)) };
+};
+
 const main = async (): Promise<void> => {
   buildCli();
   const servers = await startBenchServers('commands');
@@ -280,13 +302,19 @@ const main = async (): Promise<void> => {
     mesh = await prepareMesh(servers, 'cmd', EVENTS);
     const first = await readyController(mesh, BENCH_PORTS.http, 'a');
     controllers.push(first);
-    say(`(a) one client, ${count(SEQUENTIAL)} commands one after another…`);
-    runs.push(await runClients(servers, mesh, 'a', '(a) one client, sequential', 1, SEQUENTIAL, 500, controllers));
-    say(`(b) ${CLIENTS} clients at once, ${count(PER_CLIENT)} commands each…`);
-    runs.push(await runClients(servers, mesh, 'b', `(b) ${CLIENTS} clients, one controller`, CLIENTS, PER_CLIENT, 600, controllers));
-    say(`(d) a second controller process on the same log…`);
-    controllers.push(await readyController(mesh, BENCH_PORTS.http + 1, 'b'));
-    runs.push(await runClients(servers, mesh, 'd', `(d) ${CLIENTS} clients, two controllers on one log`, CLIENTS, PER_CLIENT, 700, controllers));
+    if (RUNS.has('a')) {
+      say(`(a) one client, ${count(SEQUENTIAL)} commands one after another…`);
+      runs.push(await runClients(servers, mesh, 'a', '(a) one client, sequential', 1, SEQUENTIAL, 500, controllers));
+    }
+    if (RUNS.has('b')) {
+      say(`(b) ${CLIENTS} clients at once, ${count(PER_CLIENT)} commands each…`);
+      runs.push(await runClients(servers, mesh, 'b', `(b) ${CLIENTS} clients, one controller`, CLIENTS, PER_CLIENT, 600, controllers));
+    }
+    if (RUNS.has('d')) {
+      say(`(d) a second controller process on the same log…`);
+      controllers.push(await readyController(mesh, BENCH_PORTS.http + 1, 'b'));
+      runs.push(await runClients(servers, mesh, 'd', `(d) ${CLIENTS} clients, two controllers on one log`, CLIENTS, PER_CLIENT, 700, controllers));
+    }
     for (const controller of controllers) for (const line of controller.errors.slice(0, 5)) say(`  controller error: ${line}`);
   } finally {
     for (const controller of controllers) await controller.stop();
@@ -314,10 +342,26 @@ const main = async (): Promise<void> => {
     if (run.missing > 0) print(`  ${count(run.missing)} commands answered as carried out are not in the log`);
     for (const [kind, n] of [...run.ownCommits].sort((a, b) => b[1] - a[1])) print(`  the controller's own commits meanwhile: ${count(n)} × ${kind}`);
   }
-  const [sequential, concurrent, racing] = runs.map(rate);
+  const rateOf = (label: string): number | undefined => {
+    const run = runs.find((r) => r.label.startsWith(label));
+    return run ? rate(run) : undefined;
+  };
+  const [sequential, concurrent, racing] = [rateOf('(a)'), rateOf('(b)'), rateOf('(d)')];
   print('');
   if (sequential && concurrent) print(`(b) ÷ (a), concurrent ÷ sequential: ${(concurrent / sequential).toFixed(2)} (target ≥ 3.00)`);
   if (concurrent && peer.rate) print(`(b) ÷ (c), ours ÷ Emmett's CommandHandler: ${(concurrent / peer.rate).toFixed(2)} (target ≥ 2.00)  [${peer.label}]`);
+  // What the target leaves for the control plane on this machine: every process here shares its cores.
+  const b = runs.find((run) => run.label.startsWith('(b)'));
+  if (b && b.carriedOut > 0 && peer.rate) {
+    const budgetMs = (availableParallelism() * 1e3) / (2 * peer.rate);
+    const aroundMs = ((b.cpu.clients + b.cpu.natsServer) * 1e3) / b.carriedOut;
+    const crypto = ed25519Micros();
+    print(
+      `    at 2 × Emmett (${count(2 * peer.rate)} commands/s) the machine has ${budgetMs.toFixed(2)} ms of CPU per command for everything on it; in (b) the 32 clients and nats-server alone used ${aroundMs.toFixed(2)} ms, ` +
+        `leaving ${(budgetMs - aroundMs).toFixed(2)} ms for the controller and PostgreSQL, which used ${(((b.controllerCpuSeconds + b.cpu.postgres) * 1e3) / b.carriedOut).toFixed(2)} ms; ` +
+        `native Ed25519 here: ${crypto.sign.toFixed(0)} µs to sign, ${crypto.verify.toFixed(0)} µs to verify (a command needs two signatures and a verification: ${((2 * crypto.sign + crypto.verify) / 1e3).toFixed(2)} ms)`,
+    );
+  }
   else print(`(c) Emmett: no figure (${peer.why})`);
   if (concurrent && racing) print(`(d) ÷ (b), two controllers on one log ÷ one alone: ${(racing / concurrent).toFixed(2)} (target ≥ 0.80)`);
 };
