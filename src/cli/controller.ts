@@ -1,4 +1,5 @@
 import { rmSync, writeFileSync } from 'node:fs';
+import { WRITER_PARTS_RUNNING, WRITER_SERVING } from '../controller/writer-lines.js';
 import { hostname } from 'node:os';
 import pg from 'pg';
 import { pino } from 'pino';
@@ -74,8 +75,6 @@ export const defineController = (mesh: CommandUnknownOpts): void => {
 
 /** How long a controller that lost the writer lease may take to stop in order before it exits regardless. */
 const FAIL_STOP_WITHIN_MS = 5_000;
-/** said once a controller that took the lease runs every writer's part; before it, only commands are served */
-const WRITER_PARTS_RUNNING = 'every part of the mesh writer is running';
 
 const controllerCommand = async (values: { pidFile?: string }): Promise<number> => {
   const pidFile = values.pidFile;
@@ -185,7 +184,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
     // What follows from them (declarations, bus users) is composed once the controller's first pass
     // runs, a moment later, as after any start.
     tools.serveAsWriter();
-    logger.info({ component: 'writer-lease' }, 'serving as the mesh writer');
+    logger.info({ component: 'writer-lease' }, WRITER_SERVING);
     const controller = new Controller(nc, view, log, {
       names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix, replicas: config.replicas },
       actor: 'controller',

@@ -41,6 +41,11 @@ export interface SecretKeeperOptions {
   actor: string;
   logger: Logger;
   retryMs?: { first: number; most: number };
+  /**
+   * How long after one pass a change may start the next (default 100 ms). A pass looks at every
+   * secret the assignments want, so on a busy log passes are spaced rather than run per commit.
+   */
+  passEveryMs?: number;
 }
 
 export class SecretKeeper {
@@ -51,6 +56,9 @@ export class SecretKeeper {
   private stopped = false;
   private retry: NodeJS.Timeout | undefined;
   private backoff: number;
+  /** when the last pass started (performance.now()), and the timer of a pass put off until the spacing allows it */
+  private passStartedAt = -Infinity;
+  private spaced: NodeJS.Timeout | undefined;
   /** the mesh's own secrets this controller has no copy of to open: said once */
   private readonly unopened = new Set<string>();
 
@@ -67,7 +75,7 @@ export class SecretKeeper {
     this.view.onChange((_change, caughtUp) => {
       // While the vault is not answering, a change waits for the retry rather than asking it at
       // once: a busy mesh would otherwise ask a silent vault on every commit.
-      if (caughtUp && this.retry === undefined) this.schedule();
+      if (caughtUp && this.retry === undefined) this.scheduleSpaced();
     });
     if (this.view.isCaughtUp()) this.schedule();
   }
@@ -75,7 +83,19 @@ export class SecretKeeper {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retry);
+    clearTimeout(this.spaced);
     await this.running?.catch(() => undefined);
+  }
+
+  /** A pass for a change: now, or once the spacing since the last one allows. */
+  private scheduleSpaced(): void {
+    if (this.spaced !== undefined) return;
+    const wait = this.passStartedAt + (this.options.passEveryMs ?? 100) - performance.now();
+    if (wait <= 0) return this.schedule();
+    this.spaced = setTimeout(() => {
+      this.spaced = undefined;
+      this.schedule();
+    }, wait);
   }
 
   private schedule(): void {
@@ -84,6 +104,7 @@ export class SecretKeeper {
       this.again = true;
       return;
     }
+    this.passStartedAt = performance.now();
     this.running = this.pass()
       .catch((error: unknown) => this.options.logger.error({ err: error }, 'secrets not kept this pass'))
       .finally(() => {
@@ -99,7 +120,9 @@ export class SecretKeeper {
   private async pass(): Promise<void> {
     const state = this.view.mesh();
     let unanswered = 0;
-    for (const wanted of wantedSecrets(state).values()) {
+    const wantedNow = wantedSecrets(state);
+    this.options.logger.debug({ seq: state.seq, wanted: wantedNow.size }, 'secrets pass');
+    for (const wanted of wantedNow.values()) {
       if (this.stopped) return;
       const version = secretNamed(state.secrets, wanted.secret)?.version ?? 1;
       const recipients = recipientsOf(state, wanted);

@@ -109,6 +109,8 @@ export class CommitReader<E extends AnyEvent = AnyEvent> {
     const messages = await consumer.consume({ max_messages: 2048 });
     const stop = (): void => void messages.stop();
     signal.addEventListener('abort', stop, { once: true });
+    // Aborted while the consumer was being made: the event has fired already, and would be missed.
+    if (signal.aborted) stop();
     let next = start;
     let key = await this.chain.rootKey();
     const before = this.decoded[(start - 1) % SHARED_COMMITS]?.seq === start - 1 ? (this.decoded[(start - 1) % SHARED_COMMITS]?.hash as Uint8Array) : await this.chain.hashAt(start - 1);

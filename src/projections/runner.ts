@@ -210,6 +210,8 @@ export class BuildRunner<E extends AnyEvent = AnyEvent> {
     const reading = new AbortController();
     const stopReading = (): void => reading.abort();
     signal.addEventListener('abort', stopReading, { once: true });
+    // Stopped while the build was being read: the event has fired already, and would be missed.
+    if (signal.aborted) stopReading();
     const commits = this.deps.reader.commits(build.checkpoint + 1, reading.signal)[Symbol.asyncIterator]();
     let coming = commits.next();
     // At the head, a batch held open until this time (performance.now()) for more commits to join it.

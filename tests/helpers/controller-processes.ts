@@ -9,6 +9,7 @@ import { meshHome, projectRoot } from '../../src/config.js';
 import { toolSubject, type ToolAnswer } from '../../src/controller/tool-server.js';
 import { freePort } from '../../src/dev/ports.js';
 import { FOLDING_NODE_FLAGS } from '../../src/projections/runtime.js';
+import { WRITER_PARTS_RUNNING, WRITER_SERVING, WRITER_TAKEN } from '../../src/controller/writer-lines.js';
 import type { StoredMeshEvent } from '../../src/domain/registry.js';
 import { dropSchemas, freshSchemas } from '../projections/harness.js';
 import { testDatabaseUrl } from './database.js';
@@ -39,9 +40,6 @@ export interface ControllerProcess {
   exited: Promise<number | null>;
 }
 
-export const WRITER_TAKEN = 'this controller is the mesh writer';
-export const WRITER_SERVING = 'serving as the mesh writer';
-export const WRITER_PARTS_RUNNING = 'every part of the mesh writer is running';
 
 /** `url` and `replicas`: a bus of the test's own (a scratch cluster) instead of the test stack's. */
 export const openControllersMesh = async (settings: { leaseMs: number; env?: Record<string, string>; url?: string; replicas?: number }) => {

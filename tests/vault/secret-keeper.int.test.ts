@@ -5,6 +5,7 @@ import { MeshService } from '../../src/controller/mesh-service.js';
 import { MeshView } from '../../src/controller/mesh-view.js';
 import { SecretKeeper } from '../../src/controller/secret-keeper.js';
 import { tokenVerifier } from '../../src/domain/nodes/enrolment.js';
+import { secretNamed } from '../../src/domain/secrets/state.js';
 import type { StoredMeshEvent } from '../../src/domain/registry.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
@@ -14,6 +15,25 @@ import { fetchAs, openTestVault, testNode, type TestNode } from '../helpers/vaul
 // have it by the keys each node enrolled with, and recorded in the log — name, purpose,
 // recipients, version — once the vault has answered. A vault that is not up yet is asked again.
 // A provider's per-consumer secret goes to the consumer's node and to the provider's.
+
+// Stopped in the order they were started: the keeper before the view it reads, both before the mesh.
+const closeKeeperMesh = async (t: TestMesh, view: MeshView | undefined, keeper: SecretKeeper | undefined, vault?: ReturnType<typeof openTestVault>) => {
+  await keeper?.stop();
+  await view?.stop();
+  vault?.remove();
+  await t.close();
+};
+const assignHolding = (t: TestMesh, module: string, node: string, hold: string[]) => t.run({ type: 'assign', module, node, hold, pins: {}, values: {}, placements: {} });
+// One node holding the broker, the vault and a store whose superuser is a secret.
+const openAlphaWithStore = async (): Promise<TestMesh> => {
+  const t = await openTestMesh();
+  for (const name of ['local-bus', 'vault', 'postgres']) await t.run({ type: 'register-module', manifest: fixtureManifest(name) });
+  await t.run({ type: 'add-node', node: 'alpha' });
+  await assignHolding(t, 'local-bus', 'alpha', ['mesh-broker']);
+  await assignHolding(t, 'vault', 'alpha', ['mesh-vault']);
+  await assignHolding(t, 'postgres', 'alpha', ['mesh-store']);
+  return t;
+};
 
 describe('the secrets the assignments name', () => {
   let t: TestMesh;
@@ -38,7 +58,7 @@ describe('the secrets the assignments name', () => {
     t = await openTestMesh();
     for (const name of ['local-bus', 'vault', 'postgres', 'gitea']) await t.run({ type: 'register-module', manifest: fixtureManifest(name) });
     for (const node of ['alpha', 'beta']) await t.run({ type: 'add-node', node });
-    const assign = (module: string, node: string, hold: string[]) => t.run({ type: 'assign', module, node, hold, pins: {}, values: {}, placements: {} });
+    const assign = (module: string, node: string, hold: string[]) => assignHolding(t, module, node, hold);
     await assign('local-bus', 'alpha', ['mesh-broker']);
     await assign('vault', 'alpha', ['mesh-vault']);
     await assign('postgres', 'alpha', ['mesh-store']);
@@ -49,12 +69,7 @@ describe('the secrets the assignments name', () => {
     keeper = new SecretKeeper(t.nc, view, new MeshService(t.newLog(), {}, view), { prefix: t.names.prefix, controller: t.controllerKey, actor: 'controller', logger: pino({ level: 'silent' }), retryMs: { first: 100, most: 500 } });
     keeper.start();
   });
-  afterAll(async () => {
-    await keeper?.stop();
-    await view?.stop();
-    vault?.remove();
-    await t.close();
-  });
+  afterAll(() => closeKeeperMesh(t, view, keeper, vault));
 
   it('records nothing while no vault answers, then each secret once the vault has made it', async () => {
     await new Promise((r) => setTimeout(r, 500));
@@ -91,20 +106,11 @@ describe('a vault that does not answer, on a busy log', () => {
   let keeper: SecretKeeper | undefined;
 
   beforeAll(async () => {
-    t = await openTestMesh();
-    for (const name of ['local-bus', 'vault', 'postgres']) await t.run({ type: 'register-module', manifest: fixtureManifest(name) });
-    await t.run({ type: 'add-node', node: 'alpha' });
-    await t.run({ type: 'assign', module: 'local-bus', node: 'alpha', hold: ['mesh-broker'], pins: {}, values: {}, placements: {} });
-    await t.run({ type: 'assign', module: 'vault', node: 'alpha', hold: ['mesh-vault'], pins: {}, values: {}, placements: {} });
-    await t.run({ type: 'assign', module: 'postgres', node: 'alpha', hold: ['mesh-store'], pins: {}, values: {}, placements: {} });
+    t = await openAlphaWithStore();
     view = new MeshView(t.newLog(), { logger: pino({ level: 'silent' }) });
     view.start();
   });
-  afterAll(async () => {
-    await keeper?.stop();
-    await view?.stop();
-    await t.close();
-  });
+  afterAll(() => closeKeeperMesh(t, view, keeper));
 
   it('is asked again when its backoff says, however many commits arrive meanwhile', async () => {
     const unanswered: unknown[] = [];
@@ -119,5 +125,40 @@ describe('a vault that does not answer, on a busy log', () => {
     await view.reached(await t.log.headSeq());
     await new Promise((r) => setTimeout(r, 300));
     expect(unanswered.length).toBe(first);
+  });
+});
+
+// A pass looks at every secret the assignments want: on a busy log a change waits for the spacing
+// since the last pass rather than starting one per commit.
+describe('the secret keeper on a busy log with its vault answering', () => {
+  let t: TestMesh;
+  let view: MeshView;
+  let keeper: SecretKeeper | undefined;
+  let vault: ReturnType<typeof openTestVault> | undefined;
+
+  beforeAll(async () => {
+    t = await openAlphaWithStore();
+    vault = openTestVault(t.nc, { prefix: t.names.prefix, controllerKey: t.controllerKey.publicKey });
+    view = new MeshView(t.newLog(), { logger: pino({ level: 'silent' }) });
+    view.start();
+  });
+  afterAll(() => closeKeeperMesh(t, view, keeper, vault));
+
+  it('passes at most once per moment, however many commits arrive', async () => {
+    const passes: number[] = [];
+    const logger = pino({ level: 'debug' }, { write: (line: string) => void ((JSON.parse(line) as { msg: string }).msg === 'secrets pass' && passes.push(performance.now())) });
+    const passEveryMs = 200;
+    keeper = new SecretKeeper(t.nc, view, new MeshService(t.newLog(), {}, view), { prefix: t.names.prefix, controller: t.controllerKey, actor: 'controller', logger, retryMs: { first: 100, most: 500 }, passEveryMs });
+    await view.whenCaughtUp();
+    keeper.start();
+    await waitFor('the superuser secret recorded', async () => (secretNamed(view.mesh().secrets, 'alpha-postgres/superuser') ? true : undefined));
+    const started = performance.now();
+    const before = passes.length;
+    for (let i = 0; i < 40; i++) await t.run({ type: 'add-node', node: `busy-${i}` });
+    await view.reached(await t.log.headSeq());
+    await new Promise((r) => setTimeout(r, passEveryMs + 100));
+    const elapsedMs = performance.now() - started;
+    expect(passes.length - before).toBeGreaterThan(0);
+    expect(passes.length - before).toBeLessThanOrEqual(Math.ceil(elapsedMs / passEveryMs) + 1);
   });
 });

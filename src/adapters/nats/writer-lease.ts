@@ -1,4 +1,5 @@
 import { JetStreamApiError, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { WRITER_TAKEN } from '../../controller/writer-lines.js';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import { ValidationError } from '../../errors.js';
@@ -119,7 +120,7 @@ export class WriterLease {
           const taken = await this.claim(expected);
           if (taken) {
             this.renewedAt = { seq: taken, sentAt };
-            this.options.logger.info({ holder: this.options.holder }, 'this controller is the mesh writer');
+            this.options.logger.info({ holder: this.options.holder }, WRITER_TAKEN);
             this.firstTry();
             try {
               await callbacks.onTaken();

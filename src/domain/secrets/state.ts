@@ -1,5 +1,6 @@
 import { defineSlice } from '../slice.js';
 import type { RotationParty } from './events.js';
+import type { StoredMeshEvent } from '../registry.js';
 
 // The secrets the log names: for each, what it is for, its current version and who may have it,
 // and the rotation under way, if any — a fold of its steps, so a restarted controller knows where
@@ -39,6 +40,49 @@ export const afterAbandoned = (rotation: Rotation): Rotation | null => (!rotatio
 export const afterReverted = (rotation: Rotation, party: RotationParty): Rotation | null => {
   const reverted = new Set(rotation.reverted).add(partyKey(party));
   return rotation.readers.every((p) => reverted.has(partyKey(p))) ? null : { ...rotation, reverted };
+};
+
+type RotationEventType = 'secret.rotation-started' | 'secret.rotation-made' | 'secret.rotation-applied' | 'secret.rotation-confirmed' | 'secret.rotation-retired' | 'secret.rotation-abandoned' | 'secret.rotation-reverted';
+export type RotationEvent = Extract<StoredMeshEvent, { type: RotationEventType }>;
+
+/**
+ * The rotation under way after one of its events: one set of rules, for the fold and the
+ * `secrets` projection alike. Null: none is under way any more (retired, abandoned, unwound).
+ * Undefined: the event is not for this rotation and changes nothing.
+ */
+export const rotationAfter = (rotation: Rotation | null, event: RotationEvent): Rotation | null | undefined => {
+  if (event.type === 'secret.rotation-started') {
+    if (rotation) return undefined;
+    const { from, version, parties, appliers, readers } = event.data;
+    return { from, version, parties, appliers, readers, made: false, applied: new Set(), confirmed: new Set(), startedSeq: event.seq };
+  }
+  if (rotation?.version !== event.data.version) return undefined;
+  switch (event.type) {
+    case 'secret.rotation-made':
+      return { ...rotation, made: true };
+    case 'secret.rotation-applied':
+      return { ...rotation, applied: new Set(rotation.applied).add(partyKey(event.data)) };
+    case 'secret.rotation-confirmed':
+      return { ...rotation, confirmed: new Set(rotation.confirmed).add(partyKey(event.data)) };
+    case 'secret.rotation-retired':
+      return null;
+    case 'secret.rotation-abandoned':
+      return afterAbandoned(rotation);
+    case 'secret.rotation-reverted':
+      return rotation.abandoned ? afterReverted(rotation, event.data) : undefined;
+  }
+};
+
+/** A secret after one of its rotation's events: the rotation, the version a retirement makes current, the highest a start reaches. */
+export const secretAfterRotationEvent = <S extends { version: number; highest: number }>(secret: S, rotation: Rotation | null, event: RotationEvent): (S & { rotation: Rotation | null }) | undefined => {
+  const next = rotationAfter(rotation, event);
+  if (next === undefined) return undefined;
+  return {
+    ...secret,
+    rotation: next,
+    version: event.type === 'secret.rotation-retired' ? event.data.version : secret.version,
+    highest: event.type === 'secret.rotation-started' ? Math.max(secret.highest, event.data.version) : secret.highest,
+  };
 };
 
 export interface SecretState {
@@ -82,39 +126,17 @@ export const secretsSlice = defineSlice({
       case 'secret.shared':
         if (known && known.version === event.data.version) state.byName.set(event.data.secret, { ...known, recipients: [...event.data.recipients], seq: event.seq });
         return;
-      case 'secret.rotation-started': {
-        if (!known || known.rotation) return;
-        const { from, version, parties, appliers, readers } = event.data;
-        known.rotation = { from, version, parties, appliers, readers, made: false, applied: new Set(), confirmed: new Set(), startedSeq: event.seq };
-        known.highest = Math.max(known.highest, version);
-        known.seq = event.seq;
+      case 'secret.rotation-started':
+      case 'secret.rotation-made':
+      case 'secret.rotation-applied':
+      case 'secret.rotation-confirmed':
+      case 'secret.rotation-retired':
+      case 'secret.rotation-abandoned':
+      case 'secret.rotation-reverted': {
+        const next = known && secretAfterRotationEvent(known, known.rotation, event);
+        if (next) state.byName.set(event.data.secret, { ...next, seq: event.seq });
         return;
       }
-      case 'secret.rotation-made':
-        if (known?.rotation?.version === event.data.version) known.rotation.made = true;
-        return;
-      case 'secret.rotation-applied':
-        if (known?.rotation?.version === event.data.version) known.rotation.applied.add(partyKey(event.data));
-        return;
-      case 'secret.rotation-confirmed':
-        if (known?.rotation?.version === event.data.version) known.rotation.confirmed.add(partyKey(event.data));
-        return;
-      case 'secret.rotation-retired':
-        if (known?.rotation?.version !== event.data.version) return;
-        known.version = event.data.version;
-        known.rotation = null;
-        known.seq = event.seq;
-        return;
-      case 'secret.rotation-abandoned':
-        if (known?.rotation?.version !== event.data.version) return;
-        known.rotation = afterAbandoned(known.rotation);
-        known.seq = event.seq;
-        return;
-      case 'secret.rotation-reverted':
-        if (!known?.rotation?.abandoned || known.rotation.version !== event.data.version) return;
-        known.rotation = afterReverted(known.rotation, event.data);
-        known.seq = event.seq;
-        return;
     }
   },
 });

@@ -1,5 +1,5 @@
 import type { RotationParty } from '../../domain/secrets/events.js';
-import { afterAbandoned, afterReverted, partyKey, rotationStep, type Rotation, type RotationStep } from '../../domain/secrets/state.js';
+import { rotationStep, secretAfterRotationEvent, type Rotation, type RotationStep } from '../../domain/secrets/state.js';
 import type { StoredMeshEvent } from '../../domain/registry.js';
 import type { StoredEventOf } from '../../domain/slice.js';
 import { foldingProjection } from './folding.js';
@@ -45,36 +45,18 @@ export const secretsProjection = foldingProjection<RowImage<SecretRow>>({
       case 'secret.shared':
         if (known && known.version === event.data.version) secrets.set({ ...known, recipients: event.data.recipients, changed_seq: seq });
         return;
-      case 'secret.rotation-started': {
-        if (!known || known.rotation) return;
-        const { from, version, parties, appliers, readers } = event.data;
-        secrets.set({ ...known, highest: Math.max(known.highest, version), changed_seq: seq, rotation: { from, version, parties, appliers, readers, made: false, applied: [], confirmed: [], startedSeq: seq } });
-        return;
-      }
+      // The fold's own rules, on the row's lists.
+      case 'secret.rotation-started':
       case 'secret.rotation-made':
       case 'secret.rotation-applied':
-      case 'secret.rotation-confirmed': {
-        const rotation = known?.rotation;
-        if (!known || rotation?.version !== event.data.version) return;
-        const next =
-          event.type === 'secret.rotation-made'
-            ? { ...rotation, made: true }
-            : event.type === 'secret.rotation-applied'
-              ? { ...rotation, applied: [...new Set([...rotation.applied, partyKey(event.data)])] }
-              : { ...rotation, confirmed: [...new Set([...rotation.confirmed, partyKey(event.data)])] };
-        secrets.set({ ...known, changed_seq: seq, rotation: next });
+      case 'secret.rotation-confirmed':
+      case 'secret.rotation-retired':
+      case 'secret.rotation-abandoned':
+      case 'secret.rotation-reverted': {
+        const next = known && secretAfterRotationEvent(known, known.rotation && rotationOfRow(known.rotation), event);
+        if (next) secrets.set({ ...next, rotation: rowOfRotation(next.rotation), changed_seq: seq });
         return;
       }
-      case 'secret.rotation-retired':
-        if (known?.rotation?.version === event.data.version) secrets.set({ ...known, version: event.data.version, changed_seq: seq, rotation: null });
-        return;
-      // The fold's own rules, on the row's lists.
-      case 'secret.rotation-abandoned':
-        if (known?.rotation?.version === event.data.version) secrets.set({ ...known, changed_seq: seq, rotation: rowOfRotation(afterAbandoned(rotationOfRow(known.rotation))) });
-        return;
-      case 'secret.rotation-reverted':
-        if (known?.rotation?.abandoned && known.rotation.version === event.data.version) secrets.set({ ...known, changed_seq: seq, rotation: rowOfRotation(afterReverted(rotationOfRow(known.rotation), event.data)) });
-        return;
     }
   },
   save: (secrets, tx) => secrets.save(tx),
