@@ -55,6 +55,44 @@ describe('the writer lease counted from the renewal sent', () => {
     expect(lost).toBeUndefined();
   });
 
+  it('keeps the lease when a renewal was stored but its answer was lost, and still loses it to another', async () => {
+    const js = jetstream(nc);
+    const settings = { stream: `${stream}_T`, subject: `${stream.toLowerCase()}.timeouts`, ttlMs: 3_000, renewMs: 1_000, logger: pino({ level: 'silent' }) };
+    let lostAnswers = 0;
+    const stored: number[] = [];
+    // Stored by the server, its answer lost (a machine too busy to read it in time): twice, the take's and a renewal's.
+    const publish: JetStreamClient['publish'] = async (...args) => {
+      const ack = await js.publish(...args);
+      stored.push(ack.seq);
+      if (lostAnswers > 0) {
+        lostAnswers -= 1;
+        throw new Error('TIMEOUT');
+      }
+      return ack;
+    };
+    const lease = new WriterLease(nc, { ...settings, holder: 'busy', publish });
+    let taken = 0;
+    let lost: string | undefined;
+    lostAnswers = 1;
+    await lease.start({ onTaken: () => void (taken += 1), onLost: (why) => void (lost = why) });
+    // The take's answer was lost: this process stands by for one tick, then finds the take its own.
+    await waitFor('the take found stored', async () => (taken > 0 ? true : undefined), 5_000);
+    expect(lease.held()).toBe(true);
+    lostAnswers = 1;
+    const before = stored.length;
+    await waitFor('three renewals after the lost answer', async () => (stored.length >= before + 3 ? true : undefined), 10_000);
+    expect(lost).toBeUndefined();
+    expect(lease.held()).toBe(true);
+    expect(taken).toBe(1);
+
+    // A renewal refused because another controller's is last is still a lost lease.
+    await js.publish(settings.subject, JSON.stringify({ holder: 'other', instance: 'another process', attempt: 1 }), { expect: { lastSequence: stored[stored.length - 1] } });
+    await waitFor('the lease lost to another', async () => lost, 5_000);
+    expect(lost).toBe('another controller holds the writer lease now');
+    await lease.stop();
+    await (await jetstreamManager(nc)).streams.delete(settings.stream).catch(() => undefined);
+  });
+
   it('gives the lease back and says why when becoming the writer fails, so another can take it', async () => {
     const subject = `${stream.toLowerCase()}.failing`;
     const other = `${stream}_F`;

@@ -2,6 +2,7 @@ import { JetStreamApiError, jetstream, jetstreamManager, RetentionPolicy, Storag
 import { WRITER_TAKEN } from '../../controller/writer-lines.js';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
+import { randomUUID } from 'node:crypto';
 import { ValidationError } from '../../errors.js';
 import { assertStream } from './assert-stream.js';
 
@@ -70,6 +71,11 @@ export class WriterLease {
   private renewedAt: { seq: number; sentAt: number } | undefined;
   private stopped = false;
   private said: string | undefined;
+  /** who this process is in its renewals: the holder's name and a token no other process shares */
+  private readonly instance = randomUUID();
+  /** renewals sent and not answered (a timeout), by their number, with when each was sent */
+  private readonly unanswered = new Map<number, number>();
+  private attempts = 0;
   private firstTry!: () => void;
   /** resolves once this process has tried the lease once: it knows whether it is the writer */
   readonly tried: Promise<void> = new Promise((resolve) => (this.firstTry = resolve));
@@ -106,8 +112,13 @@ export class WriterLease {
         if (this.renewedAt) {
           // Conditioned on the stream ending at its own last renewal: expired or not, nobody took it since.
           const sentAt = performance.now();
-          const renewed = await this.claim(this.renewedAt.seq);
-          if (renewed) this.renewedAt = { seq: renewed, sentAt };
+          let renewed = await this.claim(this.renewedAt.seq, sentAt);
+          const own = renewed ? undefined : await this.ownUnansweredRenewal();
+          if (own) {
+            this.renewedAt = own;
+            renewed = await this.claim(own.seq, performance.now());
+          }
+          if (renewed) this.renewedAt = renewed;
           else {
             this.renewedAt = undefined;
             this.firstTry();
@@ -115,11 +126,13 @@ export class WriterLease {
             return;
           }
         } else {
-          const expected = await this.releasedOrExpired();
+          // A take whose answer was lost may have been stored: then it is this process's to renew.
+          const own = await this.ownUnansweredRenewal();
+          const expected = own ? own.seq : await this.releasedOrExpired();
           const sentAt = performance.now();
-          const taken = await this.claim(expected);
+          const taken = await this.claim(expected, sentAt);
           if (taken) {
-            this.renewedAt = { seq: taken, sentAt };
+            this.renewedAt = taken;
             this.options.logger.info({ holder: this.options.holder }, WRITER_TAKEN);
             this.firstTry();
             try {
@@ -173,20 +186,45 @@ export class WriterLease {
     return last.json<{ released?: boolean }>().released === true ? last.seq : -1;
   }
 
-  /** Publishes a renewal conditioned on the stream's last sequence; the new sequence, or undefined when someone else's is there. */
-  private async claim(expected: number): Promise<number | undefined> {
+  /**
+   * Publishes a renewal conditioned on the stream's last sequence: its sequence and when it was
+   * sent, or undefined when someone else's is there. Each renewal carries this process's token and
+   * its number, so one stored whose answer never came is recognised as this process's own.
+   */
+  private async claim(expected: number, sentAt: number): Promise<{ seq: number; sentAt: number } | undefined> {
     if (expected < 0) return undefined;
+    const attempt = ++this.attempts;
     try {
       const publish = this.options.publish ?? ((...args: Parameters<JetStreamClient['publish']>) => this.js.publish(...args));
-      const ack = await publish(this.options.subject, JSON.stringify({ holder: this.options.holder, at: new Date().toISOString() }), {
+      const ack = await publish(this.options.subject, JSON.stringify({ holder: this.options.holder, instance: this.instance, attempt, at: new Date().toISOString() }), {
         expect: { lastSequence: expected },
         timeout: Math.max(500, this.options.renewMs),
       });
-      return ack.seq;
+      this.unanswered.clear();
+      return { seq: ack.seq, sentAt };
     } catch (error) {
       if (error instanceof JetStreamApiError && WRONG_LAST_SEQUENCE.has(error.code)) return undefined;
+      // No answer is not no renewal: it may be stored, and the next one must follow it, not lose to it.
+      this.unanswered.set(attempt, sentAt);
       throw error;
     }
+  }
+
+  /**
+   * A renewal was refused because the stream no longer ends at the last one answered: when what it
+   * ends at is one of this process's own renewals that timed out (stored, its answer lost to a busy
+   * machine), the lease is still this process's, counted from when that one was sent. Anything
+   * else is another controller's.
+   */
+  private async ownUnansweredRenewal(): Promise<{ seq: number; sentAt: number } | undefined> {
+    if (this.unanswered.size === 0) return undefined;
+    const last = await (await this.jsm).streams.getMessage(this.options.stream, { last_by_subj: this.options.subject }).catch(() => null);
+    const body = last?.json<{ instance?: string; attempt?: number }>();
+    const sentAt = body?.instance === this.instance && typeof body.attempt === 'number' ? this.unanswered.get(body.attempt) : undefined;
+    this.unanswered.clear();
+    if (!last || sentAt === undefined) return undefined;
+    this.options.logger.info({ holder: this.options.holder, seq: last.seq }, 'the writer lease: a renewal whose answer was lost had been stored; it is still this controller’s');
+    return { seq: last.seq, sentAt };
   }
 
   private sayOnce(line: string): void {
