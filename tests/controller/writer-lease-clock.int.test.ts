@@ -85,11 +85,25 @@ describe('the writer lease counted from the renewal sent', () => {
     expect(lease.held()).toBe(true);
     expect(taken).toBe(1);
 
+    // Stopped after a renewal whose answer was lost, the release follows it: another takes the lease at once.
+    lostAnswers = 1;
+    const beforeStop = stored.length;
+    await waitFor('one more renewal, its answer lost', async () => (stored.length > beforeStop ? true : undefined), 5_000);
+    await lease.stop();
+    const next = new WriterLease(nc, { ...settings, holder: 'next' });
+    let nextTaken = false;
+    await next.start({ onTaken: () => void (nextTaken = true), onLost: () => undefined });
+    expect(nextTaken).toBe(true);
+    await next.stop();
+
     // A renewal refused because another controller's is last is still a lost lease.
+    const again = new WriterLease(nc, { ...settings, holder: 'busy', publish });
+    await again.start({ onTaken: () => undefined, onLost: (why) => void (lost = why) });
+    expect(again.held()).toBe(true);
     await js.publish(settings.subject, JSON.stringify({ holder: 'other', instance: 'another process', attempt: 1 }), { expect: { lastSequence: stored[stored.length - 1] } });
     await waitFor('the lease lost to another', async () => lost, 5_000);
     expect(lost).toBe('another controller holds the writer lease now');
-    await lease.stop();
+    await again.stop();
     await (await jetstreamManager(nc)).streams.delete(settings.stream).catch(() => undefined);
   });
 

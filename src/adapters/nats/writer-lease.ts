@@ -167,9 +167,14 @@ export class WriterLease {
     const renewed = this.renewedAt;
     if (!renewed) return;
     this.renewedAt = undefined;
-    await this.js
-      .publish(this.options.subject, JSON.stringify({ holder: this.options.holder, released: true, at: new Date().toISOString() }), { expect: { lastSequence: renewed.seq }, timeout: 1_000 })
-      .catch(() => undefined);
+    const release = (after: number) =>
+      this.js.publish(this.options.subject, JSON.stringify({ holder: this.options.holder, released: true, at: new Date().toISOString() }), { expect: { lastSequence: after }, timeout: 1_000 });
+    await release(renewed.seq).catch(async (error: unknown) => {
+      // After a renewal whose answer was lost, the release follows that one, not the last answered.
+      if (!(error instanceof JetStreamApiError && WRONG_LAST_SEQUENCE.has(error.code))) return;
+      const own = await this.ownUnansweredRenewal().catch(() => undefined);
+      if (own) await release(own.seq).catch(() => undefined);
+    });
   }
 
   /**
