@@ -75,8 +75,9 @@ describe('the writer lease counted from the renewal sent', () => {
     let lost: string | undefined;
     lostAnswers = 1;
     await lease.start({ onTaken: () => void (taken += 1), onLost: (why) => void (lost = why) });
-    // The take's answer was lost: this process stands by for one tick, then finds the take its own.
-    await waitFor('the take found stored', async () => (taken > 0 ? true : undefined), 5_000);
+    // The take's answer was lost: this process stands by for one tick, then finds the take its own —
+    // at its next tick, well before the take would have expired and been free to take again.
+    await waitFor('the take found stored', async () => (taken > 0 ? true : undefined), settings.ttlMs - settings.renewMs);
     expect(lease.held()).toBe(true);
     lostAnswers = 1;
     const before = stored.length;
@@ -100,7 +101,7 @@ describe('the writer lease counted from the renewal sent', () => {
     const again = new WriterLease(nc, { ...settings, holder: 'busy', publish });
     await again.start({ onTaken: () => undefined, onLost: (why) => void (lost = why) });
     expect(again.held()).toBe(true);
-    await js.publish(settings.subject, JSON.stringify({ holder: 'other', instance: 'another process', attempt: 1 }), { expect: { lastSequence: stored[stored.length - 1] } });
+    await js.publish(settings.subject, JSON.stringify({ holder: 'other', instance: 'another process' }), { expect: { lastSequence: stored[stored.length - 1] } });
     await waitFor('the lease lost to another', async () => lost, 5_000);
     expect(lost).toBe('another controller holds the writer lease now');
     await again.stop();

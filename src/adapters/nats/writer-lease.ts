@@ -71,11 +71,8 @@ export class WriterLease {
   private renewedAt: { seq: number; sentAt: number } | undefined;
   private stopped = false;
   private said: string | undefined;
-  /** who this process is in its renewals: the holder's name and a token no other process shares */
+  /** a token no other process shares, in each of this process's renewals: one stored whose answer was lost is known as its own */
   private readonly instance = randomUUID();
-  /** renewals sent and not answered (a timeout), by their number, with when each was sent */
-  private readonly unanswered = new Map<number, number>();
-  private attempts = 0;
   private firstTry!: () => void;
   /** resolves once this process has tried the lease once: it knows whether it is the writer */
   readonly tried: Promise<void> = new Promise((resolve) => (this.firstTry = resolve));
@@ -111,12 +108,15 @@ export class WriterLease {
       try {
         if (this.renewedAt) {
           // Conditioned on the stream ending at its own last renewal: expired or not, nobody took it since.
-          const sentAt = performance.now();
-          let renewed = await this.claim(this.renewedAt.seq, sentAt);
-          const own = renewed ? undefined : await this.ownUnansweredRenewal();
-          if (own) {
-            this.renewedAt = own;
-            renewed = await this.claim(own.seq, performance.now());
+          let renewed = await this.claim(this.renewedAt.seq);
+          // Refused by a renewal of its own whose answer was lost (stored all the same on a busy
+          // machine): still this process's lease, renewed after that one. Counted meanwhile from
+          // the last renewal answered, which is earlier, so it can only be given up early.
+          const own = renewed ? undefined : await this.lastIfOwn();
+          if (own !== undefined) {
+            this.options.logger.info({ holder: this.options.holder, seq: own }, 'the writer lease: a renewal whose answer was lost had been stored; it is still this controller’s');
+            this.renewedAt = { seq: own, sentAt: this.renewedAt.sentAt };
+            renewed = await this.claim(own);
           }
           if (renewed) this.renewedAt = renewed;
           else {
@@ -126,11 +126,7 @@ export class WriterLease {
             return;
           }
         } else {
-          // A take whose answer was lost may have been stored: then it is this process's to renew.
-          const own = await this.ownUnansweredRenewal();
-          const expected = own ? own.seq : await this.releasedOrExpired();
-          const sentAt = performance.now();
-          const taken = await this.claim(expected, sentAt);
+          const taken = await this.claim(await this.releasedOrExpired());
           if (taken) {
             this.renewedAt = taken;
             this.options.logger.info({ holder: this.options.holder }, WRITER_TAKEN);
@@ -172,64 +168,58 @@ export class WriterLease {
     await release(renewed.seq).catch(async (error: unknown) => {
       // After a renewal whose answer was lost, the release follows that one, not the last answered.
       if (!(error instanceof JetStreamApiError && WRONG_LAST_SEQUENCE.has(error.code))) return;
-      const own = await this.ownUnansweredRenewal().catch(() => undefined);
-      if (own) await release(own.seq).catch(() => undefined);
+      const own = await this.lastIfOwn();
+      if (own !== undefined) await release(own).catch(() => undefined);
     });
   }
 
   /**
    * What a take must be conditioned on: the stream's last sequence when its last renewal expired
-   * (nothing is stored), or the release a writer left when it stopped; a live renewal of another is
-   * what it must not follow (-1: no take is tried).
+   * (nothing is stored), the release a writer left when it stopped, or this process's own take
+   * whose answer was lost; a live renewal of another is what it must not follow (-1: no take is
+   * tried).
    */
   private async releasedOrExpired(): Promise<number> {
     const jsm = await this.jsm;
     const info = await jsm.streams.info(this.options.stream);
     if (info.state.messages === 0) return info.state.last_seq;
-    const last = await jsm.streams.getMessage(this.options.stream, { last_by_subj: this.options.subject }).catch(() => null);
+    const last = await this.lastRenewal();
     if (!last) return info.state.last_seq;
-    return last.json<{ released?: boolean }>().released === true ? last.seq : -1;
+    return last.released || last.own ? last.seq : -1;
+  }
+
+  /** The stream's last sequence when what it ends at is one of this process's own renewals. */
+  private async lastIfOwn(): Promise<number | undefined> {
+    const last = await this.lastRenewal();
+    return last?.own ? last.seq : undefined;
+  }
+
+  /** The newest renewal or release stored, and whether it is this process's; null when none is. */
+  private async lastRenewal(): Promise<{ seq: number; released: boolean; own: boolean } | null> {
+    const last = await (await this.jsm).streams.getMessage(this.options.stream, { last_by_subj: this.options.subject }).catch(() => null);
+    if (!last) return null;
+    const body = last.json<{ released?: boolean; instance?: string }>();
+    return { seq: last.seq, released: body.released === true, own: body.instance === this.instance };
   }
 
   /**
    * Publishes a renewal conditioned on the stream's last sequence: its sequence and when it was
-   * sent, or undefined when someone else's is there. Each renewal carries this process's token and
-   * its number, so one stored whose answer never came is recognised as this process's own.
+   * sent, or undefined when someone else's is there.
    */
-  private async claim(expected: number, sentAt: number): Promise<{ seq: number; sentAt: number } | undefined> {
+  private async claim(expected: number): Promise<{ seq: number; sentAt: number } | undefined> {
     if (expected < 0) return undefined;
-    const attempt = ++this.attempts;
+    const sentAt = performance.now();
     try {
       const publish = this.options.publish ?? ((...args: Parameters<JetStreamClient['publish']>) => this.js.publish(...args));
-      const ack = await publish(this.options.subject, JSON.stringify({ holder: this.options.holder, instance: this.instance, attempt, at: new Date().toISOString() }), {
+      const ack = await publish(this.options.subject, JSON.stringify({ holder: this.options.holder, instance: this.instance, at: new Date().toISOString() }), {
         expect: { lastSequence: expected },
         timeout: Math.max(500, this.options.renewMs),
       });
-      this.unanswered.clear();
       return { seq: ack.seq, sentAt };
     } catch (error) {
       if (error instanceof JetStreamApiError && WRONG_LAST_SEQUENCE.has(error.code)) return undefined;
-      // No answer is not no renewal: it may be stored, and the next one must follow it, not lose to it.
-      this.unanswered.set(attempt, sentAt);
       throw error;
     }
-  }
-
-  /**
-   * A renewal was refused because the stream no longer ends at the last one answered: when what it
-   * ends at is one of this process's own renewals that timed out (stored, its answer lost to a busy
-   * machine), the lease is still this process's, counted from when that one was sent. Anything
-   * else is another controller's.
-   */
-  private async ownUnansweredRenewal(): Promise<{ seq: number; sentAt: number } | undefined> {
-    if (this.unanswered.size === 0) return undefined;
-    const last = await (await this.jsm).streams.getMessage(this.options.stream, { last_by_subj: this.options.subject }).catch(() => null);
-    const body = last?.json<{ instance?: string; attempt?: number }>();
-    const sentAt = body?.instance === this.instance && typeof body.attempt === 'number' ? this.unanswered.get(body.attempt) : undefined;
-    this.unanswered.clear();
-    if (!last || sentAt === undefined) return undefined;
-    this.options.logger.info({ holder: this.options.holder, seq: last.seq }, 'the writer lease: a renewal whose answer was lost had been stored; it is still this controller’s');
-    return { seq: last.seq, sentAt };
   }
 
   private sayOnce(line: string): void {
