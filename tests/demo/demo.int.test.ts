@@ -7,7 +7,7 @@ import { meshHome } from '../../src/config.js';
 import { credentialTag } from '../../src/domain/secrets/credential-tag.js';
 import { readPgpass } from '../../src/modules/postgres/guestbook.js';
 import { freePort } from '../../src/dev/ports.js';
-import { runMesh } from '../helpers/cli.js';
+import { runMesh, runProbe } from '../helpers/cli.js';
 import { uniqueName } from '../helpers/names.js';
 import { waitFor } from '../helpers/test-mesh.js';
 import { launchChromium } from './browser.js';
@@ -218,6 +218,18 @@ describe("npm start's mesh, raised from a clean folder", () => {
     expect(shown).not.toContain(key.secretKey.slice(0, 16));
     expect(shown).not.toContain(readPgpass(join(dir, 'nodes', 'beta', 'guestbook', 'data', 'pgpass')).password);
   }, 180_000);
+
+  it('refuses every attack of `npm run probe:security`, and prints its summary', async () => {
+    await browser?.close();
+    browser = undefined;
+    // The probe as an operator runs it after `npm start`: it finds the stack from its folder alone.
+    const probe = await timed('security probe', () => runProbe(env, 240_000));
+    const summary = probe.stdout.split('\n').find((line) => /^\d+ attacks: /.test(line)) ?? '(no summary line)';
+    process.stderr.write(`probe:security against the demo mesh: ${summary}\n`);
+    const outcomes = probe.stdout.split('\n').filter((line) => /^(ALLOWED|NOT TRIED)/.test(line));
+    expect({ code: probe.code, outcomes, stderr: probe.stderr.slice(-2_000) }).toEqual({ code: 0, outcomes: [], stderr: expect.any(String) });
+    expect(summary).toMatch(/^\d+ attacks: \d+ refused, 0 let through, 0 not tried$/);
+  }, 300_000);
 
   it('mesh dev down leaves no process of ours running', async () => {
     await browser?.close();

@@ -18,10 +18,17 @@ export interface CliResult {
  * environment; a variable set to undefined there is removed.
  */
 export const runMesh = (args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 60_000): Promise<CliResult> =>
+  runNode([join(projectRoot, 'bin', 'mesh.js'), ...args], `mesh ${args.join(' ')}`, env, timeoutMs);
+
+/** `npm run probe:security` against the stack `env` names (MESH_DEV_DIR and its ports). */
+export const runProbe = (env: Record<string, string | undefined>, timeoutMs: number): Promise<CliResult> =>
+  runNode(['--import', 'tsx', join(projectRoot, 'scripts', 'probe-security.ts')], 'probe:security', env, timeoutMs);
+
+const runNode = (args: string[], what: string, env: Record<string, string | undefined>, timeoutMs: number): Promise<CliResult> =>
   new Promise((resolvePromise, reject) => {
     const merged: Record<string, string | undefined> = { ...process.env, ...env };
     for (const key of Object.keys(merged)) if (merged[key] === undefined) delete merged[key];
-    const child = spawn(process.execPath, [join(projectRoot, 'bin', 'mesh.js'), ...args], {
+    const child = spawn(process.execPath, args, {
       cwd: projectRoot,
       env: merged,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -32,7 +39,7 @@ export const runMesh = (args: string[], env: Record<string, string | undefined> 
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`mesh ${args.join(' ')} did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));
+      reject(new Error(`${what} did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));
     }, timeoutMs);
     child.once('exit', (code) => {
       clearTimeout(timer);
