@@ -218,7 +218,7 @@ export const openTestMesh = async (
       state: () => controller.mesh(),
       held: () => controller.held(),
       reached: (seq) => controller.reached(seq),
-      ...(options.metrics ? { metrics: options.metrics } : findings.metrics ? { metrics: { reportRead: () => undefined, factsStated: () => undefined, ...findings.metrics } } : {}),
+      ...(options.metrics ? { metrics: options.metrics } : findings.metrics ? { metrics: { reportRead: () => undefined, factsStated: () => undefined, impersonationRefused: findings.metrics.impersonationRefused.bind(findings.metrics) } } : {}),
       ...(controllerMeshes.has(controller) ? { mesh: controllerMeshes.get(controller)! } : {}),
     });
     await ingester.start();

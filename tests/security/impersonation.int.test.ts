@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstream } from '@nats-io/jetstream';
@@ -9,7 +11,9 @@ import { hostKey, tokenBusIdentity } from '../../src/adapters/enrolment-client.j
 import { newIdentity } from '../../src/adapters/identity.js';
 import { signCommand, type OperatorKey } from '../../src/adapters/operator-keys.js';
 import { newKeyPair } from '../../src/adapters/sealing.js';
+import { PrometheusMetrics } from '../../src/adapters/prometheus-metrics.js';
 import type { ImpersonationMetrics, SpeakerEntry } from '../../src/controller/speaker.js';
+import { probeImpersonation } from '../../src/dev/probes/impersonation.js';
 import { toolSubject, type ToolAnswer } from '../../src/controller/tool-server.js';
 import { busIdentityToolSubject } from '../../src/domain/bus/module-identity.js';
 import { hostInbox, personInbox } from '../../src/domain/bus/users.js';
@@ -32,7 +36,14 @@ import { reportFor } from '../controller/report-for.js';
 describe('each identity speaks only for itself', () => {
   const dir = join(meshHome(), 'tmp', uniqueName('impersonation-'));
   const findings: { entry: SpeakerEntry; identity: string }[] = [];
-  const impersonation: ImpersonationMetrics = { impersonationRefused: (entry, identity) => void findings.push({ entry, identity }) };
+  // What the controller process counts, and serves on /metrics: the probe reads its refusals there.
+  const prometheus = new PrometheusMetrics();
+  const impersonation: ImpersonationMetrics = {
+    impersonationRefused: (entry, identity) => {
+      findings.push({ entry, identity });
+      prometheus.impersonationRefused(entry, identity);
+    },
+  };
   let m: EnforcingBusMesh;
   const hosts = new Map<string, NatsConnection>();
   const found = (entry: SpeakerEntry, identity: string) => waitFor(`the ${entry} finding about ${identity}`, async () => findings.some((f) => f.entry === entry && f.identity === identity));
@@ -145,5 +156,31 @@ describe('each identity speaks only for itself', () => {
 
     expect((await call(asAda)).ok).toBe(true);
     expect(nodeNamed((await m.t.mesh.current()).nodes, 'epsilon')).toBeDefined();
+  });
+
+  it('the security probe, as host beta, sees each attack on alpha refused by the controller and read back from /metrics and the log', async () => {
+    const server: Server = createServer((_request, response) => void prometheus.registry.metrics().then((text) => response.end(text)));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const carol: OperatorKey = { operator: 'carol', ...newIdentity() };
+      await m.t.run({ type: 'add-operator', operator: 'carol', publicKey: carol.publicKey });
+      await m.connectWhenKnown('operator carol', { key: carol, inbox: personInbox('carol') });
+      const names = m.t.names;
+      const outcomes = await probeImpersonation({
+        url: m.url,
+        wire: { ...names, eventsStream: '' },
+        host: { node: 'beta', key: hostKey(join(dir, 'beta')), otherNode: 'alpha' },
+        operator: { name: 'carol', key: carol },
+        httpUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      });
+      expect(outcomes.map((o) => [o.attack, o.refused])).toEqual([
+        ["host beta reports, on its own subject, that alpha's modules are crash-looping", true],
+        ['host beta says, in its own heartbeat, that alpha has capabilities it never said', true],
+        ["host beta asks for a module identity of alpha's", true],
+      ]);
+      expect(outcomes[0]?.detail).toMatch(/about alpha's outstanding declaration \d+: mesh_impersonation_refused_total\{entry="report",identity="host beta"\} went from 1 to 2, and no fact for alpha was stated$/);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
