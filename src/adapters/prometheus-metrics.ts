@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CommandMetrics, CommandOutcome, ReportMetrics, ReportOutcome } from '../controller/metrics.js';
+import type { ImpersonationMetrics, SpeakerEntry } from '../controller/speaker.js';
 
 // The control plane's metrics in Prometheus's text format (prom-client), one registry per
 // process, never the library's global one, so several controllers (or tests) in one process each
@@ -30,8 +31,10 @@ const COMMAND_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 const PASS_SECONDS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 /** Every state a node can be counted in, so a state with no node reads 0 rather than vanishing. */
 const NODE_STATES = ['healthy', 'unhealthy', 'never-heard-from', 'unknown'];
+/** Identities counted by name before the rest are counted together: a series per identity the bus knows, never unbounded. */
+const IMPERSONATION_IDENTITIES_MAX = 256;
 
-export class PrometheusMetrics implements CommandMetrics, ReportMetrics {
+export class PrometheusMetrics implements CommandMetrics, ReportMetrics, ImpersonationMetrics {
   readonly registry = new Registry();
   readonly contentType = this.registry.contentType;
   private readonly r = [this.registry];
@@ -49,6 +52,8 @@ export class PrometheusMetrics implements CommandMetrics, ReportMetrics {
   private readonly commandSeconds = new Histogram({ name: 'mesh_command_duration_seconds', help: "An operator's command from arrival to answer, by verb and outcome", labelNames: ['verb', 'outcome'], buckets: COMMAND_SECONDS, registers: this.r });
   private readonly reports = new Counter({ name: 'mesh_reports_total', help: 'Reports read from CONTROL by what became of them: acted, not-outstanding, unreadable, retried', labelNames: ['outcome'], registers: this.r });
   private readonly facts = new Counter({ name: 'mesh_facts_stated_total', help: 'Facts stated into the log from reports, by type', labelNames: ['type'], registers: this.r });
+  private readonly impersonations = new Counter({ name: 'mesh_impersonation_refused_total', help: 'Messages refused because their body named another identity than the one that sent them, by entry point and the identity that sent them', labelNames: ['entry', 'identity'], registers: this.r });
+  private readonly impersonators = new Set<string>();
   private readonly nodes = new Gauge({ name: 'mesh_nodes', help: 'Nodes by state, as the overview judges them: healthy, unhealthy, never-heard-from, unknown', labelNames: ['state'], registers: this.r });
   private readonly sourceUp = new Gauge({ name: 'mesh_metrics_source_up', help: 'Whether a scrape could read a source of its gauges (log, projections, nodes)', labelNames: ['source'], registers: this.r });
 
@@ -81,6 +86,11 @@ export class PrometheusMetrics implements CommandMetrics, ReportMetrics {
 
   factsStated(types: readonly string[]): void {
     for (const type of types) this.facts.inc({ type });
+  }
+
+  impersonationRefused(entry: SpeakerEntry, identity: string): void {
+    if (this.impersonators.size < IMPERSONATION_IDENTITIES_MAX) this.impersonators.add(identity);
+    this.impersonations.inc({ entry, identity: this.impersonators.has(identity) ? identity : 'other' });
   }
 
   /** What `/metrics` serves: this registry's text, its gauges of state read from `sources` at each scrape. */

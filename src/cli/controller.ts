@@ -171,6 +171,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
     prefix: config.subjectPrefix,
     logger: logger.child({ component: 'tools' }),
     role: { isWriter: () => lease.held(), known: lease.tried, takeoverMs: 2 * leaseSettings.ttlMs + 2_000 },
+    metrics,
   });
   tools.start();
   /** the parts that append or declare: run by the writer alone */
@@ -199,15 +200,16 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
       prefix: config.subjectPrefix,
       natsUrl: config.natsUrl,
       logger: logger.child({ component: 'enrolment' }),
+      metrics,
     });
     enrolment.start();
     writing.push(enrolment);
     // Modules' bus identities, derived from this controller's key and sealed to the node that runs them.
-    const busIdentities = new BusIdentityService(nc, mesh, { prefix: config.subjectPrefix, controller: controllerKey, logger: logger.child({ component: 'bus-identity' }) });
+    const busIdentities = new BusIdentityService(nc, mesh, { prefix: config.subjectPrefix, controller: controllerKey, logger: logger.child({ component: 'bus-identity' }), metrics });
     busIdentities.start();
     writing.push(busIdentities);
     // Providers answering their consumers as themselves, and the proxy handing back public names.
-    const providerAnswers = new ProviderAnswerService(nc, mesh, { prefix: config.subjectPrefix, logger: logger.child({ component: 'provider-answers' }) });
+    const providerAnswers = new ProviderAnswerService(nc, mesh, { prefix: config.subjectPrefix, logger: logger.child({ component: 'provider-answers' }), metrics });
     providerAnswers.start();
     writing.push(providerAnswers);
     // Every secret the assignments name, made by the vault and recorded once it holds it.

@@ -173,6 +173,10 @@ export class BuildCoordinator {
     const prefix = this.options.names.prefix;
     const metadata = (id: string) => ({ commandId: id, actor: this.options.actor });
     if (message.subject === buildOutcomeSubject(prefix, 'built') || message.subject === buildOutcomeSubject(prefix, 'failed')) {
+      // Who speaks: only the holder of mesh-build-machine may publish its seat's events (users.ts
+      // moduleUser; users of the seat publish only its `accept` subjects), so the subject is the
+      // builder. The body names no identity this acts on — `builder` is a free-text label, logged —
+      // and a build is recorded only if the mesh handed it out (record-build's decider).
       const said = readable(buildOutcomeSchema, message);
       const outcome = said.outcome === 'built' ? ({ kind: 'built', digest: said.digest, bases: said.bases } as const) : ({ kind: 'failed', reason: said.reason, output: said.output } as const);
       const result = await this.mesh.execute({ type: 'record-build', buildId: said.buildId, module: said.module, commit: said.commit, outcome }, metadata(`recorded:${said.buildId}`));

@@ -7,11 +7,20 @@ import { Refusal } from '../domain/refusal.js';
 import type { MeshService } from './mesh-service.js';
 import { serveTool } from './serve-tool.js';
 import { enrolmentToken } from '../domain/nodes/state.js';
+import { describeSpeaker, refuseImpersonation, speakerOfReply, type ImpersonationMetrics } from './speaker.js';
 
 // The mesh-controller seat's `enrol` tool. An agent presents its token and two public keys; the
 // token is spent through the log (exactly once, whatever races), and the node's host key becomes
 // its user on the bus when the control plane next composes the list. Nothing secret is made or
 // sent back: a lost answer is answered again by a retry with the same token and keys.
+//
+// Who asks: a joining machine connects as its token's own bus identity (users.ts enrolmentUser),
+// and every live token's identity may publish on this subject, so the subject does not say which.
+// The reply does: a token's identity reads answers only under `_INBOX.enrol.<tokenId>`, so a
+// request answered there is that token speaking, and one presenting another token is refused with
+// a finding (speaker.ts), spending nothing. The node it names is the token's to bind (a token made
+// for a node enrols only that node: enrolment.ts). Operators may publish here too; for them, and
+// any other caller, the token's secret is the authority.
 
 export interface EnrolmentServiceOptions {
   prefix: string;
@@ -19,6 +28,8 @@ export interface EnrolmentServiceOptions {
   natsUrl: string;
   logger: Logger;
   now?: () => Date;
+  /** counts a request refused for presenting another token than the one the caller connected as */
+  metrics?: Partial<ImpersonationMetrics>;
 }
 
 export class EnrolmentService {
@@ -31,14 +42,14 @@ export class EnrolmentService {
   ) {}
 
   start(): void {
-    this.subscription = serveTool(this.nc, enrolToolSubject(this.options.prefix), (payload) => this.answer(payload));
+    this.subscription = serveTool(this.nc, enrolToolSubject(this.options.prefix), (payload, reply) => this.answer(payload, reply));
   }
 
   stop(): void {
     this.subscription?.unsubscribe();
   }
 
-  private async answer(payload: Uint8Array): Promise<EnrolAnswer> {
+  private async answer(payload: Uint8Array, reply: string | undefined): Promise<EnrolAnswer> {
     let request;
     try {
       request = enrolRequestSchema.parse(JSON.parse(new TextDecoder().decode(payload)));
@@ -46,6 +57,10 @@ export class EnrolmentService {
       return { ok: false, refused: [{ what: 'request', why: `not an enrolment request: ${(error as Error).message}`, remedy: 'send { node, token, publicKey, busKey }' }] };
     }
     const [tokenId = '', secret = ''] = request.token.split('.');
+    const speaker = speakerOfReply(reply);
+    if (speaker && (speaker.kind === 'host' || (speaker.kind === 'enrolment' && speaker.tokenId !== tokenId))) {
+      return { ok: false, refused: [refuseImpersonation(this.options, { entry: 'enrol', identity: describeSpeaker(speaker), claimed: `enrolment token ${tokenId} (node ${request.node})`, field: 'token' })] };
+    }
     try {
       const result = await this.mesh.execute(
         { type: 'enrol-node', node: request.node, tokenId, secret, publicKey: request.publicKey, busKey: request.busKey, now: (this.options.now?.() ?? new Date()).toISOString() },

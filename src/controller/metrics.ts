@@ -7,8 +7,8 @@ import { MeshError } from '../errors.js';
 /** How a command ended: carried out, refused (bad input, a rule, nothing there), beaten by a concurrent change, or failed. */
 export type CommandOutcome = 'ok' | 'refused' | 'conflict' | 'error';
 
-/** What became of a report read from CONTROL. */
-export type ReportOutcome = 'acted' | 'not-outstanding' | 'unreadable' | 'retried';
+/** What became of a report read from CONTROL (`impersonating`: it named another node than the one that sent it, speaker.ts). */
+export type ReportOutcome = 'acted' | 'not-outstanding' | 'unreadable' | 'retried' | 'impersonating';
 
 export interface CommandMetrics {
   commandDecided(verb: string, outcome: CommandOutcome, seconds: number): void;

@@ -16,6 +16,7 @@ import { heartbeatSchema, reportSchema, type Report } from '../domain/reports/re
 import { ConcurrencyError } from '../errors.js';
 import { ensureNodeStatus, recordHeartbeats, recordReport } from './node-status.js';
 import type { ReportMetrics } from './metrics.js';
+import { nodeOfControlSubject, refuseImpersonation, type ImpersonationMetrics } from './speaker.js';
 
 // Reads what nodes say (CONTROL, a work queue only the controller reads) and turns it into facts.
 // A report is acknowledged only once everything it caused is done: its node's status recorded in
@@ -44,8 +45,8 @@ export interface ReportIngesterOptions {
    * commands (mesh-writer.ts), decided against its view; without it they are appended on their own
    */
   mesh?: Pick<MeshService, 'appendDecided'>;
-  /** told what became of each report, and which facts it caused */
-  metrics?: ReportMetrics;
+  /** told what became of each report, and which facts it caused; and of each one refused for naming another node */
+  metrics?: ReportMetrics & Partial<ImpersonationMetrics>;
 }
 
 const RETRY_MS = 1_000;
@@ -98,11 +99,17 @@ export class ReportIngester {
     this.heartbeats = this.nc.subscribe(`${this.options.names.prefix}.control.*.alive`, {
       callback: (error, message) => {
         if (error) return;
-        const node = message.subject.split('.').at(-2);
+        // The subject is the speaker: only host <node> may publish on it (speaker.ts).
+        const node = nodeOfControlSubject(message.subject, this.options.names.prefix, 'alive');
         if (!node) return;
         this.beats.set(node, new Date());
         const beat = heartbeatSchema.safeParse(safeJson(message.data));
-        if (beat.success && beat.data.node === node && beat.data.capabilities) this.noteCapabilities(node, beat.data.capabilities);
+        if (!beat.success) return;
+        if (beat.data.node !== node) {
+          refuseImpersonation(this.options, { entry: 'heartbeat', identity: `host ${node}`, claimed: `node ${beat.data.node}`, field: 'node' });
+          return;
+        }
+        if (beat.data.capabilities) this.noteCapabilities(node, beat.data.capabilities);
       },
     });
     this.flushTimer = setInterval(() => void this.flushHeartbeats(), 1_000);
@@ -146,6 +153,15 @@ export class ReportIngester {
       // Nothing can ever make it valid: say so and let it go, rather than redeliver it for ever.
       this.options.logger.error({ err: error, subject: message.subject }, 'unreadable report');
       this.options.metrics?.reportRead('unreadable');
+      message.term();
+      return;
+    }
+    // The subject is the speaker: only host <node> may publish on it (speaker.ts). A report naming
+    // any other node is refused for good, and nothing it says is recorded or stated.
+    const speaker = nodeOfControlSubject(message.subject, this.options.names.prefix, 'report');
+    if (speaker !== report.node) {
+      refuseImpersonation(this.options, { entry: 'report', identity: speaker ? `host ${speaker}` : `the publisher of ${message.subject}`, claimed: `node ${report.node}`, field: 'node' });
+      this.options.metrics?.reportRead('impersonating');
       message.term();
       return;
     }

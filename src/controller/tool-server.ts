@@ -5,6 +5,7 @@ import { MeshError } from '../errors.js';
 import { OPERATOR_COMMANDS, type CommandDispatcher } from './command-dispatcher.js';
 import { serveTool, WRITER_QUEUE } from './serve-tool.js';
 import type { MeshPlan } from '../domain/declarations/plan.js';
+import { describeSpeaker, refuseImpersonation, speakerOfReply, type ImpersonationMetrics } from './speaker.js';
 
 // The mesh's own verbs as the mesh-controller seat's tools (ADR 0132): core request/reply on
 // `<prefix>.seat.mesh-controller.tool.<verb>`, never persisted (what a call decides is). Every
@@ -48,6 +49,8 @@ export interface ToolServerOptions {
    * decides every call.
    */
   role?: { isWriter: () => boolean; known: Promise<void>; takeoverMs: number };
+  /** counts a call refused because the bus user it came over is not the operator who signed it */
+  metrics?: Partial<ImpersonationMetrics>;
 }
 
 export class ToolServer {
@@ -62,8 +65,8 @@ export class ToolServer {
 
   start(): void {
     for (const verb of OPERATOR_COMMANDS) {
-      this.subscriptions.push(serveTool(this.nc, toolSubject(verb, this.options.prefix), (payload) => this.answer(verb, payload)));
-      this.subscriptions.push(serveTool(this.nc, planToolSubject(verb, this.options.prefix), (payload) => this.plan(verb, payload)));
+      this.subscriptions.push(serveTool(this.nc, toolSubject(verb, this.options.prefix), (payload, reply) => this.speakerRefusal(payload, reply, false) ?? this.answer(verb, payload)));
+      this.subscriptions.push(serveTool(this.nc, planToolSubject(verb, this.options.prefix), (payload, reply) => this.speakerRefusal(payload, reply, true) ?? this.plan(verb, payload)));
     }
   }
 
@@ -80,12 +83,35 @@ export class ToolServer {
   serveAsWriter(): void {
     if (this.writerSubscriptions.length > 0) return;
     for (const verb of OPERATOR_COMMANDS) {
-      this.writerSubscriptions.push(serveTool(this.nc, writerToolSubject(verb, this.options.prefix), (payload) => this.decide(verb, payload), WRITER_QUEUE));
+      this.writerSubscriptions.push(serveTool(this.nc, writerToolSubject(verb, this.options.prefix), (payload, reply) => this.speakerRefusal(payload, reply, false) ?? this.decide(verb, payload), WRITER_QUEUE));
     }
   }
 
   stop(): void {
     for (const subscription of [...this.subscriptions.splice(0), ...this.writerSubscriptions.splice(0)]) subscription.unsubscribe();
+  }
+
+  /**
+   * A refusal when the bus user a call came over is not who signed it: an operator relaying
+   * another's command, a host or a joining machine sending one. Undefined when the signature alone
+   * judges it (the controller, an inbox that names no principal) or the operators agree.
+   */
+  private speakerRefusal(payload: Uint8Array, reply: string | undefined, plan: boolean): Promise<RefusedAnswer> | undefined {
+    const speaker = speakerOfReply(reply);
+    if (!speaker || speaker.kind === 'controller') return undefined;
+    let signers: string[];
+    try {
+      const input = JSON.parse(new TextDecoder().decode(payload)) as unknown;
+      const commands = plan ? (isRecord(input) && Array.isArray(input.commands) ? input.commands : []) : [input];
+      // an unsigned command names nobody: the dispatcher refuses it as such
+      signers = [...new Set(commands.flatMap((c) => (isRecord(c) && typeof c.operator === 'string' ? [c.operator] : [])))];
+    } catch {
+      return undefined; // unreadable: the dispatcher refuses it, saying why
+    }
+    const other = signers.find((signer) => speaker.kind !== 'operator' || signer !== speaker.operator);
+    if (other === undefined) return undefined;
+    const problem = refuseImpersonation(this.options, { entry: 'tool', identity: describeSpeaker(speaker), claimed: `operator ${other}`, field: 'operator' });
+    return Promise.resolve({ ok: false, refused: [problem], error: { code: 'refused' } });
   }
 
   private async answer(verb: string, payload: Uint8Array): Promise<ToolAnswer | Uint8Array> {
@@ -150,3 +176,5 @@ export class ToolServer {
     }
   }
 }
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;

@@ -20,6 +20,7 @@ import {
   type MakeAnswer,
 } from '../domain/secrets/vault-wire.js';
 import type { VaultStore } from './store.js';
+import { describeSpeaker, refuseImpersonation, speakerOfReply } from '../controller/speaker.js';
 
 // The holder of mesh-vault: the one maker of the mesh's shared secrets (ADR 0113). It serves two
 // tools on core request/reply. `make`, asked by the controller (its request signed with the key
@@ -30,6 +31,11 @@ import type { VaultStore } from './store.js';
 // and bound to its nonce, would be worth nothing either. `keep`, asked by the controller, hands it
 // one of the mesh's own secrets genesis made, sealed to this vault's own key: it keeps it like its
 // own and never replaces a version it holds.
+//
+// Who asks `fetch`: the node whose host key signed it (every host may publish on the subject:
+// users.ts). The answer goes to the reply's inbox, which only its identity reads; a request whose
+// answer would go to another host's inbox than the node it names is refused with a finding
+// (speaker.ts), whatever its signature: host beta relaying alpha's signed request gets nothing.
 
 export const VAULT_QUEUE = 'mesh-vault';
 
@@ -59,14 +65,14 @@ export class Vault {
   start(): void {
     for (const [tool, answer] of [
       ['make', (payload: Uint8Array) => this.make(payload)],
-      ['fetch', (payload: Uint8Array) => this.fetch(payload)],
+      ['fetch', (payload: Uint8Array, reply?: string) => this.fetch(payload, reply)],
       ['keep', (payload: Uint8Array) => this.keep(payload)],
     ] as const) {
       this.subscriptions.push(
         this.nc.subscribe(vaultToolSubject(this.options.prefix, tool), {
           queue: VAULT_QUEUE,
           callback: (error, message) => {
-            if (!error) message.respond(JSON.stringify(answer(message.data)));
+            if (!error) message.respond(JSON.stringify(answer(message.data, message.reply)));
           },
         }),
       );
@@ -112,7 +118,9 @@ export class Vault {
     return { ok: false, refused };
   }
 
-  private fetch(payload: Uint8Array): FetchAnswer {
+  private fetch(payload: Uint8Array, reply: string | undefined): FetchAnswer {
+    const impersonation = this.impersonation(payload, reply);
+    if (impersonation) return { ok: false, refused: [impersonation] };
     const read = this.read(payload, fetchRequestSchema, 'fetch', (request) => {
       const entry = this.options.store.get(request.secret);
       if (!entry) return { what: request.secret, why: 'the vault holds no such secret', remedy: 'wait until the controller has had it made; mesh log --type secret.made shows when' };
@@ -137,6 +145,21 @@ export class Vault {
     const delivered: Delivered = { secret: request.secret, node: request.node, version, nonce: request.nonce, value };
     this.options.logger.info({ secret: request.secret, node: request.node, version }, 'secret handed out, sealed to its node');
     return { ok: true, secret: request.secret, node: request.node, sealed: seal(JSON.stringify(delivered), recipient.sealingKey) };
+  }
+
+  /** A fetch naming another node than the host whose inbox its answer would reach: the finding's problem. */
+  private impersonation(payload: Uint8Array, reply: string | undefined): Problem | undefined {
+    const speaker = speakerOfReply(reply);
+    if (speaker?.kind !== 'host') return undefined;
+    let named: string | undefined;
+    try {
+      const parsed = signedSchema(fetchRequestSchema).safeParse(JSON.parse(new TextDecoder().decode(payload)));
+      named = parsed.success ? parsed.data.request.node : undefined;
+    } catch {
+      return undefined; // not JSON: `read` says so
+    }
+    if (named === undefined || named === speaker.node) return undefined;
+    return refuseImpersonation({ logger: this.options.logger }, { entry: 'vault-fetch', identity: describeSpeaker(speaker), claimed: `node ${named}`, field: 'request.node' });
   }
 
   /**

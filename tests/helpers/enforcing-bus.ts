@@ -10,6 +10,7 @@ import { connectNats, type BusIdentity } from '../../src/adapters/nats/connect.j
 import { eventsStreamName } from '../../src/adapters/nats/control-streams.js';
 import { Agent } from '../../src/agent/agent.js';
 import { BusAuthority } from '../../src/controller/bus-authority.js';
+import type { ImpersonationMetrics } from '../../src/controller/speaker.js';
 import { natsPidFile, startNatsServer, stopNatsServer } from '../../src/dev/nats-server.js';
 import { freePort } from '../../src/dev/ports.js';
 import { composeBusUsers, CONTROLLER_INBOX, type BusWire } from '../../src/domain/bus/users.js';
@@ -22,7 +23,8 @@ import { openTestMesh, waitFor, type testMeshNames } from './test-mesh.js';
 // the token's own identity), each module as its own identity. Nobody speaks as the harness, so
 // what the server refuses is what a real mesh's would.
 
-export const enforcingBusMesh = async (dir: string, names: ReturnType<typeof testMeshNames>) => {
+/** `impersonation`: told of every message the mesh's services refuse for naming another identity than the one that sent it */
+export const enforcingBusMesh = async (dir: string, names: ReturnType<typeof testMeshNames>, options: { impersonation?: ImpersonationMetrics } = {}) => {
   const harnessKey = process.env.MESH_BUS_KEY;
   delete process.env.MESH_BUS_KEY;
   mkdirSync(dir, { recursive: true });
@@ -32,7 +34,7 @@ export const enforcingBusMesh = async (dir: string, names: ReturnType<typeof tes
   writeFileSync(usersFile, renderBusUsers(composeBusUsers(emptyMeshState(), { wire, controllerKey: busKey.publicKey, snapshotWriterKey: foldSnapshotWriterIdentity(busKey).publicKey, moduleKey: () => '', now: new Date() })));
   const server = { dir, port: await freePort(), monitorPort: await freePort(), usersFile };
   const url = (await startNatsServer(server)).url;
-  const t = await openTestMesh({ url, names, identity: { key: busKey, inbox: CONTROLLER_INBOX } });
+  const t = await openTestMesh({ url, names, identity: { key: busKey, inbox: CONTROLLER_INBOX }, ...options });
   const authority = new BusAuthority({ file: { file: usersFile, serverPidFile: natsPidFile(dir), monitorUrl: `http://127.0.0.1:${server.monitorPort}` }, wire, controller: busKey, logger: pino({ level: 'silent' }) });
   const controller = await t.startController({ busAuthority: authority });
   await t.startIngester(controller);

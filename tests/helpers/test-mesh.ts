@@ -33,6 +33,7 @@ import { MeshService } from '../../src/controller/mesh-service.js';
 import { MeshView } from '../../src/controller/mesh-view.js';
 import { MeshWriter } from '../../src/controller/mesh-writer.js';
 import type { ReportMetrics } from '../../src/controller/metrics.js';
+import type { ImpersonationMetrics } from '../../src/controller/speaker.js';
 import type { MeshCommand } from '../../src/domain/mesh/commands.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../../src/domain/declarations/declaration.js';
 import { meshEventRegistry } from '../../src/domain/registry.js';
@@ -73,7 +74,11 @@ class ControllerProcess extends Controller {
 /** The names a real installation uses (the dev stack's defaults): for a mesh on a server of a test's own, whose agents run `mesh …` programs that read no test's names. */
 export const INSTALLATION_NAMES: ReturnType<typeof testMeshNames> = { logStream: 'LOG', logPrefix: 'mesh.log', nodesStream: 'NODES', controlStream: 'CONTROL', prefix: 'mesh' };
 
-export const openTestMesh = async (options: { url?: string; identity?: BusIdentity; name?: string; names?: ReturnType<typeof testMeshNames>; onStored?: (seq: number) => void; replicas?: number } = {}) => {
+/** `impersonation`: told of every message its services refuse for naming another identity than the one that sent it (speaker.ts) */
+export const openTestMesh = async (
+  options: { url?: string; identity?: BusIdentity; name?: string; names?: ReturnType<typeof testMeshNames>; onStored?: (seq: number) => void; replicas?: number; impersonation?: ImpersonationMetrics } = {},
+) => {
+  const findings = options.impersonation ? { metrics: options.impersonation } : {};
   const name = options.name ?? uniqueName('t');
   const names = options.names ?? testMeshNames(name);
   /** the same names as the build coordinator and the stream assertions take them */
@@ -162,7 +167,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
 
   /** The mesh-controller seat's enrol tool, answering on this mesh's prefix. */
   const startEnrolment = (now?: () => Date): EnrolmentService => {
-    const service = new EnrolmentService(nc, new MeshService(newLog()), { prefix: names.prefix, natsUrl: options.url ?? testNatsUrl(), logger: pino({ level: 'silent' }), ...(now ? { now } : {}) });
+    const service = new EnrolmentService(nc, new MeshService(newLog()), { prefix: names.prefix, natsUrl: options.url ?? testNatsUrl(), logger: pino({ level: 'silent' }), ...(now ? { now } : {}), ...findings });
     service.start();
     services.push(service);
     return service;
@@ -170,7 +175,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
 
   /** The mesh-controller seat's bus-identity tool on this mesh's prefix, deriving from `controller`'s key. */
   const startBusIdentities = (controller: Identity): BusIdentityService => {
-    const service = new BusIdentityService(nc, new MeshService(newLog()), { prefix: names.prefix, controller, logger: pino({ level: 'silent' }) });
+    const service = new BusIdentityService(nc, new MeshService(newLog()), { prefix: names.prefix, controller, logger: pino({ level: 'silent' }), ...findings });
     service.start();
     services.push(service);
     return service;
@@ -178,7 +183,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
 
   /** Providers' own answer-consumer tool on this mesh's prefix: the proxy hands back public names on it. */
   const startProviderAnswers = (): ProviderAnswerService => {
-    const service = new ProviderAnswerService(nc, new MeshService(newLog()), { prefix: names.prefix, logger: pino({ level: 'silent' }) });
+    const service = new ProviderAnswerService(nc, new MeshService(newLog()), { prefix: names.prefix, logger: pino({ level: 'silent' }), ...findings });
     service.start();
     services.push(service);
     return service;
@@ -213,7 +218,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
       state: () => controller.mesh(),
       held: () => controller.held(),
       reached: (seq) => controller.reached(seq),
-      ...(options.metrics ? { metrics: options.metrics } : {}),
+      ...(options.metrics ? { metrics: options.metrics } : findings.metrics ? { metrics: { reportRead: () => undefined, factsStated: () => undefined, impersonationRefused: findings.metrics.impersonationRefused.bind(findings.metrics) } } : {}),
       ...(controllerMeshes.has(controller) ? { mesh: controllerMeshes.get(controller)! } : {}),
     });
     await ingester.start();
@@ -224,7 +229,7 @@ export const openTestMesh = async (options: { url?: string; identity?: BusIdenti
   /** The mesh-controller seat's command tools on this mesh's prefix, as a controller process serves them. */
   const startTools = (): ToolServer => {
     // As the controller process serves them: an operator's build is looked at by a holder of mesh-build-machine first.
-    const server = new ToolServer(nc, new CommandDispatcher(new MeshService(newLog()), { probe: sourceProbe(nc, { prefix: names.prefix }) }), { prefix: names.prefix, logger: pino({ level: 'silent' }) });
+    const server = new ToolServer(nc, new CommandDispatcher(new MeshService(newLog()), { probe: sourceProbe(nc, { prefix: names.prefix }) }), { prefix: names.prefix, logger: pino({ level: 'silent' }), ...findings });
     server.start();
     toolServers.push(server);
     return server;
