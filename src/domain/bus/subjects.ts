@@ -26,6 +26,13 @@ export const moduleConsumerName = (node: string, module: string): string => `${n
 /** A module's inbox prefix, module then node (design 25 §4). */
 export const moduleInbox = (module: string, node: string): string => `_INBOX.${module}.${node}`;
 
+/**
+ * The first word of every inbox that is not a module's (users.ts): a module of one of these names
+ * would be given another principal's inbox (`host` on node beta reads host beta's answers), so
+ * registering one is refused.
+ */
+export const RESERVED_INBOX_HEADS: readonly string[] = ['controller', 'fold-snapshots', 'host', 'person', 'enrol'];
+
 /** A seat's work queue: one stream per seat's `accept` branch (DESIGN.md decision 5). */
 export const seatStreamName = (prefix: string, seat: string): string => (prefix === 'mesh' ? `SEAT_${seat}` : `SEAT_${prefix}_${seat}`);
 

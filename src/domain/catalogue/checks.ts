@@ -11,6 +11,7 @@ import { moduleNamed } from './state.js';
 import { valueProblems } from './value-checks.js';
 import { isCredentialField, isPolicyPath, routeProblems } from '../routes/checks.js';
 import { installationLiteralProblems } from './installation-literals.js';
+import { RESERVED_INBOX_HEADS } from '../bus/subjects.js';
 
 // Registration's rules, each a function from the manifest as written to the problems it has. They
 // read the raw input defensively, so a manifest with a schema error still gets every other rule
@@ -285,12 +286,21 @@ const serviceProblems = (raw: Raw): Problem[] => {
 };
 
 /** Every rule a manifest must pass to be registered, all at once. */
+/** Checked at registration only: a log that holds such a name already still reads. */
+const moduleNameProblems = (moduleName: string): Problem[] => {
+  if (RESERVED_INBOX_HEADS.includes(moduleName)) {
+    return [{ what: 'name', why: `"${moduleName}" is refused as a module name: the bus gives a module the inbox _INBOX.<module>.<node>, and _INBOX.${moduleName}.… is the mesh's own (${RESERVED_INBOX_HEADS.join(', ')} are reserved)`, remedy: 'choose another name' }];
+  }
+  return [];
+};
+
 export const registrationProblems = (manifest: unknown, state: MeshState): Problem[] => {
   const raw = record(manifest);
   const moduleName = text(raw.name) ?? '';
   const subjects: Problem[] = [];
   subjectProblems(raw, [], subjects);
   return [
+    ...moduleNameProblems(moduleName),
     ...subjects,
     ...eventNameProblems(raw, moduleName, state),
     ...busProblems(raw),

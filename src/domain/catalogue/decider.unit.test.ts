@@ -89,6 +89,13 @@ describe('registering a module', () => {
       expect(whats(refused(minimalModule('m', { resources: { containers: [{ name: 'c', image: { built: true }, volumes: [] }] } })))).toEqual(['resources.containers.0.volumes']);
     });
 
+    it("a name whose inbox is one of the mesh's own (host, person, enrol, controller, fold-snapshots)", () => {
+      for (const name of ['host', 'person', 'enrol', 'controller', 'fold-snapshots']) {
+        expect(refused(minimalModule(name))).toEqual([expect.objectContaining({ what: 'name', why: expect.stringContaining(`_INBOX.${name}.`) })]);
+      }
+      expect(new MeshFixture().register(minimalModule('hosted'))).toHaveLength(1);
+    });
+
     it('a string that is a bus subject', () => {
       const problems = refused(minimalModule('m', { description: 'mesh.mod.gitea.event.pushed' }));
       expect(problems).toEqual([expect.objectContaining({ what: 'description', remedy: expect.stringContaining('the mesh derives the subjects') })]);
