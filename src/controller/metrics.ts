@@ -7,8 +7,11 @@ import { MeshError } from '../errors.js';
 /** How a command ended: carried out, refused (bad input, a rule, nothing there), beaten by a concurrent change, or failed. */
 export type CommandOutcome = 'ok' | 'refused' | 'conflict' | 'error';
 
-/** What became of a report read from CONTROL. */
-export type ReportOutcome = 'acted' | 'not-outstanding' | 'unreadable' | 'retried';
+/**
+ * What became of a report read from CONTROL: `replaced` by a newer one from its node before it was
+ * judged, `waiting` for its facts' interval (fact-budget.ts).
+ */
+export type ReportOutcome = 'acted' | 'not-outstanding' | 'unreadable' | 'retried' | 'replaced' | 'waiting';
 
 export interface CommandMetrics {
   commandDecided(verb: string, outcome: CommandOutcome, seconds: number): void;
