@@ -22,7 +22,7 @@ import { openTestMesh, waitFor, type testMeshNames } from './test-mesh.js';
 // the token's own identity), each module as its own identity. Nobody speaks as the harness, so
 // what the server refuses is what a real mesh's would.
 
-export const enforcingBusMesh = async (dir: string, names: ReturnType<typeof testMeshNames>) => {
+export const enforcingBusMesh = async (dir: string, names: ReturnType<typeof testMeshNames>, options: { factIntervalMs?: number; schema?: string } = {}) => {
   const harnessKey = process.env.MESH_BUS_KEY;
   delete process.env.MESH_BUS_KEY;
   mkdirSync(dir, { recursive: true });
@@ -35,7 +35,7 @@ export const enforcingBusMesh = async (dir: string, names: ReturnType<typeof tes
   const t = await openTestMesh({ url, names, identity: { key: busKey, inbox: CONTROLLER_INBOX } });
   const authority = new BusAuthority({ file: { file: usersFile, serverPidFile: natsPidFile(dir), monitorUrl: `http://127.0.0.1:${server.monitorPort}` }, wire, controller: busKey, logger: pino({ level: 'silent' }) });
   const controller = await t.startController({ busAuthority: authority });
-  await t.startIngester(controller);
+  await t.startIngester(controller, options);
   t.startEnrolment();
   t.startBusIdentities(busKey);
   const opened: NatsConnection[] = [];
