@@ -34,6 +34,7 @@ import { runnerSettingsFromEnv } from '../projections/runner.js';
 import { statusSchemaFromEnv } from '../controller/node-status.js';
 import { heartbeatThresholdMs } from '../controller/overview.js';
 import { ReportIngester } from '../controller/report-ingester.js';
+import { factIntervalFromEnv } from '../controller/fact-budget.js';
 import { CommandDispatcher } from '../controller/command-dispatcher.js';
 import { outcomeOf } from '../adapters/command-client.js';
 import type { CommandResult } from '../controller/mesh-service.js';
@@ -80,6 +81,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
   const pidFile = values.pidFile;
   const config = loadConfig();
   const snapshotSchedule = snapshotScheduleFromEnv();
+  const factIntervalMs = factIntervalFromEnv();
   // Written behind the process rather than one write per line while a busy writer waits on each:
   // lines that pile up during a write go out in the next one, and pino flushes them on exit.
   const logger = pino({ base: { component: 'controller', mesh: config.meshName } }, pino.destination({ dest: 1, sync: false }));
@@ -227,6 +229,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
       reached: (seq) => view.reached(seq),
       mesh,
       metrics,
+      factIntervalMs,
     });
     await reports.start();
     writing.push(reports);

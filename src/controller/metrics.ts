@@ -7,8 +7,12 @@ import { MeshError } from '../errors.js';
 /** How a command ended: carried out, refused (bad input, a rule, nothing there), beaten by a concurrent change, or failed. */
 export type CommandOutcome = 'ok' | 'refused' | 'conflict' | 'error';
 
-/** What became of a report read from CONTROL (`impersonating`: it named another node than the one that sent it, speaker.ts). */
-export type ReportOutcome = 'acted' | 'not-outstanding' | 'unreadable' | 'retried' | 'impersonating';
+/**
+ * What became of a report read from CONTROL: `impersonating` when it named another node than the
+ * one that sent it (speaker.ts), `replaced` by a newer one from its node before it was judged,
+ * `waiting` for its facts' interval (fact-budget.ts).
+ */
+export type ReportOutcome = 'acted' | 'not-outstanding' | 'unreadable' | 'retried' | 'impersonating' | 'replaced' | 'waiting';
 
 export interface CommandMetrics {
   commandDecided(verb: string, outcome: CommandOutcome, seconds: number): void;

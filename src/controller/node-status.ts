@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { migrateSchema } from '../adapters/migrations.js';
 import type { Report } from '../domain/reports/report.js';
+import type { BudgetNote } from './fact-budget.js';
 
 // The controller's own record of what each node last said and when it was last heard: not a
 // projection of the log (reports and heartbeats are not mesh changes), so it lives in a schema of
@@ -39,6 +40,26 @@ export const recordHeartbeats = async (pool: pg.Pool, schema: string, beats: Rea
   );
 };
 
+/** The nodes that said more than their budget (fact-budget.ts), each named until its note's `until`. */
+export const recordBudgetNotes = async (pool: pg.Pool, schema: string, notes: readonly BudgetNote[]): Promise<void> => {
+  if (notes.length === 0) return;
+  await pool.query(
+    `INSERT INTO ${ident(schema)}.node_status (node, over_budget, over_budget_since, over_budget_at, over_budget_until)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::timestamptz[])
+     ON CONFLICT (node) DO UPDATE SET over_budget = excluded.over_budget, over_budget_since = excluded.over_budget_since,
+       over_budget_at = excluded.over_budget_at, over_budget_until = excluded.over_budget_until`,
+    [notes.map((n) => n.node), notes.map((n) => n.line), notes.map((n) => n.since.toISOString()), notes.map((n) => n.at.toISOString()), notes.map((n) => n.until.toISOString())],
+  );
+};
+
+/** A node over its budget, as recorded: what it said beyond it, since when, and until when it is named. */
+export interface OverBudget {
+  line: string;
+  since: Date;
+  at: Date;
+  until: Date;
+}
+
 export interface NodeStatusRow {
   node: string;
   reportSequence: number | null;
@@ -46,11 +67,37 @@ export interface NodeStatusRow {
   report: Report | null;
   reportedAt: Date | null;
   heartbeatAt: Date | null;
+  overBudget: OverBudget | null;
 }
 
+interface Row {
+  node: string;
+  report_sequence: string | null;
+  report_digest: string | null;
+  report: Report | null;
+  reported_at: Date | null;
+  heartbeat_at: Date | null;
+  over_budget: string | null;
+  over_budget_since: Date | null;
+  over_budget_at: Date | null;
+  over_budget_until: Date | null;
+}
+
+const overBudgetOf = (r: Row): OverBudget | null =>
+  r.over_budget !== null && r.over_budget_since && r.over_budget_at && r.over_budget_until ? { line: r.over_budget, since: r.over_budget_since, at: r.over_budget_at, until: r.over_budget_until } : null;
+
 export const readNodeStatus = async (pool: pg.Pool, schema: string): Promise<NodeStatusRow[]> => {
-  const { rows } = await pool.query<{ node: string; report_sequence: string | null; report_digest: string | null; report: Report | null; reported_at: Date | null; heartbeat_at: Date | null }>(
-    `SELECT node, report_sequence, report_digest, report, reported_at, heartbeat_at FROM ${ident(schema)}.node_status ORDER BY node`,
+  const { rows } = await pool.query<Row>(
+    `SELECT node, report_sequence, report_digest, report, reported_at, heartbeat_at, over_budget, over_budget_since, over_budget_at, over_budget_until
+     FROM ${ident(schema)}.node_status ORDER BY node`,
   );
-  return rows.map((r) => ({ node: r.node, reportSequence: r.report_sequence === null ? null : Number(r.report_sequence), reportDigest: r.report_digest, report: r.report, reportedAt: r.reported_at, heartbeatAt: r.heartbeat_at }));
+  return rows.map((r) => ({
+    node: r.node,
+    reportSequence: r.report_sequence === null ? null : Number(r.report_sequence),
+    reportDigest: r.report_digest,
+    report: r.report,
+    reportedAt: r.reported_at,
+    heartbeatAt: r.heartbeat_at,
+    overBudget: overBudgetOf(r),
+  }));
 };

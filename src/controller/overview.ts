@@ -24,6 +24,8 @@ export interface NodeHealthInput {
   report: Report | null;
   reportedAt: Date | null;
   heartbeatAt: Date | null;
+  /** what it said beyond its budget (fact-budget.ts), named until `until` */
+  overBudget?: { line: string; since: Date; until: Date } | null;
 }
 
 /** A reader of the log stopped at a commit that does not verify or read. */
@@ -130,6 +132,8 @@ export interface NodeOverview {
   problems: string[];
   /** why what this node last said is not known (its store away), or null when it is */
   statusUnknown: string | null;
+  /** what it said beyond its budget, while it is named for it (fact-budget.ts), or null */
+  overBudget: string | null;
 }
 
 export interface Overview {
@@ -194,6 +198,9 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
       nodeProblems.push(`${node.name}: has not applied declaration ${declared.sequence}${report ? ` (last applied ${report.sequence} at ${report.at})` : ''}`);
     }
     if (report?.refusal) nodeProblems.push(`${node.name}: refused declaration ${report.sequence}: ${report.refusal}`);
+    // A node saying more than its budget: what it said beyond it is not in the log, and it is named here.
+    const overBudget = health?.overBudget && health.overBudget.until.getTime() > input.now.getTime() ? `over its budget since ${health.overBudget.since.toISOString()}: ${health.overBudget.line}` : null;
+    if (overBudget) nodeProblems.push(`${node.name}: ${overBudget}`);
 
     const assigned = mesh.assignments.filter((a) => a.node === node.name).map((a) => a.module).sort();
     // What is held comes from the facts stated (fact.held), not from reading the report again:
@@ -239,6 +246,7 @@ export const overviewOf = (input: Omit<OverviewInput, 'state'> & { mesh: Overvie
       seats,
       problems: nodeProblems,
       statusUnknown: input.nodesUnknown ?? null,
+      overBudget,
     });
   }
 

@@ -54,6 +54,22 @@ describe('the overview never claims health from absence', () => {
     ]);
   });
 
+  it('names a node over its budget while it is named for it, and only then', () => {
+    const line = '2,998 fact.capabilities values never stated; 10 messages refused, the last: a heartbeat of 905000 bytes: at most 4096 are read';
+    const healthy = (node: string, digest: string, module: string): NodeHealthInput => ({ node, report: report(node, digest, module), reportedAt: ago(1_000), heartbeatAt: ago(500) });
+    const flooding = (until: Date): NodeHealthInput[] => [{ ...healthy('alpha', 'sha256:a', 'local-bus'), overBudget: { line, since: ago(30_000), until } }, healthy('beta', 'sha256:b', 'greeter')];
+    const named = overview({ state: mesh().state, nodes: flooding(new Date(now.getTime() + 30_000)), declared, now, heartbeatThresholdMs: 15_000 });
+    expect(named.healthy).toBe(false);
+    expect(named.problems).toEqual([`alpha: over its budget since ${ago(30_000).toISOString()}: ${line}`]);
+    expect(named.nodes.map((n) => [n.node, n.overBudget])).toEqual([
+      ['alpha', `over its budget since ${ago(30_000).toISOString()}: ${line}`],
+      ['beta', null],
+    ]);
+    const quiet = overview({ state: mesh().state, nodes: flooding(ago(1)), declared, now, heartbeatThresholdMs: 15_000 });
+    expect(quiet.problems).toEqual([]);
+    expect(quiet.healthy).toBe(true);
+  });
+
   it('names a node never heard from, one silent since T, and a declaration not applied', () => {
     const nodes: NodeHealthInput[] = [{ node: 'alpha', report: report('alpha', 'sha256:old', 'local-bus'), reportedAt: ago(60_000), heartbeatAt: ago(60_000) }];
     const result = overview({ state: mesh().state, nodes, declared, now, heartbeatThresholdMs: 15_000 });

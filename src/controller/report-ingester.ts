@@ -10,13 +10,16 @@ import { declarationSchema, declarationSubject, type Declaration } from '../doma
 import { deriveCapabilities, deriveFacts } from '../domain/facts/derive.js';
 import { deriveRotationSteps } from '../domain/secrets/rotation.js';
 import { nodeNamed } from '../domain/nodes/state.js';
-import { factAggregate, factSubject } from '../domain/facts/events.js';
+import { FactCapabilities, factAggregate, factEvents, factSubject } from '../domain/facts/events.js';
 import type { MeshState } from '../domain/mesh/state.js';
 import { heartbeatSchema, reportSchema, type Report } from '../domain/reports/report.js';
+import { issuesLine, oversized } from '../domain/reports/bounds.js';
 import { ConcurrencyError } from '../errors.js';
-import { ensureNodeStatus, recordHeartbeats, recordReport } from './node-status.js';
+import { ensureNodeStatus, recordBudgetNotes, recordHeartbeats, recordReport } from './node-status.js';
 import type { ReportMetrics } from './metrics.js';
 import { nodeOfControlSubject, refuseImpersonation, type ImpersonationMetrics } from './speaker.js';
+import { DEFAULT_FACT_INTERVAL_MS, FactBudget } from './fact-budget.js';
+import { ReportQueue, type Judged } from './report-queue.js';
 
 // Reads what nodes say (CONTROL, a work queue only the controller reads) and turns it into facts.
 // A report is acknowledged only once everything it caused is done: its node's status recorded in
@@ -25,6 +28,9 @@ import { nodeOfControlSubject, refuseImpersonation, type ImpersonationMetrics } 
 // the declaration outstanding for its node is acknowledged and not acted on (design 25 §3).
 // PostgreSQL may be away when the ingester starts (a controller coming back before it): its node
 // status table is made once it is back, and reports wait in CONTROL until then.
+// What a node says is bounded before it is read (domain/reports/bounds.ts), only its newest report
+// is judged (report-queue.ts), and the facts it causes are stated at most once per interval per
+// kind (fact-budget.ts); a node that says more is named in the node status table.
 
 export interface ReportIngesterOptions {
   names: { nodesStream: string; controlStream: string; prefix: string };
@@ -47,6 +53,8 @@ export interface ReportIngesterOptions {
   mesh?: Pick<MeshService, 'appendDecided'>;
   /** told what became of each report, and which facts it caused; and of each one refused for naming another node */
   metrics?: ReportMetrics & Partial<ImpersonationMetrics>;
+  /** at most one fact of a kind about a node per this long (MESH_FACT_INTERVAL_MS; fact-budget.ts) */
+  factIntervalMs?: number;
 }
 
 const RETRY_MS = 1_000;
@@ -63,6 +71,10 @@ export class ReportIngester {
   private readonly capabilitiesInFlight = new Map<string, string>();
   /** the node status table made (migrated) in PostgreSQL; undefined until it has been, or after it failed */
   private statusTable: Promise<void> | undefined;
+  /** how often each node's facts may be stated, and who said more */
+  private readonly budget: FactBudget;
+  /** the newest report of each node, judged one node after another */
+  private readonly queue: ReportQueue;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -70,6 +82,8 @@ export class ReportIngester {
     private readonly options: ReportIngesterOptions,
   ) {
     this.js = jetstream(nc);
+    this.budget = new FactBudget({ intervalMs: options.factIntervalMs ?? DEFAULT_FACT_INTERVAL_MS });
+    this.queue = new ReportQueue((message) => this.handle(message), () => this.options.metrics?.reportRead('replaced'));
   }
 
   async start(): Promise<void> {
@@ -92,7 +106,7 @@ export class ReportIngester {
     const consumer = await this.js.consumers.get(this.options.names.controlStream, name);
     this.messages = await consumer.consume({ max_messages: 64 });
     this.running = (async () => {
-      for await (const message of this.messages ?? []) await this.handle(message);
+      for await (const message of this.messages ?? []) this.queue.offer(this.reporterOf(message.subject), message);
     })();
 
     // Heartbeats are core NATS: nothing persisted, only the newest time per node kept.
@@ -103,8 +117,11 @@ export class ReportIngester {
         const node = nodeOfControlSubject(message.subject, this.options.names.prefix, 'alive');
         if (!node) return;
         this.beats.set(node, new Date());
+        // Alive whatever it says; what it says is read only within bounds.
+        const tooLarge = oversized('heartbeat', message.data.length);
+        if (tooLarge) return this.budget.refused(node, tooLarge);
         const beat = heartbeatSchema.safeParse(safeJson(message.data));
-        if (!beat.success) return;
+        if (!beat.success) return this.budget.refused(node, `a heartbeat out of bounds: ${issuesLine(beat.error)}`);
         if (beat.data.node !== node) {
           refuseImpersonation(this.options, { entry: 'heartbeat', identity: `host ${node}`, claimed: `node ${beat.data.node}`, field: 'node' });
           return;
@@ -121,6 +138,8 @@ export class ReportIngester {
     this.heartbeats?.unsubscribe();
     await this.messages?.close();
     await this.running?.catch(() => undefined);
+    await this.queue.stop();
+    this.budget.stop();
     await this.flushHeartbeats();
   }
 
@@ -134,27 +153,41 @@ export class ReportIngester {
   }
 
   private async flushHeartbeats(): Promise<void> {
-    if (this.beats.size === 0) return;
+    const notes = this.budget.takeNotes();
+    if (this.beats.size === 0 && notes.length === 0) return;
     const beats = new Map(this.beats);
     try {
       await this.ensureStatusTable();
       await recordHeartbeats(this.options.pool, this.options.statusSchema, beats);
       for (const [node, at] of beats) if (this.beats.get(node) === at) this.beats.delete(node);
+      await recordBudgetNotes(this.options.pool, this.options.statusSchema, notes);
+      for (const note of notes) this.options.logger.warn({ node: note.node, since: note.since }, `node over its budget: ${note.line}`);
     } catch (error) {
+      this.budget.untaken(notes);
       this.options.logger.warn({ err: error }, 'heartbeats not recorded yet; PostgreSQL unavailable');
     }
   }
 
-  private async handle(message: JsMsg): Promise<void> {
+  /** The node a report came from: its subject says, as the bus lets only that node publish there (speaker.ts). */
+  private reporterOf(subject: string): string {
+    return nodeOfControlSubject(subject, this.options.names.prefix, 'report') ?? subject;
+  }
+
+  private async handle(message: JsMsg): Promise<Judged> {
     let report: Report;
     try {
-      report = reportSchema.parse(message.json());
+      const tooLarge = oversized('report', message.data.length);
+      if (tooLarge) throw new Error(tooLarge);
+      const read = reportSchema.safeParse(message.json());
+      if (!read.success) throw new Error(`a report out of bounds: ${issuesLine(read.error)}`);
+      report = read.data;
     } catch (error) {
-      // Nothing can ever make it valid: say so and let it go, rather than redeliver it for ever.
+      // Nothing can ever make it valid: say so, name its node, and let it go, rather than redeliver it for ever.
       this.options.logger.error({ err: error, subject: message.subject }, 'unreadable report');
       this.options.metrics?.reportRead('unreadable');
+      this.budget.refused(this.reporterOf(message.subject), (error as Error).message);
       message.term();
-      return;
+      return { kind: 'done' };
     }
     // The subject is the speaker: only host <node> may publish on it (speaker.ts). A report naming
     // any other node is refused for good, and nothing it says is recorded or stated.
@@ -163,7 +196,7 @@ export class ReportIngester {
       refuseImpersonation(this.options, { entry: 'report', identity: speaker ? `host ${speaker}` : `the publisher of ${message.subject}`, claimed: `node ${report.node}`, field: 'node' });
       this.options.metrics?.reportRead('impersonating');
       message.term();
-      return;
+      return { kind: 'done' };
     }
     try {
       const declaration = await this.outstanding(report.node);
@@ -171,12 +204,17 @@ export class ReportIngester {
         this.options.logger.info({ node: report.node, digest: report.digest, outstanding: declaration?.digest }, 'report about a declaration that is not outstanding: not acted on');
         this.options.metrics?.reportRead('not-outstanding');
         message.ack();
-        return;
+        return { kind: 'done' };
       }
       await this.ensureStatusTable();
       await recordReport(this.options.pool, this.options.statusSchema, report, new Date(report.at));
-      await this.stateFacts(declaration, report);
+      const waitUntil = await this.stateFacts(declaration, report);
       await this.stateRotationSteps(declaration, report);
+      // Facts that wait for their interval: the report stays in CONTROL until they are stated.
+      if (waitUntil !== undefined) {
+        this.options.metrics?.reportRead('waiting');
+        return { kind: 'wait', until: waitUntil };
+      }
       this.options.metrics?.reportRead('acted');
       message.ack();
     } catch (error) {
@@ -184,14 +222,38 @@ export class ReportIngester {
       this.options.metrics?.reportRead('retried');
       message.nak(RETRY_MS);
     }
+    return { kind: 'done' };
   }
 
-  private stateFacts(declaration: Declaration, report: Report): Promise<void> {
-    const commandId = `report:${report.node}:${report.sequence}:${createHash('sha256').update(JSON.stringify(report)).digest('hex').slice(0, 16)}`;
-    return this.appendFacts(report.node, `the facts of report ${report.sequence} from ${report.node}`, (state) => deriveFacts(state, declaration, report), {
-      commandId,
-      causationId: `report:${report.node}:${report.sequence}`,
-    });
+  /**
+   * States the facts of the report whose kind's budget allows (fact-budget.ts); returns when the
+   * others may be stated, if any wait.
+   */
+  private async stateFacts(declaration: Declaration, report: Report): Promise<number | undefined> {
+    const node = report.node;
+    const derived = deriveFacts(this.options.state(), declaration, report);
+    const now = new Set<string>();
+    let waitUntil: number | undefined;
+    for (const kind of REPORT_FACT_KINDS) {
+      const facts = derived.filter((e) => e.type === kind);
+      const admission = this.budget.admit(node, kind, declaration.digest, facts.length === 0 ? undefined : JSON.stringify(facts));
+      if (admission === 'now') now.add(kind);
+      else if (admission === 'later') waitUntil = Math.min(waitUntil ?? Infinity, this.budget.dueAt(node, kind));
+    }
+    if (now.size === 0) return waitUntil;
+    // The kinds are in the id: what waited is stated later under an id of its own.
+    const kinds = [...now].sort().join(',');
+    const commandId = `report:${node}:${report.sequence}:${createHash('sha256').update(JSON.stringify(report)).digest('hex').slice(0, 16)}${now.size === REPORT_FACT_KINDS.length ? '' : `:${kinds}`}`;
+    try {
+      await this.appendFacts(node, `the facts of report ${report.sequence} from ${node}`, (state) => deriveFacts(state, declaration, report).filter((e) => now.has(e.type)), {
+        commandId,
+        causationId: `report:${node}:${report.sequence}`,
+      });
+    } catch (error) {
+      for (const kind of now) this.budget.refund(node, kind);
+      throw error;
+    }
+    return waitUntil;
   }
 
   /**
@@ -216,16 +278,25 @@ export class ReportIngester {
     }
   }
 
-  /** A heartbeat naming capabilities other than those stated: stated once (one in flight per node and set). */
+  /**
+   * A heartbeat naming capabilities other than those stated: stated once (one in flight per node and
+   * set), at most once per interval, the newest kept meanwhile (fact-budget.ts).
+   */
   private noteCapabilities(node: string, capabilities: readonly string[]): void {
     const state = this.options.state();
-    if (!nodeNamed(state.nodes, node) || deriveCapabilities(state, node, capabilities).length === 0) return;
+    if (!nodeNamed(state.nodes, node)) return;
     const said = JSON.stringify([...new Set(capabilities)].sort());
     if (this.capabilitiesInFlight.get(node) === said) return;
+    const changed = deriveCapabilities(state, node, capabilities).length > 0;
+    const admission = this.budget.admit(node, FactCapabilities.type, null, changed ? said : undefined, () => this.noteCapabilities(node, capabilities));
+    if (admission !== 'now') return;
     this.capabilitiesInFlight.set(node, said);
     const commandId = `capabilities:${node}:${createHash('sha256').update(said).digest('hex').slice(0, 16)}:${state.seq}`;
     this.appendFacts(node, `the capabilities ${node} reported`, (now) => deriveCapabilities(now, node, capabilities), { commandId, causationId: `heartbeat:${node}` })
-      .catch((error: unknown) => this.options.logger.warn({ err: error, node }, 'capabilities not stated yet; the next heartbeat tries again'))
+      .catch((error: unknown) => {
+        this.budget.refund(node, FactCapabilities.type);
+        this.options.logger.warn({ err: error, node }, 'capabilities not stated yet; the next heartbeat tries again');
+      })
       .finally(() => this.capabilitiesInFlight.delete(node));
   }
 
@@ -271,6 +342,10 @@ export class ReportIngester {
     return declaration;
   }
 }
+
+/** The kinds of fact a report may cause, each with a budget of its own (fact-budget.ts). */
+const REPORT_FACT_KINDS: readonly string[] = factEvents.map((e) => e.type).filter((type) => type !== FactCapabilities.type);
+
 
 const safeJson = (data: Uint8Array): unknown => {
   try {

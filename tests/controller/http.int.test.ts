@@ -113,6 +113,14 @@ describe("the controller's HTTP API", () => {
     expect(overview.seats.find((s) => s.seat === 'mesh-git')?.holders).toEqual([]);
   });
 
+  it('names on the page and in the overview a node that said more than its budget', async () => {
+    t.nc.publish(`${t.names.prefix}.control.lab1.alive`, JSON.stringify({ node: 'lab1', capabilities: Array.from({ length: 900 }, (_, n) => `k${n}-${'x'.repeat(1_000)}`) }));
+    const problem = await waitFor('lab1 named over its budget', async () => (await request('GET', '/api/overview')).json<{ problems: string[] }>().problems.find((p) => p.startsWith('lab1: over its budget')));
+    expect(problem).toMatch(/^lab1: over its budget since \S+: 1 message refused, the last: a heartbeat of \d+ bytes: at most 4096 are read$/);
+    // The page judges the machines once its projections are built.
+    await waitFor('the page naming lab1', async () => (await request('GET', '/')).text.includes('lab1: over its budget since'));
+  });
+
   it('takes signed commands on the same verbs as the tools, and refuses the rest with a status', async () => {
     const assign = () => signCommand(ada, uniqueName('c'), { type: 'assign', module: 'distribution', node: 'lab1', hold: [], pins: {}, values: {}, placements: {} }, new Date());
     const ok = await request('POST', '/api/tools/assign', assign());

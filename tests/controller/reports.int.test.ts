@@ -74,7 +74,7 @@ describe('reports become facts, stated once, on change', () => {
     expect((mismatch?.data as { missing: string[] }).missing).toEqual(declaration.assignments[0]?.resources.map((r) => r.key));
   });
 
-  it('holds reports while PostgreSQL is away and applies each exactly once when it returns', async () => {
+  it('holds the newest report while PostgreSQL is away (older ones from the node it replaces are let go) and applies it once when it returns', async () => {
     const dir = join(meshHome(), 'tmp', uniqueName('pg-'));
     const postgres = { dir, port: await freePort(), secretsDir: join(dir, 'secrets') };
     const started = await startPostgres(postgres);
@@ -86,7 +86,8 @@ describe('reports become facts, stated once, on change', () => {
       for (let i = 0; i < 3; i++) await publishReport(reportFor(declaration));
       await new Promise((r) => setTimeout(r, 1_500));
       expect(await facts()).toHaveLength(0);
-      expect((await t.jsm.streams.info(t.names.controlStream)).state.messages).toBe(3);
+      // Only a node's newest report matters (report-queue.ts): it waits in CONTROL, and whatever it replaced may be let go.
+      expect((await t.jsm.streams.info(t.names.controlStream)).state.messages).toBeGreaterThanOrEqual(1);
       await startPostgres(postgres);
       await waitFor('the reports applied', async () => (await t.jsm.streams.info(t.names.controlStream)).state.messages === 0, 60_000);
       expect((await facts()).map((f) => f.type)).toEqual(['fact.applied']);

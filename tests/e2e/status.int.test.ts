@@ -99,6 +99,17 @@ describe('mesh status tells what machines are doing, and never claims health fro
     await healthy();
   });
 
+  it('names a node that said more than its budget, and exits non-zero', async () => {
+    // A heartbeat of capabilities outside their grammar, as alpha (its subject): refused, and alpha named for it.
+    t.nc.publish(`${t.names.prefix}.control.alpha.alive`, JSON.stringify({ node: 'alpha', capabilities: ['Not A Kind'] }));
+    const named = await waitFor('the node named', async () => {
+      const result = await status();
+      return result.body.machines.some((m) => m.startsWith('alpha: over its budget since ')) ? result : undefined;
+    }, 60_000);
+    expect(named.code).toBe(1);
+    expect(named.body.machines).toContainEqual(expect.stringContaining('1 message refused, the last: a heartbeat out of bounds: capabilities.0: a capability is a resource kind'));
+  });
+
   it('names a node whose agent stopped as not heard from since T, and exits non-zero', async () => {
     await agent.stop();
     const silent = await waitFor('the silence named', async () => {

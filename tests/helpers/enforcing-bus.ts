@@ -24,7 +24,7 @@ import { openTestMesh, waitFor, type testMeshNames } from './test-mesh.js';
 // what the server refuses is what a real mesh's would.
 
 /** `impersonation`: told of every message the mesh's services refuse for naming another identity than the one that sent it */
-export const enforcingBusMesh = async (dir: string, names: ReturnType<typeof testMeshNames>, options: { impersonation?: ImpersonationMetrics } = {}) => {
+export const enforcingBusMesh = async (dir: string, names: ReturnType<typeof testMeshNames>, options: { impersonation?: ImpersonationMetrics; factIntervalMs?: number; schema?: string } = {}) => {
   const harnessKey = process.env.MESH_BUS_KEY;
   delete process.env.MESH_BUS_KEY;
   mkdirSync(dir, { recursive: true });
@@ -37,7 +37,7 @@ export const enforcingBusMesh = async (dir: string, names: ReturnType<typeof tes
   const t = await openTestMesh({ url, names, identity: { key: busKey, inbox: CONTROLLER_INBOX }, ...options });
   const authority = new BusAuthority({ file: { file: usersFile, serverPidFile: natsPidFile(dir), monitorUrl: `http://127.0.0.1:${server.monitorPort}` }, wire, controller: busKey, logger: pino({ level: 'silent' }) });
   const controller = await t.startController({ busAuthority: authority });
-  await t.startIngester(controller);
+  await t.startIngester(controller, options);
   t.startEnrolment();
   t.startBusIdentities(busKey);
   const opened: NatsConnection[] = [];

@@ -205,7 +205,7 @@ export const openTestMesh = async (
   };
 
   /** Reads this mesh's reports into facts, with node status in a PostgreSQL schema of the test's own. */
-  const startIngester = async (controller: Controller, options: { databaseUrl?: string; schema?: string; metrics?: ReportMetrics } = {}): Promise<ReportIngester> => {
+  const startIngester = async (controller: Controller, options: { databaseUrl?: string; schema?: string; metrics?: ReportMetrics; factIntervalMs?: number } = {}): Promise<ReportIngester> => {
     const pool = new pg.Pool({ connectionString: options.databaseUrl ?? testDatabaseUrl('controller'), max: 2 });
     pool.on('error', () => undefined);
     pools.push(pool);
@@ -219,6 +219,7 @@ export const openTestMesh = async (
       held: () => controller.held(),
       reached: (seq) => controller.reached(seq),
       ...(options.metrics ? { metrics: options.metrics } : findings.metrics ? { metrics: { reportRead: () => undefined, factsStated: () => undefined, impersonationRefused: findings.metrics.impersonationRefused.bind(findings.metrics) } } : {}),
+      ...(options.factIntervalMs ? { factIntervalMs: options.factIntervalMs } : {}),
       ...(controllerMeshes.has(controller) ? { mesh: controllerMeshes.get(controller)! } : {}),
     });
     await ingester.start();
