@@ -10,7 +10,7 @@ import { connectNats, type BusIdentity } from '../../src/adapters/nats/connect.j
 import { eventsStreamName } from '../../src/adapters/nats/control-streams.js';
 import { Agent } from '../../src/agent/agent.js';
 import { BusAuthority } from '../../src/controller/bus-authority.js';
-import { natsPidFile, startNatsServer, stopNatsServer } from '../../src/dev/nats-server.js';
+import { natsPidFile, natsSystemKeyFile, startNatsServer, stopNatsServer } from '../../src/dev/nats-server.js';
 import { freePort } from '../../src/dev/ports.js';
 import { composeBusUsers, CONTROLLER_INBOX, type BusWire } from '../../src/domain/bus/users.js';
 import { emptyMeshState } from '../../src/domain/mesh/state.js';
@@ -30,10 +30,10 @@ export const enforcingBusMesh = async (dir: string, names: ReturnType<typeof tes
   const wire: BusWire = { ...names, eventsStream: eventsStreamName({ nodes: names.nodesStream, control: names.controlStream, prefix: names.prefix }) };
   const busKey = newIdentity();
   writeFileSync(usersFile, renderBusUsers(composeBusUsers(emptyMeshState(), { wire, controllerKey: busKey.publicKey, snapshotWriterKey: foldSnapshotWriterIdentity(busKey).publicKey, moduleKey: () => '', now: new Date() })));
-  const server = { dir, port: await freePort(), monitorPort: await freePort(), usersFile };
+  const server = { dir, port: await freePort(), usersFile };
   const url = (await startNatsServer(server)).url;
   const t = await openTestMesh({ url, names, identity: { key: busKey, inbox: CONTROLLER_INBOX } });
-  const authority = new BusAuthority({ file: { file: usersFile, serverPidFile: natsPidFile(dir), monitorUrl: `http://127.0.0.1:${server.monitorPort}` }, wire, controller: busKey, logger: pino({ level: 'silent' }) });
+  const authority = new BusAuthority({ file: { file: usersFile, serverPidFile: natsPidFile(dir), system: { urls: url, keyFile: natsSystemKeyFile(server) } }, wire, controller: busKey, logger: pino({ level: 'silent' }) });
   const controller = await t.startController({ busAuthority: authority });
   await t.startIngester(controller);
   t.startEnrolment();
