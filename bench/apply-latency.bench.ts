@@ -29,7 +29,7 @@ const percentile = (sorted: number[], p: number): number => sorted[Math.min(sort
 const main = async (): Promise<void> => {
   const dir = join(meshHome(), 'tmp', `bench-apply-${process.pid}`);
   mkdirSync(dir, { recursive: true });
-  const server = { dir: join(dir, 'nats'), port: await freePort(), monitorPort: await freePort() };
+  const server = { dir: join(dir, 'nats'), port: await freePort() };
   const { url } = await startNatsServer(server);
   const nc = await connectNats(url, { name: 'bench-apply' });
   const names = { logStream: 'LOG', logPrefix: 'mesh.log', nodesStream: 'NODES', controlStream: 'CONTROL', prefix: 'mesh' };

@@ -81,7 +81,7 @@ const rawRead = async (nc: NatsConnection, stream: string, subject: string): Pro
 
 const main = async (): Promise<void> => {
   const dir = join(meshHome(), 'tmp', `bench-audit-${process.pid}`);
-  const server = { dir, port: await freePort(), monitorPort: await freePort() };
+  const server = { dir, port: await freePort() };
   const started = await startNatsServer(server);
   const nc = await connectNats(started.url, { name: 'bench-audit' });
   const js = jetstream(nc);

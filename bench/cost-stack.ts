@@ -29,7 +29,7 @@ import { writeMeshHistory, type MeshHistory } from './mesh-history.js';
 // own, meshes of a given history written straight into fresh streams, the real `mesh controller`
 // process started on one, and operators sending it signed commands as the CLI does.
 //
-// Ports (env): MESH_TEST_NATS_PORT 44222, MESH_TEST_NATS_MONITOR_PORT 48222, MESH_TEST_PG_PORT 45432,
+// Ports (env): MESH_TEST_NATS_PORT 44222, MESH_TEST_PG_PORT 45432,
 // MESH_TEST_HTTP_PORT 48081 (a second controller takes the next one).
 
 export const say = (text: string): void => void process.stderr.write(`${text}\n`);
@@ -42,7 +42,6 @@ const port = (name: string, fallback: number): number => Number(process.env[name
 
 export const BENCH_PORTS = {
   nats: port('MESH_TEST_NATS_PORT', 44222),
-  natsMonitor: port('MESH_TEST_NATS_MONITOR_PORT', 48222),
   postgres: port('MESH_TEST_PG_PORT', 45432),
   http: port('MESH_TEST_HTTP_PORT', 48081),
 };
@@ -77,7 +76,7 @@ export interface BenchServers {
 export const startBenchServers = async (name: string): Promise<BenchServers> => {
   const dir = join(meshHome(), 'tmp', `bench-${name}-${process.pid}`);
   mkdirSync(dir, { recursive: true });
-  const nats = { dir: join(dir, 'nats'), port: BENCH_PORTS.nats, monitorPort: BENCH_PORTS.natsMonitor };
+  const nats = { dir: join(dir, 'nats'), port: BENCH_PORTS.nats };
   const postgres = { dir: join(dir, 'postgres'), port: BENCH_PORTS.postgres, secretsDir: join(dir, 'secrets') };
   const natsStatus = await startNatsServer(nats);
   let pgStarted = false;

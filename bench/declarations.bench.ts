@@ -31,7 +31,7 @@ const bus = { name: 'bus', contract: 'mesh-bus', provider: 'module', seat: 'mesh
 
 const main = async (): Promise<void> => {
   const dir = join(meshHome(), 'tmp', `bench-declarations-${process.pid}`);
-  const server = { dir, port: await freePort(), monitorPort: await freePort() };
+  const server = { dir, port: await freePort() };
   const { url } = await startNatsServer(server);
   const nc = await connectNats(url, { name: 'bench-declarations' });
   const rows: { nodes: number; millis: number; deriveMillis: number; published: number; composed: number; oneMillis: number; oneDerivedMillis: number; oneDerivedMax: number; oneComposed: number }[] = [];

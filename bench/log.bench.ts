@@ -45,7 +45,7 @@ const timed = async (work: () => Promise<void>): Promise<number> => {
 
 const main = async (): Promise<void> => {
   const dir = join(meshHome(), 'tmp', `bench-${process.pid}`);
-  const server = { dir, port: await freePort(), monitorPort: await freePort() };
+  const server = { dir, port: await freePort() };
   const started = await startNatsServer(server);
   const nc = await connectNats(started.url, { name: 'bench' });
   const js = jetstream(nc);

@@ -89,7 +89,7 @@ const main = async (): Promise<void> => {
   const commits = Math.ceil(EVENTS / PER_COMMIT);
   const events = commits * PER_COMMIT;
   const dir = join(meshHome(), 'tmp', `bench-projections-${process.pid}`);
-  const nats = { dir: join(dir, 'nats'), port: await freePort(), monitorPort: await freePort() };
+  const nats = { dir: join(dir, 'nats'), port: await freePort() };
   const postgres = { dir: join(dir, 'postgres'), port: await freePort(), secretsDir: join(dir, 'secrets') };
   const say = (text: string): void => void process.stderr.write(`${text}\n`);
   const natsStatus = await startNatsServer(nats);

@@ -42,7 +42,7 @@ const factCommit = (i: number): { subject: string; payload: Uint8Array } => {
 
 const main = async (): Promise<void> => {
   const dir = join(meshHome(), 'tmp', `bench-snapshot-start-${process.pid}`);
-  const server = { dir, port: await freePort(), monitorPort: await freePort() };
+  const server = { dir, port: await freePort() };
   const { url } = await startNatsServer(server);
   const nc = await connectNats(url, { name: 'bench-snapshot-start' });
   const print = (text: string): void => void process.stdout.write(`${text}\n`);

@@ -139,7 +139,7 @@ const meshOf = async (nc: NatsConnection, minEvents: number, urls: { nats: strin
 
 const main = async (): Promise<void> => {
   const dir = join(meshHome(), 'tmp', `bench-status-${process.pid}`);
-  const nats = { dir: join(dir, 'nats'), port: await freePort(), monitorPort: await freePort() };
+  const nats = { dir: join(dir, 'nats'), port: await freePort() };
   const postgres = { dir: join(dir, 'postgres'), port: await freePort(), secretsDir: join(dir, 'secrets') };
   const natsStatus = await startNatsServer(nats);
   const pgStatus = await startPostgres(postgres);

@@ -16,7 +16,7 @@ export const meshHome = (env: NodeJS.ProcessEnv = process.env): string =>
 export const devStackDir = (env: NodeJS.ProcessEnv = process.env): string =>
   resolve(env.MESH_DEV_DIR ?? join(meshHome(env), 'dev'));
 
-export const DEFAULT_PORTS = { nats: 14222, natsMonitor: 18222, postgres: 15432, http: 18080, natsCluster: 14240 } as const;
+export const DEFAULT_PORTS = { nats: 14222, postgres: 15432, http: 18080, natsCluster: 14240 } as const;
 
 /** Where a stack keeps its PostgreSQL password files (src/adapters/database-logins.ts). */
 export const stackSecretsDir = (stackDir: string): string => join(stackDir, 'secrets');

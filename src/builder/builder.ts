@@ -7,6 +7,7 @@ import { NoRespondersError, type Msg, type NatsConnection, type Subscription } f
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { Logger } from 'pino';
 import { fetchArtifact, storeArtifact } from '../adapters/artifacts/artifact-store.js';
+import { answerToInbox } from '../adapters/nats/answer.js';
 import { BUILDERS_CONSUMER, PROBE_QUEUE, artifactBucketName, buildOutcomeSubject, cloneBaseSubject, jobsStreamName, probeSubject } from '../adapters/nats/build-streams.js';
 import type { SourceRef } from '../domain/builds/events.js';
 import { buildJobSchema, type BuildJob, type BuildOutcome } from '../domain/builds/job.js';
@@ -85,7 +86,7 @@ export class Builder {
     if (!parsed.success) answer = { found: 'unchecked', why: `a probe this builder cannot read: ${parsed.error.issues[0]?.message ?? 'not JSON'}`, looked: {}, builder: this.name };
     else answer = await this.probe(parsed.data).catch((error: unknown) => ({ found: 'unchecked' as const, why: (error as Error).message, looked: {}, builder: this.name }));
     this.options.logger.info({ probe: answer }, 'answered a probe');
-    message.respond(JSON.stringify(answer));
+    answerToInbox(message, JSON.stringify(answer), (reply) => this.options.logger.warn({ reply }, 'a probe asked to be answered on a subject that is no inbox: not answered'));
   }
 
   /**

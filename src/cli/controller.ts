@@ -92,7 +92,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
   const nc = await connectNats(config.natsUrl, { name: 'mesh-controller', persistent: true, identity: { key: controllerKey, inbox: CONTROLLER_INBOX } });
   // Every stream at the replicas the bus's size gives: 3 on a cluster, 1 on a single server.
   const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix, replicas: config.replicas };
-  const busFile = busUsersFileFromEnv();
+  const busFile = busUsersFileFromEnv(config.natsUrl);
   if (!busFile) logger.warn('MESH_BUS_USERS_FILE is not set: the bus user list is not composed by this controller, so the server enforces whatever it was given');
   const busAuthority = busFile
     ? new BusAuthority({

@@ -107,9 +107,9 @@ const printStatus = (status: StackStatus): void => {
   line(`stack data:  ${status.dir}`);
   if (status.natsMembers) {
     for (const [i, member] of status.natsMembers.entries()) {
-      line(`nats-server ${i + 1}/${status.natsMembers.length}: ${member.running ? `running, pid ${member.pid}, ${member.url} (monitor :${member.monitorPort})` : `not running (${member.url})`}`);
+      line(`nats-server ${i + 1}/${status.natsMembers.length}: ${member.running ? `running, pid ${member.pid}, ${member.url}` : `not running (${member.url})`}`);
     }
-  } else line(`nats-server: ${status.nats.running ? `running, pid ${status.nats.pid}, ${status.nats.url} (monitor :${status.nats.monitorPort})` : `not running (${status.nats.url})`}`);
+  } else line(`nats-server: ${status.nats.running ? `running, pid ${status.nats.pid}, ${status.nats.url}` : `not running (${status.nats.url})`}`);
   line(`controller:  ${status.controller.running ? `running, pid ${status.controller.pid} (log ${status.controller.logFile})` : 'not running'}`);
   for (const agent of status.agents) line(`agent ${agent.node}: running, pid ${agent.pid} (log ${agent.logFile})`);
   line(`postgresql:  ${status.postgres.running ? `running, pid ${status.postgres.pid}, ${status.postgres.url}` : `not running (${status.postgres.url})`}`);

@@ -119,12 +119,17 @@ export const loadStaticBusUsers = (file: string | undefined): BusUser[] => {
   return parsed.data;
 };
 
-/** Where the controller writes the list and how it tells the server: MESH_BUS_USERS_FILE and friends; undefined when unset. */
-export const busUsersFileFromEnv = (env: NodeJS.ProcessEnv = process.env): BusUsersFileOptions | undefined => {
+/**
+ * Where the controller writes the list and how it tells the server: MESH_BUS_USERS_FILE and friends;
+ * undefined when unset. MESH_BUS_SYSTEM_KEY names the bus's system user key, with which each
+ * server's reload is confirmed at its address in `natsUrl` (MESH_NATS_URL, a cluster's in the
+ * order of MESH_BUS_SERVER_PID_FILE).
+ */
+export const busUsersFileFromEnv = (natsUrl: string, env: NodeJS.ProcessEnv = process.env): BusUsersFileOptions | undefined => {
   if (!env.MESH_BUS_USERS_FILE) return undefined;
   return {
     file: env.MESH_BUS_USERS_FILE,
     ...(env.MESH_BUS_SERVER_PID_FILE ? { serverPidFile: env.MESH_BUS_SERVER_PID_FILE } : {}),
-    ...(env.MESH_BUS_MONITOR_URL ? { monitorUrl: env.MESH_BUS_MONITOR_URL } : {}),
+    ...(env.MESH_BUS_SYSTEM_KEY ? { system: { urls: natsUrl, keyFile: env.MESH_BUS_SYSTEM_KEY } } : {}),
   };
 };

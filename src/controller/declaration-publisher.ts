@@ -1,4 +1,4 @@
-import { JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type StoredMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { ComposedDeclaration } from '../domain/declarations/compose.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
@@ -36,7 +36,7 @@ export class DeclarationPublisher {
     if (this.heads.has(node) && !options.fresh) return this.heads.get(node) ?? null;
     const jsm = await this.jsm;
     const message = await jsm.streams.getMessage(this.names.nodesStream, { last_by_subj: declarationSubject(node, this.names.prefix) });
-    const head = message ? { ...pick(declarationSchema.parse(message.json())), streamSeq: message.seq } : null;
+    const head = message ? headOf(message, this.heads.get(node) ?? null) : null;
     this.heads.set(node, head);
     return head;
   }
@@ -45,7 +45,7 @@ export class DeclarationPublisher {
   async lastDeclaration(node: string): Promise<Declaration | null> {
     const jsm = await this.jsm;
     const message = await jsm.streams.getMessage(this.names.nodesStream, { last_by_subj: declarationSubject(node, this.names.prefix) });
-    return message ? declarationSchema.parse(message.json()) : null;
+    return message ? (declarationOf(message) ?? null) : null;
   }
 
   async publish(composed: ComposedDeclaration, derivedFromSeq: number): Promise<PublishOutcome> {
@@ -68,5 +68,27 @@ export class DeclarationPublisher {
     }
   }
 }
+
+const declarationOf = (message: StoredMsg): Declaration | undefined => {
+  try {
+    const parsed = declarationSchema.safeParse(message.json());
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * What the subject's newest message says was published. One that is no declaration — an answer
+ * the server published there because someone named the subject as a request's reply (nats-server
+ * 2.9 lets any request do so, docs/decisions.md) — is published over: its sequence in NODES is above
+ * every declaration's sequence this node was ever sent (each was a message of NODES before it), so
+ * the next declaration's is above what the node has applied, and the node takes it.
+ */
+const headOf = (message: StoredMsg, known: PublishedHead | null): PublishedHead => {
+  const declaration = declarationOf(message);
+  if (declaration) return { ...pick(declaration), streamSeq: message.seq };
+  return { sequence: Math.max(known?.sequence ?? 0, message.seq), digest: '', derivedFromSeq: known?.derivedFromSeq ?? 0, streamSeq: message.seq };
+};
 
 const pick = (declaration: Declaration) => ({ sequence: declaration.sequence, digest: declaration.digest, derivedFromSeq: declaration.derivedFromSeq });

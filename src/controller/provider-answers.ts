@@ -1,5 +1,6 @@
 import type { NatsConnection, Subscription } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
+import { answerToInbox, isInboxReply } from '../adapters/nats/answer.js';
 import { z } from 'zod';
 import { sha256Digest } from '../domain/canonical.js';
 import { assignmentRef } from '../domain/seats/events.js';
@@ -47,10 +48,10 @@ export class ProviderAnswerService {
     this.subscription = this.nc.subscribe(providerAnswerSubject(this.options.prefix, '*', '*'), {
       queue: WRITER_QUEUE,
       callback: (error, message) => {
-        if (error) return;
+        if (error || !isInboxReply(message.reply)) return; // answered on an inbox or not at all (answer.ts)
         const parts = message.subject.split('.');
         const provider = parts.length === tokens ? { node: parts[tokens - 2] ?? '', module: parts[tokens - 1] ?? '' } : undefined;
-        void this.answer(provider, message.data).then((reply) => message.respond(JSON.stringify(reply)));
+        void this.answer(provider, message.data).then((reply) => answerToInbox(message, JSON.stringify(reply)));
       },
     });
   }

@@ -1,4 +1,5 @@
 import type { NatsConnection, Subscription } from '@nats-io/nats-core';
+import { answerToInbox, isInboxReply } from '../adapters/nats/answer.js';
 
 // How every mesh-controller tool is served: core request/reply in one queue group, so with several
 // controllers each call is answered once; the answer is JSON. A request is never persisted. The
@@ -14,7 +15,10 @@ export const serveTool = (nc: NatsConnection, subject: string, answer: (payload:
     queue,
     callback: (error, message) => {
       if (error) return;
+      // A request whose answer would go anywhere but an inbox is not even decided (answer.ts): the
+      // controller's user may publish on the log's and the declarations' subjects.
+      if (!isInboxReply(message.reply)) return;
       // An answer already encoded (one passed on from the writer, as it came) is sent as it is.
-      void answer(message.data, message.reply).then((reply) => message.respond(reply instanceof Uint8Array ? reply : JSON.stringify(reply)));
+      void answer(message.data, message.reply).then((reply) => answerToInbox(message, reply instanceof Uint8Array ? reply : JSON.stringify(reply)));
     },
   });

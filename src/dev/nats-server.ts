@@ -4,6 +4,8 @@ import { join, relative } from 'node:path';
 import { RefusedError, UnavailableError } from '../errors.js';
 import { ensureInstalled, NATS_SERVER } from './packages.js';
 import { isListening, waitFor } from './ports.js';
+import { defaultSystemKeyFile, systemAccountConfig, systemHealthy } from '../adapters/nats/system-account.js';
+import { ANONYMOUS_USER, withAnonymousRefused } from '../adapters/nats/bus-users-file.js';
 import { isAlive, ourProcess, waitForExit } from './processes.js';
 
 // One nats-server with JetStream on file storage, on loopback, its data and config in `dir`.
@@ -14,9 +16,14 @@ import { isAlive, ourProcess, waitForExit } from './processes.js';
 export interface NatsServerOptions {
   dir: string;
   port: number;
-  monitorPort: number;
+  /**
+   * The bus's system user key (made 0600 when missing): the only way to ask the server what its
+   * HTTP monitor would say; no HTTP monitor is raised. A cluster's members share one. Default:
+   * `system.key` in `dir`.
+   */
+  systemKeyFile?: string;
   say?: (line: string) => void;
-  /** more configuration, e.g. an authorization block (tests of bus permissions) */
+  /** more configuration (not an authorization block: the mesh's user list is `usersFile`) */
   extraConfig?: string;
   /**
    * The bus user list the control plane composes, in this server's folder: included, so the server
@@ -38,8 +45,9 @@ export interface NatsServerStatus {
   pid?: number;
   url: string;
   port: number;
-  monitorPort: number;
   dir: string;
+  /** the key of the server's system user, whom its system account answers */
+  systemKeyFile: string;
 }
 
 const paths = (dir: string) => ({
@@ -51,6 +59,9 @@ const paths = (dir: string) => ({
 
 export const natsUrl = (port: number): string => `nats://127.0.0.1:${port}`;
 
+/** The server's system user key: the one named, else the one beside its configuration. */
+export const natsSystemKeyFile = (options: Pick<NatsServerOptions, 'dir' | 'systemKeyFile'>): string => options.systemKeyFile ?? defaultSystemKeyFile(options.dir);
+
 /** Whether the server's configuration, as it was written at its start, includes the composed bus users. */
 export const natsEnforcesUsers = (dir: string): boolean => existsSync(paths(dir).config) && readFileSync(paths(dir).config, 'utf8').includes('include "bus-users.conf"');
 
@@ -59,11 +70,20 @@ export const natsPidFile = (dir: string): string => paths(dir).pidFile;
 
 const writeConfig = (options: NatsServerOptions): void => {
   const p = paths(options.dir);
+  // A list written before the anonymous user was would not load beside `no_auth_user`.
+  if (options.usersFile && existsSync(options.usersFile)) {
+    const text = readFileSync(options.usersFile, 'utf8');
+    if (withAnonymousRefused(text) !== text) writeFileSync(options.usersFile, withAnonymousRefused(text), { mode: 0o600 });
+  }
   const config = [
     `# written by mesh dev: edits are overwritten on the next start`,
     `server_name: mesh_dev_${options.port}`,
     `listen: 127.0.0.1:${options.port}`,
-    `http: 127.0.0.1:${options.monitorPort}`,
+    // No HTTP monitor: it answers anyone who reaches it. What the mesh's tools asked it is asked of
+    // the system account (system-account.ts).
+    ...systemAccountConfig(natsSystemKeyFile(options)),
+    // an anonymous client is refused (bus-users-file.ts); a server without the mesh's list stays open
+    ...(options.usersFile ? [`no_auth_user: ${JSON.stringify(ANONYMOUS_USER)}`] : []),
     `pid_file: "${p.pidFile}"`,
     `max_payload: 1MB`,
     `jetstream {`,
@@ -92,17 +112,11 @@ const clusterBlock = (cluster: NatsClusterMember): string[] => [
 
 /**
  * Whether the server's JetStream is current with the cluster's meta leader (a single server: that
- * it runs): before that a stream cannot be created on it.
+ * it runs): before that a stream cannot be created on it. Asked of its system account.
  */
-export const natsJetStreamReady = async (monitorPort: number): Promise<boolean> => {
-  try {
-    return (await fetch(`http://127.0.0.1:${monitorPort}/healthz`)).ok;
-  } catch {
-    return false;
-  }
-};
+export const natsJetStreamReady = (options: Pick<NatsServerOptions, 'dir' | 'port' | 'systemKeyFile'>): Promise<boolean> => systemHealthy(natsUrl(options.port), natsSystemKeyFile(options));
 
-export const natsServerStatus = (options: Pick<NatsServerOptions, 'dir' | 'port' | 'monitorPort'>): NatsServerStatus => {
+export const natsServerStatus = (options: Pick<NatsServerOptions, 'dir' | 'port' | 'systemKeyFile'>): NatsServerStatus => {
   const p = paths(options.dir);
   const pid = ourProcess(p.pidFile, p.config);
   return {
@@ -110,18 +124,9 @@ export const natsServerStatus = (options: Pick<NatsServerOptions, 'dir' | 'port'
     ...(pid !== undefined ? { pid } : {}),
     url: natsUrl(options.port),
     port: options.port,
-    monitorPort: options.monitorPort,
     dir: options.dir,
+    systemKeyFile: natsSystemKeyFile(options),
   };
-};
-
-const healthy = async (monitorPort: number): Promise<boolean> => {
-  try {
-    const response = await fetch(`http://127.0.0.1:${monitorPort}/healthz?js-enabled-only=true`);
-    return response.ok;
-  } catch {
-    return false;
-  }
 };
 
 /** Starts the server unless ours already runs; refuses when another process holds a port. */
@@ -132,12 +137,11 @@ export const startNatsServer = async (options: NatsServerOptions): Promise<NatsS
 
   for (const [port, role] of [
     [options.port, 'NATS client'],
-    [options.monitorPort, 'NATS monitoring'],
     ...(options.cluster ? [[options.cluster.routePort, 'NATS cluster routes'] as const] : []),
   ] as const) {
     if (await isListening(port)) {
       throw new RefusedError(
-        `port ${port} (${role}) on 127.0.0.1 is already taken by another process; stop it, or choose another port with MESH_DEV_NATS_PORT / MESH_DEV_NATS_MONITOR_PORT${options.cluster ? ' / MESH_DEV_NATS_CLUSTER_PORT' : ''}`,
+        `port ${port} (${role}) on 127.0.0.1 is already taken by another process; stop it, or choose another port with MESH_DEV_NATS_PORT${options.cluster ? ' / MESH_DEV_NATS_CLUSTER_PORT' : ''}`,
         { port, role },
       );
     }
@@ -155,7 +159,8 @@ export const startNatsServer = async (options: NatsServerOptions): Promise<NatsS
 
   try {
     await Promise.race([
-      waitFor(`nats-server on port ${options.port}`, () => healthy(options.monitorPort), 20_000),
+      // JetStream enabled is enough here: a cluster's member is current only once its peers are up.
+      waitFor(`nats-server on port ${options.port}`, () => systemHealthy(natsUrl(options.port), natsSystemKeyFile(options), { jetStreamEnabled: true }), 20_000),
       exited.then((code) => {
         throw new UnavailableError(`nats-server exited with code ${code} while starting; its log: ${p.logFile}\n${tail(p.logFile)}`);
       }),
@@ -169,7 +174,7 @@ export const startNatsServer = async (options: NatsServerOptions): Promise<NatsS
 };
 
 export const stopNatsServer = async (
-  options: Pick<NatsServerOptions, 'dir' | 'port' | 'monitorPort'>,
+  options: Pick<NatsServerOptions, 'dir' | 'port' | 'systemKeyFile'>,
   signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM',
 ): Promise<boolean> => {
   const status = natsServerStatus(options);

@@ -34,13 +34,13 @@ import { postgresStatus, startPostgres, stopPostgres, type PostgresStatus } from
 
 export interface StackPorts {
   nats: number;
-  natsMonitor: number;
   postgres: number;
   /** the controller's page and API */
   http: number;
   /**
-   * With a cluster: the first of the ports its members' routes, and the other members' client and
-   * monitoring ports, take (2 + 3 × (servers − 1) … for three: seven in a row)
+   * With a cluster: the first of the ports its members' routes and the other members' client ports
+   * take, in a row of 2 + 3 × (servers − 1) (for three: seven) — the slots where their HTTP monitors
+   * once listened stay unused, so a cluster raised before keeps its addresses
    */
   natsCluster?: number;
 }
@@ -98,7 +98,6 @@ export const stackPorts = (dir: string): StackPorts => {
   }
   return {
     nats: portFromEnv('MESH_DEV_NATS_PORT') ?? recorded.nats ?? DEFAULT_PORTS.nats,
-    natsMonitor: portFromEnv('MESH_DEV_NATS_MONITOR_PORT') ?? recorded.natsMonitor ?? DEFAULT_PORTS.natsMonitor,
     postgres: portFromEnv('MESH_DEV_PG_PORT') ?? recorded.postgres ?? DEFAULT_PORTS.postgres,
     http: portFromEnv('MESH_DEV_HTTP_PORT') ?? recorded.http ?? DEFAULT_PORTS.http,
     natsCluster: portFromEnv('MESH_DEV_NATS_CLUSTER_PORT') ?? recorded.natsCluster ?? DEFAULT_PORTS.natsCluster,
@@ -125,12 +124,14 @@ type ServerLayout = Pick<StackOptions, 'dir' | 'ports' | 'cluster'>;
 export const natsMembers = (options: ServerLayout): NatsServerOptions[] => {
   const size = options.cluster ?? 1;
   const users = busFiles(options.dir).users;
-  const first = { dir: join(options.dir, 'nats'), port: options.ports.nats, monitorPort: options.ports.natsMonitor, usersFile: users };
+  // one system user for the whole bus: the controller confirms every member's reload with it
+  const systemKeyFile = busFiles(options.dir).systemKey;
+  const first = { dir: join(options.dir, 'nats'), port: options.ports.nats, systemKeyFile, usersFile: users };
   if (size === 1) return [first];
   const base = options.ports.natsCluster ?? DEFAULT_PORTS.natsCluster;
   const routes = Array.from({ length: size }, (_, i) => base + i);
   return routes.map((routePort, i) => ({
-    ...(i === 0 ? first : { dir: join(options.dir, `nats-${i + 1}`), port: base + size + 2 * (i - 1), monitorPort: base + size + 2 * (i - 1) + 1, usersFile: users }),
+    ...(i === 0 ? first : { dir: join(options.dir, `nats-${i + 1}`), port: base + size + 2 * (i - 1), systemKeyFile, usersFile: users }),
     cluster: { name: 'mesh', routePort, peerRoutePorts: routes.filter((port) => port !== routePort) },
   }));
 };
@@ -141,7 +142,7 @@ const natsOptions = (options: ServerLayout) => natsMembers(options)[0]!;
 const busUrl = (options: ServerLayout): string => natsMembers(options).map((member) => natsUrl(member.port)).join(',');
 
 /** The bus's half of the stack: the composed user list the server includes, and the hand-listed principals. */
-export const busFiles = (dir: string) => ({ users: join(dir, 'nats', 'bus-users.conf'), statics: join(dir, 'nats', 'static-users.json') });
+export const busFiles = (dir: string) => ({ users: join(dir, 'nats', 'bus-users.conf'), statics: join(dir, 'nats', 'static-users.json'), systemKey: join(dir, 'nats', 'system.key') });
 
 /** The mesh's own names on the bus, as the stack runs them. */
 const stackWire = (options: Pick<StackOptions, 'logStream' | 'logSubjectPrefix'>): BusWire => ({
@@ -197,7 +198,7 @@ const startBus = async (options: ServerLayout, say: (line: string) => void): Pro
   }
   const statuses = started.map((result) => (result as PromiseFulfilledResult<NatsServerStatus & { started: boolean }>).value);
   if (members.length > 1) {
-    await waitFor(`the ${members.length} nats-servers to elect a JetStream meta leader`, async () => (await Promise.all(members.map((m) => natsJetStreamReady(m.monitorPort)))).every(Boolean), 60_000);
+    await waitFor(`the ${members.length} nats-servers to elect a JetStream meta leader`, async () => (await Promise.all(members.map((m) => natsJetStreamReady(m)))).every(Boolean), 60_000);
     say(`JetStream cluster of ${members.length} servers formed (routes on ports ${members.map((m) => m.cluster?.routePort).join(', ')})`);
   }
   return { ...statuses[0]!, url: busUrl(options), started: statuses.some((s) => s.started) };
@@ -286,9 +287,10 @@ export const stackUp = async (
     }
     // The operator is on the bus as soon as the log names it, not only once the controller runs.
     const files = busFiles(options.dir);
-    // Every member reloads the list (comma-separated, one pid file and monitor address per server).
+    // Every member reloads the list (comma-separated, one pid file and client address per server),
+    // confirmed by each one's system account.
     const members = natsMembers(options);
-    const busFile = { file: files.users, serverPidFile: members.map((m) => natsPidFile(m.dir)).join(','), monitorUrl: members.map((m) => `http://127.0.0.1:${m.monitorPort}`).join(',') };
+    const busFile = { file: files.users, serverPidFile: members.map((m) => natsPidFile(m.dir)).join(','), system: { urls: busUrl(options), keyFile: files.systemKey } };
     await new BusAuthority({ file: busFile, wire: stackWire(options), controller: controllerKey.identity, statics: options.staticBusUsers ?? [], logger: pino({ level: 'silent' }) }).sync(
       await mesh.current(),
     );
@@ -314,7 +316,7 @@ export const stackUp = async (
       MESH_GENESIS_SECRETS: genesisFile,
       MESH_BUS_USERS_FILE: busFile.file,
       MESH_BUS_SERVER_PID_FILE: busFile.serverPidFile,
-      MESH_BUS_MONITOR_URL: busFile.monitorUrl,
+      MESH_BUS_SYSTEM_KEY: files.systemKey,
       MESH_BUS_STATIC_USERS: files.statics,
     };
     const controller = await startController({ dir: options.dir, env: controllerEnv, say });

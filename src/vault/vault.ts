@@ -1,5 +1,6 @@
 import type { NatsConnection, Subscription } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
+import { answerToInbox, isInboxReply } from '../adapters/nats/answer.js';
 import type { z } from 'zod';
 import { verifyBytes } from '../adapters/identity.js';
 import type { Identity } from '../adapters/identity.js';
@@ -72,7 +73,8 @@ export class Vault {
         this.nc.subscribe(vaultToolSubject(this.options.prefix, tool), {
           queue: VAULT_QUEUE,
           callback: (error, message) => {
-            if (!error) message.respond(JSON.stringify(answer(message.data, message.reply)));
+            // answered on an inbox or not at all (answer.ts): a module may answer any reply subject once
+            if (!error && isInboxReply(message.reply)) answerToInbox(message, JSON.stringify(answer(message.data, message.reply)));
           },
         }),
       );

@@ -39,7 +39,7 @@ const httpText = async (url: string): Promise<string | undefined> => {
 describe("npm start's mesh, raised from a clean folder", () => {
   const dir = join(meshHome(), 'tmp', uniqueName('demo-'));
   const timings: Record<string, number> = {};
-  let ports: { nats: number; natsMonitor: number; postgres: number; http: number; greeter: number; caller: number; second: number; providerPostgres: number };
+  let ports: { nats: number; postgres: number; http: number; greeter: number; caller: number; second: number; providerPostgres: number };
   let env: Record<string, string | undefined>;
   let browser: Browser | undefined;
   let page: Page | undefined;
@@ -55,15 +55,14 @@ describe("npm start's mesh, raised from a clean folder", () => {
   };
 
   beforeAll(async () => {
-    const [nats, natsMonitor, postgres, http, greeter, caller, second, providerPostgres] = await freePorts(8);
-    ports = { nats: nats!, natsMonitor: natsMonitor!, postgres: postgres!, http: http!, greeter: greeter!, caller: caller!, second: second!, providerPostgres: providerPostgres! };
+    const [nats, postgres, http, greeter, caller, second, providerPostgres] = await freePorts(7);
+    ports = { nats: nats!, postgres: postgres!, http: http!, greeter: greeter!, caller: caller!, second: second!, providerPostgres: providerPostgres! };
     // Every MESH_ variable of this process (the shared test stack's) is dropped: the verbs must
     // find this stack from its folder alone, as they do after `npm start`.
     env = Object.fromEntries(Object.keys(process.env).filter((k) => k.startsWith('MESH_')).map((k) => [k, undefined]));
     Object.assign(env, {
       MESH_DEV_DIR: dir,
       MESH_DEV_NATS_PORT: String(ports.nats),
-      MESH_DEV_NATS_MONITOR_PORT: String(ports.natsMonitor),
       MESH_DEV_PG_PORT: String(ports.postgres),
       MESH_DEV_HTTP_PORT: String(ports.http),
       MESH_DEMO_GREETER_PORT: String(ports.greeter),

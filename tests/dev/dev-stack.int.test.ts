@@ -23,7 +23,6 @@ describe('the local stack from the command line', () => {
     env = {
       MESH_DEV_DIR: dir,
       MESH_DEV_NATS_PORT: String(await freePort()),
-      MESH_DEV_NATS_MONITOR_PORT: String(await freePort()),
       MESH_DEV_PG_PORT: String(await freePort()),
       MESH_DEV_HTTP_PORT: String(await freePort()),
       // The verbs must find the stack from its folder, not from the test stack's variables.
@@ -128,7 +127,7 @@ describe('the local stack from the command line', () => {
     const port = await freePort();
     await new Promise<void>((r) => squatter.listen(port, '127.0.0.1', r));
     try {
-      const other = { ...env, MESH_DEV_DIR: `${dir}-squatted`, MESH_DEV_NATS_PORT: String(port), MESH_DEV_NATS_MONITOR_PORT: String(await freePort()), MESH_DEV_PG_PORT: String(await freePort()) };
+      const other = { ...env, MESH_DEV_DIR: `${dir}-squatted`, MESH_DEV_NATS_PORT: String(port), MESH_DEV_PG_PORT: String(await freePort()) };
       const refused = await runMesh(['dev', 'up'], other);
       expect(refused.code).toBe(3);
       expect(refused.stderr).toContain(`port ${port} (NATS client) on 127.0.0.1 is already taken by another process`);

@@ -12,19 +12,18 @@ import { uniqueName } from '../helpers/names.js';
 
 describe('a local stack whose bus was started open', () => {
   const dir = join(meshHome(), 'tmp', uniqueName('open-'));
-  let nats: { dir: string; port: number; monitorPort: number } | undefined;
+  let nats: { dir: string; port: number } | undefined;
   afterAll(async () => {
     if (nats) await stopNatsServer(nats, 'SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   });
 
   it('is refused by mesh dev up, naming the restart that closes it', async () => {
-    nats = { dir: join(dir, 'nats'), port: await freePort(), monitorPort: await freePort() };
+    nats = { dir: join(dir, 'nats'), port: await freePort() };
     await startNatsServer(nats);
     const up = await runMesh(['dev', 'up'], {
       MESH_DEV_DIR: dir,
       MESH_DEV_NATS_PORT: String(nats.port),
-      MESH_DEV_NATS_MONITOR_PORT: String(nats.monitorPort),
       MESH_DEV_PG_PORT: String(await freePort()),
       MESH_DEV_HTTP_PORT: String(await freePort()),
       MESH_NATS_URL: undefined,
@@ -34,6 +33,6 @@ describe('a local stack whose bus was started open', () => {
     expect(up.code).toBe(3);
     expect(up.stderr).toContain('was started without the mesh\'s bus user list');
     expect(up.stderr).toContain('npx mesh dev down && npx mesh dev up');
-    await runMesh(['dev', 'down'], { MESH_DEV_DIR: dir, MESH_DEV_NATS_PORT: String(nats.port), MESH_DEV_NATS_MONITOR_PORT: String(nats.monitorPort) });
+    await runMesh(['dev', 'down'], { MESH_DEV_DIR: dir, MESH_DEV_NATS_PORT: String(nats.port) });
   });
 });

@@ -4,6 +4,7 @@ import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { meshHome } from '../../src/config.js';
 import { waitFor } from '../../src/dev/ports.js';
+import { systemAccountConfig, systemHealthy } from '../../src/adapters/nats/system-account.js';
 import { uniqueName } from './names.js';
 
 // Three nats-servers forming one JetStream cluster, each in a network namespace of its own joined
@@ -60,7 +61,8 @@ export const netnsCluster = async (size = 3) => {
         [
           `server_name: ${m.ns}`,
           `listen: ${m.address}:4222`,
-          `http: ${m.address}:8222`,
+          // no HTTP monitor: health is asked of the system account, as the stack does
+          ...systemAccountConfig(join(dir, 'system.key')),
           `jetstream { store_dir: "${join(home, 'jetstream')}" }`,
           `cluster {`,
           `  name: partition${id}`,
@@ -74,20 +76,8 @@ export const netnsCluster = async (size = 3) => {
       children.push(spawn('ip', ['netns', 'exec', m.ns, 'nats-server', '-c', config], { stdio: ['ignore', log, log] }));
       closeSync(log);
     }
-    const healthy = async (m: (typeof members)[number]): Promise<boolean> => {
-      try {
-        return (await fetch(`http://${m.address}:8222/healthz`, { signal: AbortSignal.timeout(1_000) })).ok;
-      } catch {
-        return false;
-      }
-    };
-    const healthOf = async (m: (typeof members)[number]): Promise<string> => {
-      try {
-        return `${m.ns}: ${await (await fetch(`http://${m.address}:8222/healthz`, { signal: AbortSignal.timeout(1_000) })).text()}`;
-      } catch (error) {
-        return `${m.ns}: ${(error as Error).message}`;
-      }
-    };
+    const healthy = (m: (typeof members)[number]): Promise<boolean> => systemHealthy(`nats://${m.address}:4222`, join(dir, 'system.key'));
+    const healthOf = async (m: (typeof members)[number]): Promise<string> => `${m.ns}: ${(await healthy(m)) ? 'ok' : 'not current with the cluster, or not answering'}`;
     const ready = async (): Promise<void> => {
       try {
         await waitFor('every member current with the cluster', async () => (await Promise.all(members.map(healthy))).every(Boolean), 60_000);

@@ -11,14 +11,13 @@ import { uniqueName } from './names.js';
  */
 export const scratchCluster = async (label: string, size = 3) => {
   const dir = join(meshHome(), 'tmp', uniqueName(`${label}-`));
-  const ports = await Promise.all(Array.from({ length: size }, async () => ({ port: await freePort(), monitorPort: await freePort(), routePort: await freePort() })));
+  const ports = await Promise.all(Array.from({ length: size }, async () => ({ port: await freePort(), routePort: await freePort() })));
   const members: NatsServerOptions[] = ports.map((p, i) => ({
     dir: join(dir, `nats-${i + 1}`),
     port: p.port,
-    monitorPort: p.monitorPort,
     cluster: { name: label.replace(/[^a-z0-9]/gi, ''), routePort: p.routePort, peerRoutePorts: ports.filter((_, j) => j !== i).map((q) => q.routePort) },
   }));
-  const ready = () => waitFor(`the ${size} servers to agree on a meta leader`, async () => (await Promise.all(members.map((m) => natsJetStreamReady(m.monitorPort)))).every(Boolean), 60_000);
+  const ready = () => waitFor(`the ${size} servers to agree on a meta leader`, async () => (await Promise.all(members.map((m) => natsJetStreamReady(m)))).every(Boolean), 60_000);
   const remove = async () => {
     await Promise.all(members.map((m) => stopNatsServer(m, 'SIGKILL')));
     rmSync(dir, { recursive: true, force: true });

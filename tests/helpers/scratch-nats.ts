@@ -10,7 +10,7 @@ import { uniqueName } from './names.js';
  * restart the server: the shared test server stays up for everyone else.
  */
 export const scratchNats = async (label: string, extra: { extraConfig?: string } = {}) => {
-  const options = { dir: join(meshHome(), 'tmp', uniqueName(`${label}-`)), port: await freePort(), monitorPort: await freePort(), ...extra };
+  const options = { dir: join(meshHome(), 'tmp', uniqueName(`${label}-`)), port: await freePort(), ...extra };
   const status = await startNatsServer(options);
   return {
     url: status.url,

@@ -78,11 +78,11 @@ describe("the README's walk-through, word for word, on npm start's mesh", () => 
 
   beforeAll(async () => {
     ports = [];
-    while (ports.length < 7) {
+    while (ports.length < 6) {
       const port = await freePort();
       if (!ports.includes(port)) ports.push(port);
     }
-    const [nats, natsMonitor, postgres, http, greeter, caller, guestbookPostgres] = ports;
+    const [nats, postgres, http, greeter, caller, guestbookPostgres] = ports;
     // Every MESH_ variable of the test stack is dropped: the verbs find this mesh from its folder,
     // as they do after `npm start`. MESH_HOME is this file's own, so the agents' state and the
     // walk-through's files stay in it.
@@ -90,7 +90,6 @@ describe("the README's walk-through, word for word, on npm start's mesh", () => 
     Object.assign(env, {
       MESH_HOME: home,
       MESH_DEV_NATS_PORT: String(nats),
-      MESH_DEV_NATS_MONITOR_PORT: String(natsMonitor),
       MESH_DEV_PG_PORT: String(postgres),
       MESH_DEV_HTTP_PORT: String(http),
       MESH_DEMO_GREETER_PORT: String(greeter),

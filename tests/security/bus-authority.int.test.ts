@@ -25,7 +25,7 @@ import { moduleInbox } from '../../src/domain/bus/subjects.js';
 import type { MeshCommand } from '../../src/domain/mesh/commands.js';
 import { emptyMeshState } from '../../src/domain/mesh/state.js';
 import { meshEventRegistry } from '../../src/domain/registry.js';
-import { natsPidFile, startNatsServer, stopNatsServer } from '../../src/dev/nats-server.js';
+import { natsPidFile, natsSystemKeyFile, startNatsServer, stopNatsServer } from '../../src/dev/nats-server.js';
 import { freePort } from '../../src/dev/ports.js';
 import { probeBus } from '../../src/dev/security-probe.js';
 import { fixtureManifest } from '../helpers/given.js';
@@ -43,7 +43,7 @@ describe('the bus, enforced by the server from the composed user list', () => {
   const controllerKey = newIdentity();
   const operatorKey = newIdentity();
   const harnessKey = process.env.MESH_BUS_KEY;
-  let server: { dir: string; port: number; monitorPort: number; usersFile: string };
+  let server: { dir: string; port: number; usersFile: string };
   let url: string;
   let controllerNc: NatsConnection;
   let authority: BusAuthority;
@@ -72,7 +72,7 @@ describe('the bus, enforced by the server from the composed user list', () => {
     delete process.env.MESH_BUS_KEY;
     mkdirSync(dir, { recursive: true });
     writeFileSync(usersFile, renderBusUsers(composeBusUsers(emptyMeshState(), { wire: WIRE, controllerKey: controllerKey.publicKey, snapshotWriterKey: foldSnapshotWriterIdentity(controllerKey).publicKey, moduleKey: () => '', now: new Date() })));
-    server = { dir, port: await freePort(), monitorPort: await freePort(), usersFile };
+    server = { dir, port: await freePort(), usersFile };
     url = (await startNatsServer(server)).url;
     controllerNc = await connectNats(url, { name: 'controller', persistent: true, identity: { key: controllerKey, inbox: CONTROLLER_INBOX } });
     const writer = new LogWriter(controllerNc, { stream: WIRE.logStream, key: controllerKey });
@@ -84,7 +84,7 @@ describe('the bus, enforced by the server from the composed user list', () => {
     for (const node of ['alpha', 'beta']) await run({ type: 'add-node', node, address: '127.0.0.1' });
     await run({ type: 'assign', module: 'local-bus', node: 'alpha', hold: ['mesh-broker'], pins: {}, values: {}, placements: {} });
     await run({ type: 'assign', module: 'greeter', node: 'alpha', hold: ['front-desk'], pins: {}, values: {}, placements: {} });
-    authority = new BusAuthority({ file: { file: usersFile, serverPidFile: natsPidFile(dir), monitorUrl: `http://127.0.0.1:${server.monitorPort}` }, wire: WIRE, controller: controllerKey, logger: pino({ level: 'silent' }) });
+    authority = new BusAuthority({ file: { file: usersFile, serverPidFile: natsPidFile(dir), system: { urls: url, keyFile: natsSystemKeyFile(server) } }, wire: WIRE, controller: controllerKey, logger: pino({ level: 'silent' }) });
     view = new MeshView(log(), { logger: pino({ level: 'silent' }) });
     view.start();
     controller = new Controller(controllerNc, view, log(), { names: { nodesStream: WIRE.nodesStream, controlStream: WIRE.controlStream, prefix: WIRE.prefix }, actor: 'controller', logger: pino({ level: 'silent' }), busAuthority: authority });

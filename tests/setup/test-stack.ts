@@ -34,7 +34,6 @@ export const testStack = (): StackOptions => ({
   dir: testStackDir(),
   ports: {
     nats: port('MESH_TEST_NATS_PORT', 24222),
-    natsMonitor: port('MESH_TEST_NATS_MONITOR_PORT', 28222),
     postgres: port('MESH_TEST_PG_PORT', 25432),
     http: port('MESH_TEST_HTTP_PORT', 28080),
     natsCluster: port('MESH_TEST_NATS_CLUSTER_PORT', 24240),
