@@ -68,8 +68,7 @@ export const buildApp = (deps: HttpDeps): FastifyInstance => {
   app.addHook('preClose', async () => streams.endAll());
   const document = openApiDocument();
   const access = deps.access ?? { settings: { auth: 'open' as const, sessionTtlMs: 0 }, operators: () => undefined };
-  const sessionSettings: Partial<SessionSettings> = { ...access.sessions };
-  if (access.settings.sessionTtlMs > 0) sessionSettings.sessionTtlMs = access.settings.sessionTtlMs;
+  const sessionSettings: Partial<SessionSettings> = access.settings.sessionTtlMs > 0 ? { sessionTtlMs: access.settings.sessionTtlMs, ...access.sessions } : { ...access.sessions };
   registerConsoleAccess(app, new ConsoleSessions(access.operators, { settings: sessionSettings }), access.settings);
 
   // What fastify itself turns away (a body that is not JSON, too large) answers as the tools
