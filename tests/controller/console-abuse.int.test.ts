@@ -18,6 +18,7 @@ import { DEFAULT_HTTP_LIMITS, httpLimitsFromEnv, type HttpLimits } from '../../s
 import { MeshService } from '../../src/controller/mesh-service.js';
 import { MeshView } from '../../src/controller/mesh-view.js';
 import { operatorNamed } from '../../src/domain/operators/state.js';
+import { runMesh } from '../helpers/cli.js';
 import { unreadConsole } from '../helpers/console.js';
 import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
@@ -295,6 +296,28 @@ describe('the console and API under abuse', () => {
     expect(expired.status).toBe(401);
     expect(await expired.json()).toMatchObject({ refused: [{ why: expect.stringContaining('or it expired') }] });
     expect((await openSession(base, ada, 'ada', stale)).body).toMatchObject({ refused: [{ why: expect.stringContaining('or it expired') }] });
+  });
+
+  it('mesh console open signs a nonce and prints an address good once; a revoked key is refused (3), a console away is unavailable (6)', async () => {
+    const { base } = await start({ auth: 'required' });
+    const opened = await runMesh(['console', 'open', '--url', base, '--json'], { MESH_OPERATOR_KEY: join(dir, 'ada.key') });
+    expect({ code: opened.code, stderr: opened.stderr }).toEqual({ code: 0, stderr: '' });
+    const answer = JSON.parse(opened.stdout) as { ok: boolean; operator: string; url: string; token: string };
+    expect(answer).toMatchObject({ ok: true, operator: 'ada', url: expect.stringMatching(new RegExp(`^${base}/session/[A-Za-z0-9_-]{43}$`)) });
+    const link = await fetch(answer.url, { redirect: 'manual' });
+    expect(link.status).toBe(303);
+    expect((await fetch(`${base}/api/overview`, { headers: { cookie: (link.headers.get('set-cookie') ?? '').split(';')[0] ?? '' } })).status).toBe(200);
+    expect((await fetch(`${base}/api/overview`, { headers: { authorization: `Bearer ${answer.token}` } })).status).toBe(200);
+
+    const words = await runMesh(['console', 'open'], { MESH_OPERATOR_KEY: join(dir, 'ada.key'), MESH_CONSOLE_URL: base });
+    expect(words.code).toBe(0);
+    expect(words.stdout).toMatch(new RegExp(`^${base}/session/\\S+\n$`));
+    const revoked = await runMesh(['console', 'open', '--url', base], { MESH_OPERATOR_KEY: join(dir, 'bob.key') });
+    expect({ code: revoked.code, stderr: revoked.stderr }).toEqual({ code: 3, stderr: expect.stringContaining('operator bob was revoked') });
+    const away = await runMesh(['console', 'open', '--url', 'http://127.0.0.1:1', '--json'], { MESH_OPERATOR_KEY: join(dir, 'ada.key') });
+    expect(away.code).toBe(6);
+    expect(JSON.parse(away.stdout)).toMatchObject({ ok: false, error: { code: 'unavailable' } });
+    expect((await runMesh(['console', 'open', '--url', 'not a url'], { MESH_OPERATOR_KEY: join(dir, 'ada.key') })).code).toBe(2);
   });
 
   it('beyond loopback needs a session whatever the setting says, and on loopback is open by default', async () => {
