@@ -85,9 +85,6 @@ export const checkedLimits = (limits: HttpLimits): HttpLimits => {
 /** How often a fact stream says it is still there: well within the idle timeout, so an open stream is never taken for a silent socket. */
 export const streamKeepAliveMs = (limits: HttpLimits): number => Math.max(250, Math.min(15_000, Math.floor(limits.idleTimeoutMs / 3)));
 
-/** Where a socket comes from; a socket already gone has none. */
-const addressOf = (socket: Socket): string | undefined => socket.remoteAddress;
-
 export interface ConnectionCounts {
   total: number;
   byClient: Map<string, number>;
@@ -98,11 +95,12 @@ export interface ConnectionCounts {
 }
 
 /**
- * Counts every socket on the 'connection' event, by remote address and in all. A client over its
- * own bound has its new socket destroyed at once. When every client together reaches the bound,
- * a newcomer takes the place of the oldest idle socket (one serving no request) of the client that
- * holds the most: idle sockets are what a flood is made of, and a probe or an operator arriving
- * after it still gets in. Only when no socket is idle is the newcomer turned away.
+ * Counts every socket on the 'connection' event, by remote address and in all. A newcomer over its
+ * client's bound takes the place of that client's oldest idle socket (one serving no request);
+ * over the bound in all, of the oldest idle socket of the client that holds the most. Idle
+ * sockets (a silent one, one whose headers never end) are what a flood is made of: they give way,
+ * so a probe or an operator arriving after a flood still gets in, from another address or the
+ * same. Only when no socket there is idle is the newcomer destroyed at once (turned away).
  */
 export const guardConnections = (server: Server, limits: HttpLimits): { counts: () => ConnectionCounts } => {
   const byClient = new Map<string, Set<Socket>>();
@@ -134,27 +132,21 @@ export const guardConnections = (server: Server, limits: HttpLimits): { counts: 
   };
 
   server.on('connection', (socket: Socket) => {
-    const address = addressOf(socket);
+    // Where a socket comes from; a socket already gone has none.
+    const address = socket.remoteAddress;
     if (address === undefined) {
       socket.destroy();
       return;
     }
     const mine = byClient.get(address) ?? new Set<Socket>();
-    if (mine.size >= limits.maxConnectionsPerClient) {
+    const out = mine.size >= limits.maxConnectionsPerClient ? oldestIdle(mine) : total >= limits.maxConnections ? victim() : null;
+    if (out === undefined) {
       turnedAway += 1;
       socket.destroy();
       return;
     }
-    if (total >= limits.maxConnections) {
-      const out = victim();
-      if (!out) {
-        turnedAway += 1;
-        socket.destroy();
-        return;
-      }
-      const outAddress = addressOf(out);
-      if (outAddress !== undefined) forget(outAddress, out);
-      else for (const [at, sockets] of byClient) if (sockets.has(out)) forget(at, out);
+    if (out) {
+      for (const [at, sockets] of byClient) if (sockets.has(out)) forget(at, out);
       evicted += 1;
       out.destroy();
     }
