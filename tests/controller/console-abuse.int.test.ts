@@ -18,6 +18,7 @@ import { DEFAULT_HTTP_LIMITS, httpLimitsFromEnv, type HttpLimits } from '../../s
 import { MeshService } from '../../src/controller/mesh-service.js';
 import { MeshView } from '../../src/controller/mesh-view.js';
 import { operatorNamed } from '../../src/domain/operators/state.js';
+import { probeConsole } from '../../src/dev/probes/console.js';
 import { runMesh } from '../helpers/cli.js';
 import { unreadConsole } from '../helpers/console.js';
 import { uniqueName } from '../helpers/names.js';
@@ -297,6 +298,18 @@ describe('the console and API under abuse', () => {
     expect(expired.status).toBe(401);
     expect(await expired.json()).toMatchObject({ refused: [{ why: expect.stringContaining('or it expired') }] });
     expect((await openSession(base, ada, 'ada', stale)).body).toMatchObject({ refused: [{ why: expect.stringContaining('or it expired') }] });
+  });
+
+  it("refuses every attack of the console's security probe", async () => {
+    const { base } = await start({ auth: 'required' });
+    const outcomes = await probeConsole({ consoleUrl: base, operator: { name: 'ada', key: ada }, idleSockets: 40, streams: 12 });
+    expect(outcomes.length).toBeGreaterThanOrEqual(12);
+    expect(outcomes.filter((o) => !o.refused)).toEqual([]);
+    expect(outcomes.map((o) => o.attack)).toEqual(expect.arrayContaining(['GET /assets/constructor', 'GET /api/overview with no session', "ada's session request replayed"]));
+    // Open on loopback, the demo's default: the unauthenticated read is said to be untried, not refused.
+    const demo = await start();
+    const open = await probeConsole({ consoleUrl: demo.base, idleSockets: 40, streams: 12 });
+    expect(open.find((o) => o.attack === 'GET /api/overview with no session')).toMatchObject({ refused: false, untried: true });
   });
 
   it('mesh console open signs a nonce and prints an address good once; a revoked key is refused (3), a console away is unavailable (6)', async () => {
