@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { consoleSessionBytes } from '../domain/operators/console-session.js';
 import { signedBytes, type SignedCommand } from '../domain/operators/signed-command.js';
 import { UnavailableError } from '../errors.js';
 import { newIdentity, signBytes, verifyBytes } from './identity.js';
@@ -38,3 +39,6 @@ export const signCommand = (key: OperatorKey, commandId: string, command: Record
 };
 
 export const verifySignature = (signed: SignedCommand, publicKey: string): boolean => verifyBytes(publicKey, signedBytes(signed), signed.signature);
+
+/** The signature that opens a console session (docs/decisions.md, "Reading needs a reason"): over the nonce, in the session's own context. */
+export const signConsoleNonce = (key: OperatorKey, nonce: string): string => signBytes({ secretKey: key.secretKey }, consoleSessionBytes({ operator: key.operator, nonce }));

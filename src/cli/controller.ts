@@ -43,6 +43,9 @@ import { DEFAULT_MAX_PAYLOAD } from '../domain/operators/command-size.js';
 import { DeclarationPublisher } from '../controller/declaration-publisher.js';
 import { buildApp } from '../controller/http/app.js';
 import { FactFeed } from '../controller/http/fact-feed.js';
+import { consoleAccessFromEnv, isLoopback } from '../controller/http/console-access.js';
+import { httpLimitsFromEnv } from '../controller/http/limits.js';
+import { operatorNamed } from '../domain/operators/state.js';
 import { heldReaders, overviewSource } from '../controller/http/overview-source.js';
 import { consoleSource } from '../controller/http/console/source.js';
 import { ToolServer } from '../controller/tool-server.js';
@@ -86,6 +89,9 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
   // lines that pile up during a write go out in the next one, and pino flushes them on exit.
   const logger = pino({ base: { component: 'controller', mesh: config.meshName } }, pino.destination({ dest: 1, sync: false }));
   const readyMaxLag = readyMaxLagFromEnv();
+  // The console's bounds and who may read it, checked before anything starts (docs/operations.md).
+  const httpLimits = httpLimitsFromEnv();
+  const consoleAccess = consoleAccessFromEnv();
   // This process's metrics, in a registry of its own (docs/decisions.md, "Metrics and probes").
   const metrics = new PrometheusMetrics({ processMetrics: true });
   const controllerKey = loadIdentityFile(config.controllerKeyFile, 'the controller signs the log and speaks on the bus with it; `npx mesh dev up` makes it, or set MESH_CONTROLLER_KEY');
@@ -324,8 +330,14 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
       nodeStates: async () => (await overviewOfMesh()).nodes.map(nodeStateOf),
     }),
     readiness: () => readiness({ view, projections: projectionBuilds, maxLagCommits: readyMaxLag }),
+    limits: httpLimits,
+    // A session is opened by an operator's signature, checked against the key the view holds now.
+    access: { settings: consoleAccess, operators: (name) => operatorNamed(view.mesh().operators, name) },
   });
-  // Loopback unless configured otherwise: the page is read-only, but it is the mesh's whole picture.
+  // Loopback unless configured otherwise: the page is read-only, but it is the mesh's whole picture,
+  // and beyond loopback it answers reads only to an operator's session whatever MESH_CONSOLE_AUTH says.
+  if (!isLoopback(config.httpHost)) logger.info({ host: config.httpHost }, 'the console listens beyond loopback: every read needs an operator session (`mesh console open`)');
+  else if (consoleAccess.auth === 'open') logger.info({ host: config.httpHost }, 'the console is open to every local user (MESH_CONSOLE_AUTH=required asks for an operator session on loopback too)');
   const httpAddress = await http.listen({ host: config.httpHost, port: config.httpPort });
   logger.info({ http: httpAddress }, 'page and API listening');
   // Written once running, so a starter that sees the pid file knows the controller is up.

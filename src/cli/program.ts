@@ -6,6 +6,7 @@ import { defineAudit } from './audit.js';
 import { defineBuilds } from './build.js';
 import { defineBuilder } from './builder.js';
 import { defineCompletion } from './completion.js';
+import { defineConsole } from './console.js';
 import { defineController } from './controller.js';
 import { defineDev } from './dev.js';
 import { defineEvents } from './events.js';
@@ -92,7 +93,7 @@ export const meshProgram = (): Command => {
     .configureOutput({ outputError: () => undefined })
     .showSuggestionAfterError(true)
     .configureHelp({ helpWidth: TABLE_WIDTH });
-  for (const define of [defineDev, defineLog, defineHistory, defineOperator, defineAudit, defineModule, defineEvents, defineSeats, defineTrust, defineStatus, defineNode, defineAssign, defineBuilds, defineBuilder, defineVault, defineSecret, definePostgres, defineProxy, defineController, defineAgent, defineProjections, defineCompletion]) {
+  for (const define of [defineDev, defineLog, defineHistory, defineOperator, defineAudit, defineModule, defineEvents, defineSeats, defineTrust, defineStatus, defineNode, defineAssign, defineBuilds, defineBuilder, defineVault, defineSecret, definePostgres, defineProxy, defineConsole, defineController, defineAgent, defineProjections, defineCompletion]) {
     define(program);
   }
   // `mesh --help` lists every verb and sub-verb, not only the first words.

@@ -25,7 +25,7 @@ const NAME_NOTHING_THAT_MUST_EXIST = new Set([
   'dev', 'dev up', 'dev down', 'dev status', 'log', 'log void', 'operator', 'operator key', 'operator add', 'operator list', 'audit', 'audit verify',
   'module', 'module register', 'module list', 'events', 'events dangling', 'seats', 'seat', 'status', 'node', 'node add', 'node list', 'node token',
   'builder', 'controller', 'agent', 'projections', 'projections status', 'completion', 'vault', 'secret', 'secret status',
-  'postgres', 'postgres init', 'postgres server', 'postgres logins', 'postgres sign', 'proxy', 'proxy serve',
+  'postgres', 'postgres init', 'postgres server', 'postgres logins', 'postgres sign', 'proxy', 'proxy serve', 'console', 'console open',
   // names a certificate file, not something of the mesh: a missing file is bad input (2)
   'trust', 'trust root',
 ]);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { consoleChallengeSchema, consoleSessionAnswerSchema, consoleSessionRequestSchema } from '../../domain/operators/console-session.js';
 import { livenessSchema, readinessSchema, toolAnswerSchema, toolRequestSchema, toolVerbs } from './api-schemas.js';
 
 // The HTTP API as an OpenAPI 3.1 document, generated from the zod schemas that validate it
@@ -36,6 +37,7 @@ const consolePaths = (): Record<string, object> => ({
   },
   '/assets/{file}': {
     get: {
+      security: [],
       summary: "The console's stylesheet, icon and scripts (htmx, served from the installed package)",
       parameters: [{ name: 'file', in: 'path', required: true, schema: { type: 'string' } }],
       responses: { '200': { description: 'the file', content: { 'text/css': { schema: { type: 'string' } }, 'text/javascript': { schema: { type: 'string' } }, 'image/svg+xml': { schema: { type: 'string' } } } }, '404': { description: 'no such asset' } },
@@ -51,7 +53,12 @@ export const openApiDocument = () => {
     ToolAnswer: jsonSchema(toolAnswerSchema),
     Readiness: jsonSchema(readinessSchema),
     Liveness: jsonSchema(livenessSchema),
+    ConsoleChallenge: jsonSchema(consoleChallengeSchema),
+    ConsoleSessionRequest: jsonSchema(consoleSessionRequestSchema),
+    ConsoleSessionAnswer: jsonSchema(consoleSessionAnswerSchema),
   };
+  /** A route anyone may ask (console-access.ts): it carries no mesh data. */
+  const open = { security: [] };
   const paths: Record<string, object> = {
     ...consolePaths(),
     '/api/overview': {
@@ -63,14 +70,42 @@ export const openApiDocument = () => {
     '/metrics': {
       get: { summary: "The control plane's metrics, Prometheus text format", responses: { '200': { description: 'metrics', content: { 'text/plain': { schema: { type: 'string' } } } } } },
     },
-    '/healthz': { get: { summary: 'Liveness: the process answers', responses: { '200': json(ref('Liveness'), 'alive') } } },
+    '/api/session/challenge': {
+      get: {
+        ...open,
+        summary: 'A nonce to sign with an operator key (good once, for a minute), as `mesh console open` does',
+        responses: { '200': json(ref('ConsoleChallenge'), 'the nonce'), '503': json(ref('ToolAnswer'), 'too many nonces wait to be signed; Retry-After says when to ask again') },
+      },
+    },
+    '/api/session': {
+      post: {
+        ...open,
+        summary: "A session, for the operator whose signature over the nonce verifies against the key the mesh holds (context 'mesh console session v1')",
+        requestBody: { required: true, ...json(ref('ConsoleSessionRequest'), 'the operator, the nonce and the signature') },
+        responses: {
+          '201': json(ref('ConsoleSessionAnswer'), 'opened: a bearer token, and a one-time address that sets the session cookie'),
+          '400': json(ref('ToolAnswer'), 'the body does not fit'),
+          '401': json(ref('ToolAnswer'), 'refused: the nonce is unknown, used or expired, the operator unknown or revoked, or the signature does not verify'),
+        },
+      },
+    },
+    '/session/{link}': {
+      get: {
+        ...open,
+        summary: 'The one-time address `mesh console open` prints: sets the session cookie (HttpOnly, SameSite=Strict) and leads to the overview',
+        parameters: [{ name: 'link', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: { '303': { description: 'the cookie set; to /' }, '401': { description: 'used already, or expired', content: { 'text/plain': { schema: { type: 'string' } } } } },
+      },
+    },
+    '/healthz': { get: { ...open, summary: 'Liveness: the process answers', responses: { '200': json(ref('Liveness'), 'alive') } } },
     '/readyz': {
       get: {
+        ...open,
         summary: "Readiness: the controller's view and every projection have caught up with the log",
         responses: { '200': json(ref('Readiness'), 'ready'), '503': json(ref('Readiness'), 'not ready, saying what is not') },
       },
     },
-    '/api/openapi.json': { get: { summary: 'This document', responses: { '200': json({ type: 'object' }, 'the OpenAPI document') } } },
+    '/api/openapi.json': { get: { ...open, summary: 'This document', responses: { '200': json({ type: 'object' }, 'the OpenAPI document') } } },
   };
   for (const verb of toolVerbs()) {
     const request = toolRequestSchema(verb);
@@ -79,6 +114,8 @@ export const openApiDocument = () => {
     schemas[name] = jsonSchema(request);
     paths[`/api/tools/${verb}`] = {
       post: {
+        // A command is signed by its operator: that, not a session, says who sent it.
+        ...open,
         operationId: `tool_${verb.replaceAll('-', '_')}`,
         summary: `The ${verb} command, signed by an operator (as \`mesh\` signs it); decided as the ${verb} tool decides it`,
         requestBody: { required: true, ...json(ref(name), `a signed ${verb} command`) },
@@ -93,5 +130,23 @@ export const openApiDocument = () => {
       },
     };
   }
-  return { openapi: '3.1.0', info: { title: "the mesh controller's API", version: API_VERSION }, paths, components: { schemas } };
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: "the mesh controller's API",
+      version: API_VERSION,
+      description:
+        'Reads (the pages, /api/*, the fact stream) answer only an operator session (`mesh console open`) whenever the controller listens beyond loopback, and on loopback when MESH_CONSOLE_AUTH=required; on loopback by default they are open, and so is /metrics.',
+    },
+    // A session as a bearer token or the console's cookie; `{}`: no session, on loopback while MESH_CONSOLE_AUTH is open.
+    security: [{ session: [] }, { sessionCookie: [] }, {}],
+    paths,
+    components: {
+      schemas,
+      securitySchemes: {
+        session: { type: 'http', scheme: 'bearer', description: 'the token `mesh console open --json` prints' },
+        sessionCookie: { type: 'apiKey', in: 'cookie', name: 'mesh_console_session', description: 'set by the one-time address `mesh console open` prints' },
+      },
+    },
+  };
 };

@@ -24,13 +24,16 @@ export const CONSOLE_CSP = "default-src 'none'; script-src 'self'; style-src 'se
 
 const ASSETS = join(projectRoot, 'src', 'controller', 'http', 'console', 'assets');
 
-const assets = (): Record<string, { type: string; body: string }> => ({
-  'console.css': { type: 'text/css; charset=utf-8', body: readFileSync(join(ASSETS, 'console.css'), 'utf8') },
-  'favicon.svg': { type: 'image/svg+xml', body: readFileSync(join(ASSETS, 'favicon.svg'), 'utf8') },
-  'console.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(join(ASSETS, 'console.js'), 'utf8') },
-  // htmx from the package the project installs: the console loads nothing from the network.
-  'htmx.min.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(createRequire(import.meta.url).resolve('htmx.org/dist/htmx.min.js'), 'utf8') },
-});
+// A Map, never a plain object: an asset named `constructor`, `__proto__` or `toString` is one the
+// console does not have (404), not a property every object inherits (a 500).
+const assets = (): ReadonlyMap<string, { type: string; body: string }> =>
+  new Map([
+    ['console.css', { type: 'text/css; charset=utf-8', body: readFileSync(join(ASSETS, 'console.css'), 'utf8') }],
+    ['favicon.svg', { type: 'image/svg+xml', body: readFileSync(join(ASSETS, 'favicon.svg'), 'utf8') }],
+    ['console.js', { type: 'text/javascript; charset=utf-8', body: readFileSync(join(ASSETS, 'console.js'), 'utf8') }],
+    // htmx from the package the project installs: the console loads nothing from the network.
+    ['htmx.min.js', { type: 'text/javascript; charset=utf-8', body: readFileSync(createRequire(import.meta.url).resolve('htmx.org/dist/htmx.min.js'), 'utf8') }],
+  ]);
 
 const send = (reply: FastifyReply, status: number, page: VNode): FastifyReply =>
   reply
@@ -56,7 +59,7 @@ export const logFiltersOf = (query: Record<string, unknown>): LogFilters => {
 export const registerConsole = (app: FastifyInstance, source: ConsoleSource, logger: Logger): void => {
   const served = assets();
   app.get<{ Params: { file: string } }>('/assets/:file', async (request, reply) => {
-    const asset = served[request.params.file];
+    const asset = served.get(request.params.file);
     if (!asset) return reply.code(404).type('text/plain; charset=utf-8').send('no such asset');
     return reply.type(asset.type).header('x-content-type-options', 'nosniff').header('cache-control', 'no-cache').send(asset.body);
   });
