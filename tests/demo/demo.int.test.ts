@@ -43,6 +43,7 @@ describe("npm start's mesh, raised from a clean folder", () => {
   let env: Record<string, string | undefined>;
   let browser: Browser | undefined;
   let page: Page | undefined;
+  let consoleToken: string | undefined;
   const pageUrl = () => `http://127.0.0.1:${ports.http}/`;
   const mesh = (args: string[], timeoutMs = 60_000) => runMesh(args, env, timeoutMs);
   const timed = async <T>(what: string, work: () => Promise<T>): Promise<T> => {
@@ -68,6 +69,9 @@ describe("npm start's mesh, raised from a clean folder", () => {
       MESH_DEMO_GREETER_PORT: String(ports.greeter),
       MESH_DEMO_CALLER_PORT: String(ports.caller),
       MESH_DEMO_POSTGRES_PORT: String(ports.providerPostgres),
+      // The console asks for an operator's session on loopback too, so the page below is opened as
+      // an operator does (`mesh console open`) and the probe can try a read without one.
+      MESH_CONSOLE_AUTH: 'required',
     });
     mkdirSync(OUTPUT, { recursive: true });
   }, 30_000);
@@ -167,8 +171,14 @@ describe("npm start's mesh, raised from a clean folder", () => {
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const methods = new Set<string>();
     page.on('request', (request) => methods.add(request.method()));
+    const session = JSON.parse((await mesh(['console', 'open', '--json'])).stdout || '{}') as { url?: string; token?: string };
+    expect(session.url).toMatch(new RegExp(`^${pageUrl()}session/`));
+    consoleToken = session.token;
+    expect(await fetch(`${pageUrl()}api/overview`).then((r) => r.status)).toBe(401);
     await timed('page to healthy verdict', async () => {
-      await page!.goto(pageUrl());
+      // The one-time address holds the session in a cookie and leads to the overview.
+      await page!.goto(session.url!);
+      expect(page!.url()).toBe(pageUrl());
       await page!.locator('#verdict.healthy').waitFor({ timeout: 60_000 });
     });
     expect(await page.locator('#verdict').innerText()).toContain('The mesh is doing what it was told.');
@@ -211,7 +221,7 @@ describe("npm start's mesh, raised from a clean folder", () => {
     await waitFor('beta to show the greeter it now runs', async () => (await page!.locator('#nodes tbody tr', { hasText: 'beta' }).locator('td').nth(4).innerText()) === 'caller, greeter, guestbook', 30_000);
     await page.screenshot({ path: join(OUTPUT, 'page.png'), fullPage: true });
 
-    const shown = `${await page.content()}\n${JSON.stringify(await (await fetch(`${pageUrl()}api/overview`)).json())}`;
+    const shown = `${await page.content()}\n${JSON.stringify(await (await fetch(`${pageUrl()}api/overview`, { headers: { authorization: `Bearer ${consoleToken}` } })).json())}`;
     const key = JSON.parse(readFileSync(join(dir, 'operator.key'), 'utf8')) as { secretKey: string };
     expect(shown).not.toContain(key.secretKey);
     expect(shown).not.toContain(key.secretKey.slice(0, 16));
