@@ -11,6 +11,8 @@ import { MeshService } from '../../src/controller/mesh-service.js';
 import { planToolSubject, toolSubject, ToolServer, type PlanAnswer, type ToolAnswer } from '../../src/controller/tool-server.js';
 import { signedBytes, type SignedCommand } from '../../src/domain/operators/signed-command.js';
 import { fixtureManifest } from '../helpers/given.js';
+import { runMesh } from '../helpers/cli.js';
+import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, type TestMesh } from '../helpers/test-mesh.js';
 
@@ -27,6 +29,7 @@ describe('signed commands expire, are bound to what they were signed for, and a 
   let t: TestMesh;
   const dir = join(meshHome(), 'tmp', uniqueName('freshness-'));
   let ada: OperatorKey;
+  let adaFile: string;
   const servers: ToolServer[] = [];
 
   /** A controller's tool server, as the controller process composes it: the spent ids kept beside the log. */
@@ -42,7 +45,8 @@ describe('signed commands expire, are bound to what they were signed for, and a 
 
   beforeEach(async () => {
     t = await openTestMesh();
-    ada = createOperatorKey(join(dir, uniqueName('ada-'), 'operator.key'), 'ada');
+    adaFile = join(dir, uniqueName('ada-'), 'operator.key');
+    ada = createOperatorKey(adaFile, 'ada');
     await t.run({ type: 'add-operator', operator: 'ada', publicKey: ada.publicKey });
     await t.run({ type: 'add-node', node: 'lab1' });
     startController();
@@ -80,6 +84,17 @@ describe('signed commands expire, are bound to what they were signed for, and a 
     expect(await call('add-node', odd)).toMatchObject({ ok: false, refused: [{ what: 'time' }] });
     expect(await head()).toBe(before);
     expect(await t.log.readAggregate('node.lab2')).toMatchObject({ events: [] });
+  });
+
+  it('sets the window with mesh operator window, within its bounds', async () => {
+    const env = { MESH_NATS_URL: testNatsUrl(), MESH_OPERATOR_KEY: adaFile, MESH_SUBJECT_PREFIX: t.names.prefix, MESH_LOG_STREAM: t.names.logStream, MESH_LOG_SUBJECT_PREFIX: t.names.logPrefix };
+    const set = await runMesh(['operator', 'window', '10m', '--json'], env);
+    expect(set.code).toBe(0);
+    expect(JSON.parse(set.stdout)).toMatchObject({ ok: true, summary: "the mesh accepts commands signed within 10 minutes of the controller's clock (it was 5 minutes)" });
+    expect((await t.log.readAggregate('operators.command-window')).events.map((e) => e.data)).toEqual([{ seconds: 600 }]);
+    const short = await runMesh(['operator', 'window', '10s'], env);
+    expect(short.code).toBe(2);
+    expect(short.stderr).toContain('shorter than 30s');
   });
 
   it('takes the window from the log: an operator widens it, and every controller judges by it', async () => {
