@@ -31,6 +31,13 @@ const timeProblems = (command: MeshCommand, now: Date): Problem[] => {
 
 const STRICT_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/;
 
+/** A span as a person says it: `10 minutes`, `3 hours`, `9221 days`. */
+const roughly = (ms: number): string => {
+  const [value, unit] = ms >= 2 * 86_400_000 ? [ms / 86_400_000, 'day'] : ms >= 2 * 3_600_000 ? [ms / 3_600_000, 'hour'] : ms >= 2 * 60_000 ? [ms / 60_000, 'minute'] : [ms / 1000, 'second'];
+  const whole = Math.round(value);
+  return `${whole} ${unit}${whole === 1 ? '' : 's'}`;
+};
+
 /** Signed within the mesh's window of the controller's clock, either way (command-window.ts). */
 const freshnessProblems = (signed: SignedCommand, now: Date, windowSeconds: number): Problem[] => {
   const at = STRICT_TIME.test(signed.time) ? Date.parse(signed.time) : Number.NaN;
@@ -39,7 +46,7 @@ const freshnessProblems = (signed: SignedCommand, now: Date, windowSeconds: numb
   }
   const offMs = at - now.getTime();
   if (Math.abs(offMs) <= windowSeconds * 1000) return [];
-  const off = offMs < 0 ? `${windowInWords(Math.round(-offMs / 1000))} ago` : `${windowInWords(Math.round(offMs / 1000))} ahead`;
+  const off = `${roughly(Math.abs(offMs))} ${offMs < 0 ? 'ago' : 'ahead'}`;
   return [
     {
       what: 'time',
