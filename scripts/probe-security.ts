@@ -11,6 +11,7 @@ import { DEFAULT_FACT_INTERVAL_MS } from '../src/controller/fact-budget.js';
 import { stackPorts } from '../src/dev/stack.js';
 import { probeDatabase } from '../src/dev/database-probe.js';
 import { probeBusReads } from '../src/dev/probes/bus-reads.js';
+import { probeCommandReplay } from '../src/dev/probes/command-replay.js';
 import { probeConsole } from '../src/dev/probes/console.js';
 import { probeImpersonation } from '../src/dev/probes/impersonation.js';
 import { probeLogGrowth } from '../src/dev/probes/log-growth.js';
@@ -50,6 +51,7 @@ const families: [string, () => Promise<AttackOutcome[]>][] = [
   ['the bus: who may connect, say and read', () => probeBus(targets)],
   ['PostgreSQL: who may log in and what each role may do', () => probeDatabase({ dir, port: ports.postgres })],
   ['one identity speaking for another', () => probeImpersonation({ ...targets, ...(beta ? { host: { node: 'beta', key: beta, otherNode: 'alpha' } } : {}), httpUrl: consoleUrl })],
+  ['signed commands out of their time or purpose, and replayed', () => probeCommandReplay({ url, wire: targets.wire, operator: targets.operator! })],
   ['a node growing the log', () => probeLogGrowth({ url, wire: targets.wire, ...(beta ? { host: { node: 'beta', key: beta } } : {}), operator: targets.operator!, intervalMs })],
   ['reading the bus without a reason', () => probeBusReads({ url, wire: targets.wire, operator: targets.operator!, victimNode: 'beta' })],
   ['the console and API under abuse', () => probeConsole({ consoleUrl, operator: targets.operator! })],

@@ -12,34 +12,60 @@ import { loadOperatorKey, signCommand } from './operator-keys.js';
 // An operator's command on its way to the control plane: signed with the operator's key and sent
 // to the mesh-controller seat's tool for its verb; the answer or the refusal comes back as it was
 // decided.
+//
+// A command not answered in time is sent again, signed afresh (a signature lapses with the mesh's
+// window) under the SAME command id: if the first did go through, the controller answers the
+// retry as a duplicate of it, and if it was refused, as spent, naming that refusal; it is never
+// carried out twice.
 
 const COMMAND_TIMEOUT_MS = 30_000;
+/** Sends of one command before the CLI gives up on an answer. */
+const COMMAND_ATTEMPTS = 3;
+
+/** How long each send waits for its answer, and how many sends there are: the CLI's own, unless a caller says. */
+export interface SendOptions {
+  timeoutMs?: number;
+  attempts?: number;
+}
 
 /** What the controller answered: its events as it sent them, to show, never to fold. */
 export type CommandAnswer = Omit<CommandResult, 'events'> & { events: unknown[] };
 
-export const sendSignedCommand = async (nc: NatsConnection, config: { operatorKeyFile: string; subjectPrefix: string }, command: MeshCommand, commandId: string): Promise<CommandAnswer> => {
+const isTimeout = (error: unknown): boolean => error instanceof natsErrors.TimeoutError;
+
+export const sendSignedCommand = async (
+  nc: NatsConnection,
+  config: { operatorKeyFile: string; subjectPrefix: string },
+  command: MeshCommand,
+  commandId: string,
+  options: SendOptions = {},
+): Promise<CommandAnswer> => {
   const key = loadOperatorKey(config.operatorKeyFile);
-  const signed = signCommand(key, commandId, command, new Date());
   const subject = toolSubject(command.type, config.subjectPrefix);
-  // One that could never be logged is refused here, at once, rather than sent to time out.
-  const tooLarge = commandTooLarge(signed, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
-  if (tooLarge) throw tooLarge;
-  let answer: ToolAnswer;
-  try {
-    const reply = await nc.request(subject, JSON.stringify(signed), { timeout: COMMAND_TIMEOUT_MS });
-    answer = JSON.parse(reply.string()) as ToolAnswer;
-  } catch (error) {
-    const noController = error instanceof natsErrors.RequestError && error.isNoResponders();
-    throw new UnavailableError(
-      noController
-        ? `no controller answers ${subject}: is the control plane running? (npx mesh dev up)`
-        : `the controller did not answer ${command.type} in ${COMMAND_TIMEOUT_MS / 1000} s; it may still be carried out — run the same command again with --command-id ${commandId} to learn its outcome without repeating it`,
-      { subject, commandId },
-      { cause: error },
-    );
+  const timeoutMs = options.timeoutMs ?? COMMAND_TIMEOUT_MS;
+  const attempts = options.attempts ?? COMMAND_ATTEMPTS;
+  for (let attempt = 1; ; attempt++) {
+    // Signed afresh for each send, with its own time; the command id stays the same.
+    const signed = signCommand(key, commandId, command, new Date());
+    // One that could never be logged is refused here, at once, rather than sent to time out.
+    const tooLarge = commandTooLarge(signed, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
+    if (tooLarge) throw tooLarge;
+    try {
+      const reply = await nc.request(subject, JSON.stringify(signed), { timeout: timeoutMs });
+      return outcomeOf(JSON.parse(reply.string()) as ToolAnswer, command.type);
+    } catch (error) {
+      if (error instanceof MeshError) throw error;
+      if (isTimeout(error) && attempt < attempts) continue;
+      const noController = error instanceof natsErrors.RequestError && error.isNoResponders();
+      throw new UnavailableError(
+        noController
+          ? `no controller answers ${subject}: is the control plane running? (npx mesh dev up)`
+          : `the controller did not answer ${command.type} in ${attempt} tries of ${timeoutMs / 1000} s each (command ${commandId}); it may still be carried out — run the same command again with --command-id ${commandId} to learn its outcome without repeating it`,
+        { subject, commandId },
+        { cause: error },
+      );
+    }
   }
-  return outcomeOf(answer, command.type);
 };
 
 /**
@@ -48,7 +74,8 @@ export const sendSignedCommand = async (nc: NatsConnection, config: { operatorKe
  */
 export const sendSignedPlan = async (nc: NatsConnection, config: { operatorKeyFile: string; subjectPrefix: string }, commands: readonly { command: MeshCommand; commandId: string }[]): Promise<MeshPlan & { commandIds: string[] }> => {
   const key = loadOperatorKey(config.operatorKeyFile);
-  const signed = commands.map(({ command, commandId }) => signCommand(key, commandId, command, new Date()));
+  // Signed for the plan: the controller never takes these signatures as the commands' own.
+  const signed = commands.map(({ command, commandId }) => signCommand(key, commandId, command, new Date(), 'plan'));
   for (const one of signed) {
     const tooLarge = commandTooLarge(one, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
     if (tooLarge) throw tooLarge;

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { consoleSessionBytes } from '../domain/operators/console-session.js';
-import { signedBytes, type SignedCommand } from '../domain/operators/signed-command.js';
+import { signedBytes, type SignedCommand, type SignedFor } from '../domain/operators/signed-command.js';
 import { UnavailableError } from '../errors.js';
 import { newIdentity, signBytes, verifyBytes } from './identity.js';
 import { writePrivateJson } from './key-files.js';
@@ -33,8 +33,9 @@ export const loadOperatorKey = (file: string): OperatorKey => {
 
 // Signed and checked with Node's own ed25519 (the same signatures tweetnacl made: ed25519 is
 // deterministic), a few hundred times faster than tweetnacl's pure JavaScript on every command.
-export const signCommand = (key: OperatorKey, commandId: string, command: Record<string, unknown>, time: Date): SignedCommand => {
-  const unsigned = { commandId, operator: key.operator, command, time: time.toISOString() };
+// `purpose` is signed with the rest: a plan's signature is never a command's (signed-command.ts).
+export const signCommand = (key: OperatorKey, commandId: string, command: Record<string, unknown>, time: Date, purpose: SignedFor = 'carry-out'): SignedCommand => {
+  const unsigned = { commandId, operator: key.operator, command, time: time.toISOString(), purpose };
   return { ...unsigned, signature: signBytes({ secretKey: key.secretKey }, signedBytes(unsigned)) };
 };
 

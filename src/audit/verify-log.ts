@@ -19,7 +19,9 @@ import type { MeshEvent, StoredMeshEvent } from '../domain/registry.js';
 //   is that key. A commit a client put on the log by going around the controller fails here.
 // - the envelope: it decodes exactly as readers decode it.
 // - the operator's signature stored with it, against the key the log held for that operator at
-//   that point (added before, not revoked before), and that its events are that command's.
+//   that point (added before, not revoked before), in the form it was signed in (with what it was
+//   signed for, or, before that was signed, without), signed to be carried out and not for a
+//   plan, and that its events are that command's.
 // - who added each operator: the first at genesis (while no operator exists, by the controller),
 //   every later one by a command signed by an operator valid then, adding exactly that key.
 //
@@ -215,6 +217,8 @@ const signatureProblem = (events: StoredMeshEvent[], operators: Map<string, Oper
   if (!operator) return `signed by ${signed.operator}, who was not an operator at seq ${seq}`;
   if (operator.revokedAt !== undefined) return `signed by ${signed.operator}, revoked at seq ${operator.revokedAt}`;
   if (!verifySignature(signed, operator.publicKey)) return `the signature of ${signed.operator} does not match the stored command: it was altered, or signed with another key`;
+  // A command signed before signatures said what they were for has no purpose, and verifies in that old form.
+  if (signed.purpose === 'plan') return `the stored command ${signed.commandId} of ${signed.operator} was signed for a plan, which appends nothing: a plan's signature never carries a command out`;
   const strayed = events.find((event) => event.commandId !== signed.commandId || event.actor !== `operator:${signed.operator}`);
   if (strayed) return `event ${strayed.index} says command ${strayed.commandId} by ${strayed.actor}, but the signed command is ${signed.commandId} by operator:${signed.operator}`;
   return undefined;

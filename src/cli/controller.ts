@@ -36,6 +36,7 @@ import { heartbeatThresholdMs } from '../controller/overview.js';
 import { ReportIngester } from '../controller/report-ingester.js';
 import { factIntervalFromEnv } from '../controller/fact-budget.js';
 import { CommandDispatcher } from '../controller/command-dispatcher.js';
+import { RefusedCommandStore } from '../adapters/nats/refused-commands.js';
 import { outcomeOf } from '../adapters/command-client.js';
 import type { CommandResult } from '../controller/mesh-service.js';
 import { sourceProbe } from '../controller/source-probe.js';
@@ -174,7 +175,14 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
     logger: logger.child({ component: 'writer-lease' }),
   });
   // An operator's build is looked at by a holder of mesh-build-machine before it is submitted.
-  const dispatcher = new CommandDispatcher(mesh, { maxPayload: nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD, probe: sourceProbe(nc, { prefix: config.subjectPrefix }), metrics });
+  // A command id the writer refused is spent, in a stream beside the log that outlives this process (refused-commands.ts).
+  const dispatcher = new CommandDispatcher(mesh, {
+    maxPayload: nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD,
+    probe: sourceProbe(nc, { prefix: config.subjectPrefix }),
+    metrics,
+    spent: new RefusedCommandStore(nc, { logStream: config.logStream, prefix: config.subjectPrefix, replicas: config.replicas }),
+    logger: logger.child({ component: 'commands' }),
+  });
   const tools = new ToolServer(nc, dispatcher, {
     prefix: config.subjectPrefix,
     logger: logger.child({ component: 'tools' }),

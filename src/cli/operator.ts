@@ -1,17 +1,22 @@
 import { join } from 'node:path';
 import { createOperatorKey } from '../adapters/operator-keys.js';
+import { ValidationError } from '../errors.js';
 import { devStackDir } from '../config.js';
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { printResult, withMesh, PLAN_OPTION } from './mesh-session.js';
 import { output, table } from './output.js';
 import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import { atLeastFlag, withReads } from './reads.js';
+import { parseDuration } from '../domain/limits.js';
+import { COMMAND_WINDOW_BOUNDS } from '../domain/operators/command-window.js';
 import { readOperators } from '../projections/mesh/operators.js';
 
-// mesh operator key NAME [--out FILE] | add NAME --key PUBLIC-KEY | revoke NAME | list
+// mesh operator key NAME [--out FILE] | add NAME --key PUBLIC-KEY | revoke NAME | list | window DURATION
 //
 // A new operator makes their own key (`key`), keeps the file, and hands the public half to an
-// operator who adds them; from then on their commands are signed with it and told apart.
+// operator who adds them; from then on their commands are signed with it and told apart. Each
+// command is good only within the mesh's window of the controller's clock (`window`, recorded in
+// the log: every controller judges by the same).
 
 export const defineOperator = (mesh: CommandUnknownOpts): void => {
   const operator = group(mesh, 'operator', 'operators and the keys their commands are signed with');
@@ -30,6 +35,15 @@ export const defineOperator = (mesh: CommandUnknownOpts): void => {
     .option('--command-id <id>', 'a retry with the same id acts once')
     .option(...PLAN_OPTION)
     .action(run(operatorRevoke));
+  verb(operator, 'window', {
+    summary: 'how long a signed command stays good: the controller refuses one signed further from its clock, either way (5m until set)',
+    example: ['mesh operator window 10m', 'mesh operator window 90s --plan'],
+    exits: [3, 4, 6],
+  })
+    .argument('<duration>', `from ${COMMAND_WINDOW_BOUNDS.written}, e.g. 30s, 5m, 1h`)
+    .option('--command-id <id>', 'a retry with the same id acts once')
+    .option(...PLAN_OPTION)
+    .action(run(operatorWindow));
   verb(operator, 'list', { summary: 'every operator, active or revoked, and its public key', example: 'mesh operator list', exits: [6, 7] })
     .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
     .option(...WIDE_OPTION)
@@ -53,6 +67,14 @@ const operatorAdd = (name: string, values: { json?: true; key: string; commandId
 
 const operatorRevoke = (name: string, values: { json?: true; commandId?: string; plan?: true }): Promise<number> =>
   withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'revoke-operator', operator: name }, metadata(values.commandId))), { plan: values.plan });
+
+const operatorWindow = (duration: string, values: { json?: true; commandId?: string; plan?: true }): Promise<number> => {
+  const parsed = parseDuration(duration, { ms: COMMAND_WINDOW_BOUNDS.maxSeconds * 1000, written: '1h', why: 'a captured command would stay good too long' });
+  const why = 'why' in parsed ? parsed.why : parsed.ms < COMMAND_WINDOW_BOUNDS.minSeconds * 1000 ? `"${duration}" is shorter than 30s, the least it may be: a command could lapse on its way` : undefined;
+  if (why !== undefined || 'why' in parsed) throw new ValidationError(`the window ${why ?? ''}; give one from ${COMMAND_WINDOW_BOUNDS.written}`, { field: 'duration', value: duration });
+  const ms = parsed.ms;
+  return withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'set-command-window', seconds: ms / 1000 }, metadata(values.commandId))), { plan: values.plan });
+};
 
 const operatorList = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);

@@ -14,6 +14,14 @@ import type { StoredMeshEvent } from '../domain/registry.js';
 // An enrolment token's secret exists once, in the answer to the command that made it: the log
 // keeps only its hash, so a retry cannot be answered with it and is refused saying so.
 
+/** A command id the log holds already, sent with another command: the id is the earlier command's, never spent by this refusal. */
+export class CommandIdReused extends Refusal {
+  constructor(subject: string, problems: ConstructorParameters<typeof Refusal>[1]) {
+    super(subject, problems);
+    this.name = 'CommandIdReused';
+  }
+}
+
 /** Fields a client fills in afresh on each attempt, by command type. */
 const PER_ATTEMPT: Readonly<Record<string, readonly string[]>> = { 'submit-build': ['buildId'], 'hand-over-seat': ['expectedHolder'] };
 
@@ -38,7 +46,7 @@ export const commandIdReuse = (signed: SignedCommand, earlier: readonly StoredMe
   const token = first.type === 'enrolment.token-issued' ? first.data : undefined;
   const same = before !== undefined && before.operator === signed.operator && differingFields(before.command, signed.command).length === 0;
   if (token && !same) {
-    return new Refusal(subject, [
+    return new CommandIdReused(subject, [
       {
         what: `--command-id ${signed.commandId}`,
         why: `this command id already made enrolment token ${token.tokenId} at ${at} (valid until ${token.expiresAt}); its secret was shown once, in the answer to that command, and the log keeps only its hash, so it cannot be shown again`,
@@ -49,7 +57,7 @@ export const commandIdReuse = (signed: SignedCommand, earlier: readonly StoredMe
   if (same) return undefined;
   const by = before ? `${String(before.command.type)} from operator ${before.operator}, signed at ${before.time}` : `${first.type} by ${first.actor}`;
   const differs = before ? differingFields(before.command, signed.command) : [];
-  return new Refusal(subject, [
+  return new CommandIdReused(subject, [
     {
       what: `--command-id ${signed.commandId}`,
       why: `this command id was already used at ${at} by ${by}, and this command is not that one${differs.length > 0 ? ` (it differs in ${differs.join(', ')})` : before && before.operator !== signed.operator ? ` (it is from operator ${signed.operator})` : ''}; a command id names one command, so this one was not carried out`,

@@ -10,6 +10,7 @@ import { nodeEvents } from './nodes/events.js';
 import { enrolmentEvents } from './nodes/enrolment.js';
 import { factEvents } from './facts/events.js';
 import { operatorEvents } from './operators/operators.js';
+import { commandWindowEvents } from './operators/command-window.js';
 import { projectionEvents } from './projections/events.js';
 import { seatEvents } from './seats/events.js';
 import { secretEvents } from './secrets/events.js';
@@ -28,6 +29,7 @@ const meshEventDefinitions = [
   ...buildEvents,
   ...factEvents,
   ...operatorEvents,
+  ...commandWindowEvents,
   ...projectionEvents,
   ...logEvents,
   ...secretEvents,

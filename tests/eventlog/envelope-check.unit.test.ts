@@ -47,6 +47,7 @@ const signedCommand = (overrides: Record<string, unknown> = {}): Record<string, 
 const valid: unknown[] = [
   commit([envelope()]),
   commit([envelope()], { command: signedCommand() }),
+  commit([envelope()], { command: signedCommand({ purpose: 'carry-out' }) }),
   commit([envelope(), envelope({ id: 'e2', aggregate: 'assignment.alpha.gitea_2' })]),
   commit([envelope({ time: '2024-02-29T00:00:00Z' })]),
   commit([envelope({ time: '2026-12-31T23:59:59.999999+05:30' })]),
@@ -70,6 +71,7 @@ const invalid: unknown[] = [
   commit([envelope()], { command: signedCommand({ command: 'add-node' }) }),
   ...['commandId', 'operator', 'signature'].flatMap((key) => [commit([envelope()], { command: signedCommand({ [key]: '' }) }), commit([envelope()], { command: signedCommand({ [key]: 7 }) })]),
   commit([envelope()], { command: signedCommand({ time: 7 }) }),
+  ...['', 'carry', 7, null].map((purpose) => commit([envelope()], { command: signedCommand({ purpose }) })),
   commit([envelope({ extra: 1 })]),
   commit([without('actor')]),
   commit([without('data')]),
@@ -107,10 +109,10 @@ const edges: unknown[] = [
   ...['seat.a b', 'seat._a'].map((aggregate) => envelope({ aggregate })),
   envelope({ schemaVersion: 2 ** 60 }),
 ].map((event) => commit([event]));
-const signedEdges: unknown[] = Object.keys(signedCommand()).flatMap((key) => {
-  const missing = signedCommand();
+const signedEdges: unknown[] = Object.keys(signedCommand({ purpose: 'plan' })).flatMap((key) => {
+  const missing = signedCommand({ purpose: 'plan' });
   delete missing[key];
-  return [missing, signedCommand({ [key]: '' }), signedCommand({ [key]: 7 }), signedCommand({ [key]: null }), signedCommand({ [key]: {} }), signedCommand({ [key]: [] })].map((command) => commit([envelope()], { command }));
+  return [missing, signedCommand({ [key]: '' }), signedCommand({ [key]: 'plan' }), signedCommand({ [key]: 7 }), signedCommand({ [key]: null }), signedCommand({ [key]: {} }), signedCommand({ [key]: [] })].map((command) => commit([envelope()], { command }));
 });
 
 describe('the envelope check in front of zod', () => {

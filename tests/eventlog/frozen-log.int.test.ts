@@ -49,6 +49,7 @@ const meaningOf = (state: MeshState): Record<string, unknown> => ({
   trust: state.trust,
   enrolmentTokens: state.nodes.tokens,
   operators: state.operators.byName,
+  commandWindow: state.operators.commandWindow,
   builds: state.builds,
   facts: { byNode: new Map([...state.facts.byNode].map(([node, facts]) => [node, { ...facts, refused: byResource(facts.refused), crashLooping: byResource(facts.crashLooping) }])) },
 });

@@ -22,7 +22,7 @@ const genesisFile = join(meshHome(), 'tmp', `${uniqueName('genesis-')}.json`);
 
 /** Verbs that name nothing that must exist (they list, make, or run). */
 const NAME_NOTHING_THAT_MUST_EXIST = new Set([
-  'dev', 'dev up', 'dev down', 'dev status', 'log', 'log void', 'operator', 'operator key', 'operator add', 'operator list', 'audit', 'audit verify',
+  'dev', 'dev up', 'dev down', 'dev status', 'log', 'log void', 'operator', 'operator key', 'operator add', 'operator list', 'operator window', 'audit', 'audit verify',
   'module', 'module register', 'module list', 'events', 'events dangling', 'seats', 'seat', 'status', 'node', 'node add', 'node list', 'node token',
   'builder', 'controller', 'agent', 'projections', 'projections status', 'completion', 'vault', 'secret', 'secret status',
   'postgres', 'postgres init', 'postgres server', 'postgres logins', 'postgres sign', 'proxy', 'proxy serve', 'console', 'console open',

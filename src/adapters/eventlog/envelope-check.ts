@@ -1,4 +1,5 @@
 import { AGGREGATE_TOKEN, EVENT_TYPE, type Commit } from '../../domain/events/envelope.js';
+import { SIGNED_FOR } from '../../domain/operators/signed-command.js';
 
 // The envelope of a commit checked by hand: the read path's hot loop, where zod's general parser
 // (and the copies it returns) cost more than everything else the projector does. It accepts only
@@ -51,16 +52,18 @@ const validEnvelope = (value: unknown): boolean => {
   );
 };
 
-const SIGNED_COMMAND_KEYS = new Set(['commandId', 'operator', 'command', 'time', 'signature']);
+const SIGNED_COMMAND_KEYS = new Set(['commandId', 'operator', 'command', 'time', 'signature', 'purpose']);
 
 // The operator's signed command a commit carries (signedCommandSchema): every text non-empty
-// except the time, the command a record of any values.
+// except the time, the command a record of any values, its purpose one of SIGNED_FOR or absent
+// (a command signed before the purpose was signed).
 const validSignedCommand = (value: unknown): boolean => {
   if (!isRecord(value)) return false;
   const keys = Object.keys(value);
-  if (keys.length !== SIGNED_COMMAND_KEYS.size) return false;
+  if (keys.length !== SIGNED_COMMAND_KEYS.size - ('purpose' in value ? 0 : 1)) return false;
   for (const key of keys) if (!SIGNED_COMMAND_KEYS.has(key)) return false;
-  const { commandId, operator, command, time, signature } = value;
+  const { commandId, operator, command, time, signature, purpose } = value;
+  if (purpose !== undefined && !(SIGNED_FOR as readonly unknown[]).includes(purpose)) return false;
   return typeof commandId === 'string' && commandId.length > 0 && typeof operator === 'string' && operator.length > 0 && typeof signature === 'string' && signature.length > 0 && typeof time === 'string' && isRecord(command);
 };
 

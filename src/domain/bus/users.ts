@@ -85,6 +85,8 @@ export const controllerUser = (wire: BusWire, publicKey: string): BusUser => ({
         `${controllerSeat(wire.prefix)}.event.>`,
         // the writer lease: which controller process is the mesh's one writer (writer-lease.ts)
         `${wire.prefix}.controller.writer`,
+        // the command ids it refused, spent while their commands could be fresh (refused-commands.ts)
+        `${wire.prefix}.controller.refused.*`,
         // answers to whoever asked it. Not through allow_responses: a reload of the user list resets
         // the server's record of the replies it allows, so an answer in flight across a reload
         // would be refused; and the server keeps that record for every message delivered with a

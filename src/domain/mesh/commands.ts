@@ -23,6 +23,7 @@ import {
 import { decideEnrolNode, decideIssueEnrolmentToken, enrolNodeSchema, issueEnrolmentTokenSchema, type EnrolNode, type IssueEnrolmentToken } from '../nodes/enrolment.js';
 import { addOperatorSchema, decideAddOperator, decideRevokeOperator, revokeOperatorSchema, type AddOperator, type RevokeOperator } from '../operators/operators.js';
 import { decideDefineSystemSeat, decideHandOverSeat, decideRenameSeat, defineSystemSeatSchema, handOverSeatSchema, renameSeatSchema, type DefineSystemSeat, type HandOverSeat, type RenameSeat } from '../seats/decider.js';
+import { decideSetCommandWindow, setCommandWindowSchema, type SetCommandWindow } from '../operators/command-window.js';
 import { decideSetTrustRoot, setTrustRootSchema, type SetTrustRoot } from '../trust/decider.js';
 import type { MeshState } from './state.js';
 import { decideSetNodeDomain, setNodeDomainSchema, type SetNodeDomain } from '../routes/decider.js';
@@ -31,7 +32,7 @@ import { abandonRotationSchema, decideAbandonRotation, decideRotateSecret, rotat
 
 // Every command the mesh takes, and the one place that routes it to its rule.
 
-export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | CordonNode | UncordonNode | RemoveNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit | SetNodeDomain | SetTrustRoot | AnswerConsumer | RotateSecret | AbandonRotation;
+export type MeshCommand = RegisterModule | DefineSystemSeat | RenameSeat | HandOverSeat | AddNode | CordonNode | UncordonNode | RemoveNode | Assign | Unassign | IssueEnrolmentToken | EnrolNode | BuildCommand | AddOperator | RevokeOperator | VoidCommit | SetNodeDomain | SetTrustRoot | AnswerConsumer | RotateSecret | AbandonRotation | SetCommandWindow;
 
 /** Every command's schema, told apart by `type`: a command body as it arrives is read against the one its type names. */
 export const meshCommandSchema = z.discriminatedUnion('type', [
@@ -62,6 +63,7 @@ export const meshCommandSchema = z.discriminatedUnion('type', [
   answerConsumerSchema,
   rotateSecretSchema,
   abandonRotationSchema,
+  setCommandWindowSchema,
 ]);
 
 /**
@@ -122,6 +124,8 @@ export const decideMeshCommand = (command: MeshCommand, state: MeshState): Decis
       return decideRotateSecret(command, state);
     case 'abandon-secret-rotation':
       return decideAbandonRotation(command, state);
+    case 'set-command-window':
+      return decideSetCommandWindow(command, state);
     case 'move-source':
     case 'move-module':
     case 'submit-build':

@@ -1,6 +1,7 @@
 import { defineSlice } from '../slice.js';
 
-// Operators by name, with the key their commands are signed with, and whether they were revoked.
+// Operators by name, with the key their commands are signed with, and whether they were revoked;
+// and the window their commands must be signed within, once one was set (command-window.ts).
 
 export interface OperatorState {
   operator: string;
@@ -10,11 +11,13 @@ export interface OperatorState {
 
 export interface OperatorsState {
   byName: Map<string, OperatorState>;
+  /** the window set last, and the log sequence it was set at; null: the default */
+  commandWindow: { seconds: number; seq: number } | null;
 }
 
 export const operatorsSlice = defineSlice({
-  eventTypes: ['operator.added', 'operator.revoked'] as const,
-  empty: (): OperatorsState => ({ byName: new Map() }),
+  eventTypes: ['operator.added', 'operator.revoked', 'operators.command-window-set'] as const,
+  empty: (): OperatorsState => ({ byName: new Map(), commandWindow: null }),
   evolve(state, event) {
     switch (event.type) {
       case 'operator.added':
@@ -25,6 +28,9 @@ export const operatorsSlice = defineSlice({
         if (operator) operator.revoked = true;
         break;
       }
+      case 'operators.command-window-set':
+        state.commandWindow = { seconds: event.data.seconds, seq: event.seq };
+        break;
       default:
         break;
     }
