@@ -2,13 +2,17 @@ import { describe, expect, it } from '@jest/globals';
 import { operatorCliMesh } from '../helpers/cli.js';
 import { minimalModule } from '../helpers/given.js';
 import { uniqueName } from '../helpers/names.js';
+import { testNatsUrl } from '../helpers/log.js';
+import { loadOperatorKey } from '../../src/adapters/operator-keys.js';
+import { probePaths } from '../../src/dev/probes/paths.js';
 
 // Through the CLI against the real servers: a path that would leave the module's place is refused
 // where it enters — a manifest's file, a --path, a --place (planned or not), a node's --root —
 // naming the field and the path, exit 3, and nothing appended.
 
 describe('no path leaves the module\'s place, from the command line', () => {
-  const { mesh, manifestFile, refused } = operatorCliMesh('paths-');
+  const { m, head, mesh, manifestFile, refused } = operatorCliMesh('paths-');
+  let placed: { module: string; node: string } | undefined;
 
   it('refuses a manifest whose file escapes its directory, or whose --path leaves the checkout', async () => {
     const name = uniqueName('escape');
@@ -35,6 +39,7 @@ describe('no path leaves the module\'s place, from the command line', () => {
       expect(stderr).toContain(`assigning ${name} to ${node} refused`);
       expect(stderr).toContain(`--place data: "/etc" falls in /etc (the machine's configuration): a placed directory is made its module's`);
     }
+    placed = { module: name, node };
     // A folder of its own is taken, planned first.
     const planned = await mesh('assign', name, node, '--place', 'data=/srv/placed/data', '--plan');
     expect({ code: planned.code, stderr: planned.stderr }).toEqual({ code: 0, stderr: '' });
@@ -42,5 +47,21 @@ describe('no path leaves the module\'s place, from the command line', () => {
 
   it('refuses a node root in the machine\'s own folders', async () => {
     expect(await refused(['node', 'add', uniqueName('lab'), '--root', '/usr/lib/mesh'], 3)).toContain('--root: "/usr/lib/mesh" falls in /usr');
+  });
+
+  it('the security probe\'s path attacks are each refused by the controller, naming the path, and append nothing', async () => {
+    const key = loadOperatorKey(m.env.MESH_OPERATOR_KEY as string);
+    const before = await head();
+    const outcomes = await probePaths({ url: testNatsUrl(), wire: { prefix: m.t.names.prefix }, operator: { name: key.operator, key }, place: { ...(placed ?? { module: 'none', node: 'none' }), requirement: 'data' } });
+    expect(outcomes).toHaveLength(5);
+    for (const outcome of outcomes) expect(outcome).toMatchObject({ refused: true, detail: expect.stringMatching(/^refused \(refused\): /) });
+    expect(outcomes.map((o) => o.detail)).toEqual([
+      expect.stringContaining('resources.files.0.as: "../../../../tmp/victim/x" contains ".."'),
+      expect.stringContaining('resources.regions.0.file: "/etc/sudoers" falls in /etc/sudoers'),
+      expect.stringContaining('--place data: "/etc" falls in /etc'),
+      expect.stringContaining('--place data: "/" is /'),
+      expect.stringContaining('--place data: "/var/lib/mesh/.mesh" is inside'),
+    ]);
+    expect(await head()).toBe(before);
   });
 });
