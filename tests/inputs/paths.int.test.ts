@@ -5,6 +5,7 @@ import { uniqueName } from '../helpers/names.js';
 import { testNatsUrl } from '../helpers/log.js';
 import { loadOperatorKey } from '../../src/adapters/operator-keys.js';
 import { probePaths } from '../../src/dev/probes/paths.js';
+import { identityFromEnv } from '../../src/adapters/nats/connect.js';
 
 // Through the CLI against the real servers: a path that would leave the module's place is refused
 // where it enters — a manifest's file, a --path, a --place (planned or not), a node's --root —
@@ -52,7 +53,15 @@ describe('no path leaves the module\'s place, from the command line', () => {
   it('the security probe\'s path attacks are each refused by the controller, naming the path, and append nothing', async () => {
     const key = loadOperatorKey(m.env.MESH_OPERATOR_KEY as string);
     const before = await head();
-    const outcomes = await probePaths({ url: testNatsUrl(), wire: { prefix: m.t.names.prefix }, operator: { name: key.operator, key }, place: { ...(placed ?? { module: 'none', node: 'none' }), requirement: 'data' } });
+    // The commands are the operator's, signed; the test's bus knows the harness's principal, which speaks for the CLI too.
+    const harness = identityFromEnv();
+    const outcomes = await probePaths({
+      url: testNatsUrl(),
+      wire: { prefix: m.t.names.prefix },
+      operator: { name: key.operator, key },
+      place: { ...(placed ?? { module: 'none', node: 'none' }), requirement: 'data' },
+      ...(harness ? { connectAs: harness } : {}),
+    });
     expect(outcomes).toHaveLength(5);
     for (const outcome of outcomes) expect(outcome).toMatchObject({ refused: true, detail: expect.stringMatching(/^refused \(refused\): /) });
     expect(outcomes.map((o) => o.detail)).toEqual([

@@ -21,6 +21,8 @@ export interface PathProbeTargets {
   operator?: { name: string; key: Pick<Identity, 'secretKey'> };
   /** a registered module with a host directory requirement, and a node it is not assigned to; the demo's greeter and beta by default */
   place?: { module: string; node: string; requirement: string };
+  /** who connects to the bus, when not the operator itself (a test's harness principal) */
+  connectAs?: { key: Pick<Identity, 'secretKey'>; inbox: string };
 }
 
 const TIMEOUT_MS = 30_000;
@@ -54,9 +56,10 @@ export const probePaths = async (targets: PathProbeTargets): Promise<AttackOutco
 
   let nc: NatsConnection;
   try {
-    nc = await connect({ servers: targets.url, name: 'security-probe-paths', maxReconnectAttempts: 0, timeout: 15_000, authenticator: busAuthenticator(key), inboxPrefix: personInbox(name) });
+    const as = targets.connectAs ?? { key, inbox: personInbox(name) };
+    nc = await connect({ servers: targets.url, name: 'security-probe-paths', maxReconnectAttempts: 0, timeout: 15_000, authenticator: busAuthenticator(as.key), inboxPrefix: as.inbox });
   } catch (error) {
-    return attacks.map(({ attack }) => ({ attack, refused: false, untried: true, detail: `could not connect as operator ${name} (${(error as Error).message}), so the attack was not tried` }));
+    return attacks.map(({ attack }) => ({ attack, refused: false, untried: true, detail: `could not connect ${targets.connectAs ? 'to the bus' : `as operator ${name}`} (${(error as Error).message}), so the attack was not tried` }));
   }
   const outcomes: AttackOutcome[] = [];
   try {
