@@ -7,6 +7,7 @@ import type { ProcessDriver } from './drivers/process.js';
 import type { RunOnceDriver } from './drivers/run-once.js';
 import type { ServiceDriver } from './drivers/service.js';
 import { sha256Digest } from '../domain/canonical.js';
+import { isInside } from '../domain/host-paths.js';
 import { refused, type Outcome } from './outcome.js';
 import type { ResourceRecord } from './records.js';
 import { matchRecords, resourceDigest, resourceIdentity, type Desired, type Matching } from './resource-identity.js';
@@ -120,7 +121,7 @@ export class Reconciler {
       case 'directory':
         return this.drivers.directory.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'directory' }> | undefined });
       case 'file':
-        return this.drivers.file.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'file' }> | undefined }, secretFilesOf(resource.module, byKey));
+        return this.drivers.file.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'file' }> | undefined }, secretFilesOf(resource.module, byKey), placeOf(resource.module, resource.path, byKey));
       case 'region':
         return this.drivers.region.apply({ ...common, resource, record: found as Extract<ResourceRecord, { kind: 'region' }> | undefined });
       case 'service': {
@@ -155,6 +156,12 @@ export class Reconciler {
 /** Where the agent places each secret declared to a module here, by the secret's name: what a file's `${secret:NAME}` reads. */
 const secretFilesOf = (module: string, byKey: ReadonlyMap<string, Desired>): Map<string, string> =>
   new Map([...byKey.values()].flatMap(({ resource }) => (resource.kind === 'secret' && resource.module === module ? [[resource.secret, resource.path] as const] : [])));
+
+/** The module's directory a file is written into: the deepest of its declared directories that holds its path (none: the file's own folder). */
+const placeOf = (module: string, path: string, byKey: ReadonlyMap<string, Desired>): string | undefined =>
+  [...byKey.values()]
+    .flatMap(({ resource }) => (resource.kind === 'directory' && resource.module === module && isInside(path, resource.path) ? [resource.path] : []))
+    .sort((a, b) => b.length - a.length)[0];
 
 const gateOf = (resource: Resource, assignment: DeclaredAssignment, outcomes: ReadonlyMap<string, Outcome>): string | null => {
   const after = 'after' in resource ? resource.after : [];

@@ -14,11 +14,16 @@ interface RecordBase {
   digest: string;
 }
 
-/** `found`: it was already there when first declared, so undeclaring leaves it (ADR 0118). */
+/**
+ * `found`: it was already there when first declared, so undeclaring leaves it (ADR 0118);
+ * `foundAs`: its owner and mode then, recorded before the agent changed them and given back on
+ * undeclare (absent in a record written before the agent kept them).
+ */
 export interface DirectoryRecord extends RecordBase {
   kind: 'directory';
   path: string;
   found: boolean;
+  foundAs?: { uid: number; gid: number; mode: number };
 }
 
 /** `written`: sha256 of what the agent wrote; a found file's original is kept in found/<id>. */

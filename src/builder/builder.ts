@@ -13,6 +13,7 @@ import type { SourceRef } from '../domain/builds/events.js';
 import { buildJobSchema, type BuildJob, type BuildOutcome } from '../domain/builds/job.js';
 import { probeRequestSchema, treePathOf, type ProbeAnswer, type ProbeRequest } from '../domain/builds/probe.js';
 import { baseVariable, lastLines } from '../domain/builds/recipe.js';
+import { relativePathProblem } from '../domain/host-paths.js';
 
 // A holder of mesh-build-machine: takes one job at a time from the seat's work queue, clones the
 // source at the commit, runs the recipe with the bases it was handed, stores what the recipe left
@@ -222,6 +223,9 @@ export class Builder {
         if (!(await fetchArtifact(store, base.digest, into))) throw new JobFailed(`base ${base.name} (${base.digest}) is not in the artifact store`);
         env[baseVariable(base.name)] = into;
       }
+      // A job from a manifest registered before paths were checked at registration: the build still stays in its checkout.
+      const outside = relativePathProblem(job.path, { dotIsPlace: true }) ?? relativePathProblem(job.output, { dotIsPlace: true });
+      if (outside) throw new JobFailed(`the module's source path ${JSON.stringify(job.path)} or output ${JSON.stringify(job.output)} ${outside}: a build runs, and its artifact is taken, inside its checkout`);
       const dir = resolve(checkout, job.path);
       // A folder the commit does not have would end in `spawn sh ENOENT`: say what is missing and where it looked.
       if (!(await stat(dir).then((s) => s.isDirectory()).catch(() => false))) {

@@ -1,5 +1,6 @@
 import { copyFileSync, existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { pathGuard } from '../path-guard.js';
 import { readOrUndefined, writeFileAtomic } from '../atomic-write.js';
 import { credentialTag, inUsePath, readTagLines } from '../../domain/secrets/credential-tag.js';
 import { applied, held, refused, type Outcome } from '../outcome.js';
@@ -21,8 +22,11 @@ const SECRET_TAG_MARKER = /\$\{secret-tag:([^}]+)\}/g;
 export const readsSecretMarker = (content: string): boolean => content.includes('${secret:') || content.includes('${secret-tag:');
 
 export interface FileDriver extends Driver<'file'> {
-  /** `secretFiles`: where each secret declared to the module is placed, by name */
-  apply(applying: Applying<'file'>, secretFiles?: ReadonlyMap<string, string>): Promise<Outcome>;
+  /**
+   * `secretFiles`: where each secret declared to the module is placed, by name; `place`: the
+   * module's directory it is written into (default: its own folder), which it must not leave.
+   */
+  apply(applying: Applying<'file'>, secretFiles?: ReadonlyMap<string, string>, place?: string): Promise<Outcome>;
 }
 
 /** The content with each secret it names filled in, or why it cannot be yet. */
@@ -45,8 +49,12 @@ const filled = (content: string, mode: number, secretFiles: ReadonlyMap<string, 
 
 export const fileDriver = (context: DriverContext): FileDriver => {
   const waits = moduleWordWaits(context);
+  const guard = pathGuard(context.folder.dir);
   return {
-    async apply({ resource, record, identity, digest }: Applying<'file'>, secretFiles: ReadonlyMap<string, string> = new Map()): Promise<Outcome> {
+    async apply({ resource, record, identity, digest }: Applying<'file'>, secretFiles: ReadonlyMap<string, string> = new Map(), place = dirname(resource.path)): Promise<Outcome> {
+      // Before anything is read or written there: the path, and where it lands on this disk, stays in the module's place.
+      const checked = guard.check(resource.path, 'place', place);
+      if (!checked.ok) return refused(`${checked.why}: a file stays inside its module's place`);
       if (!existsSync(dirname(resource.path))) return held(`waiting for its directory ${dirname(resource.path)}`);
       if (existsSync(resource.path) && !statSync(resource.path).isFile()) return refused(`${resource.path} exists and is not a file`);
       const id = record?.id ?? newRecordId();
@@ -71,7 +79,9 @@ export const fileDriver = (context: DriverContext): FileDriver => {
     },
 
     async undeclare(record) {
-      const actual = readOrUndefined(record.path);
+      const checked = guard.check(record.path, 'place', dirname(record.path));
+      const actual = checked.ok ? readOrUndefined(record.path) : undefined;
+      if (!checked.ok) context.logger.warn({ path: record.path, why: checked.why }, 'undeclared file left alone: its path no longer stays in its place');
       if (actual && sha256(actual) === record.written) {
         const original = context.folder.foundCopy(record.id);
         if (record.found && existsSync(original)) writeFileAtomic(record.path, readFileSync(original), statSync(original).mode & 0o7777);

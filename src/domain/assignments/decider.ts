@@ -12,6 +12,7 @@ import { AssignmentCreated, AssignmentRemoved, SeatHeld, SeatReleased, assignmen
 import { resolveRequirements } from './resolve.js';
 import { answeredBy, assignmentOf, assignmentsOf } from './state.js';
 import { claimRoutes } from '../routes/grants.js';
+import { placeProblems } from './places.js';
 
 // Command schemas check shape only: every rule about what the values mean is the decider's, so
 // its refusals stay the ones an operator knows.
@@ -59,13 +60,13 @@ export const decideAssign = (command: Assign, state: MeshState): Decision => {
       if (!requirementNames.has(name)) problems.push({ what: `${flag} ${name}`, why: `${command.module} has no requirement named ${name}`, remedy: `its requirements are: ${[...requirementNames].join(', ') || 'none'}` });
     }
   }
-  for (const [name, path] of Object.entries(command.placements)) {
+  for (const name of Object.keys(command.placements)) {
     const requirement = manifest.requires.find((r) => r.name === name);
     if (requirement && !(requirement.provider === 'host' && requirement.contract === 'directory')) {
       problems.push({ what: `--place ${name}`, why: `${name} is not a host directory`, remedy: 'only a directory can be placed' });
     }
-    if (!path.startsWith('/')) problems.push({ what: `--place ${name}`, why: `"${path}" is not an absolute path`, remedy: `give an absolute folder on ${command.node}` });
   }
+  problems.push(...placeProblems(state, command));
   for (const name of Object.keys(command.values)) {
     const requirement = manifest.requires.find((r) => r.name === name);
     if (requirement?.secret === true || requirement?.contract === 'secret') {

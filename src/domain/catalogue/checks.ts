@@ -9,6 +9,7 @@ import { mountProblems } from './mounts.js';
 import { referenceProblems } from './references.js';
 import { moduleNamed } from './state.js';
 import { valueProblems } from './value-checks.js';
+import { pathProblems } from './paths.js';
 import { isCredentialField, isPolicyPath, routeProblems } from '../routes/checks.js';
 import { installationLiteralProblems } from './installation-literals.js';
 import { RESERVED_INBOX_HEADS } from '../bus/subjects.js';
@@ -311,6 +312,7 @@ export const registrationProblems = (manifest: unknown, state: MeshState): Probl
     ...mountProblems(raw, state),
     ...referenceProblems(raw, state),
     ...valueProblems(raw),
+    ...pathProblems(raw),
     ...serviceProblems(raw),
 
     ...routeProblems(raw),

@@ -4,6 +4,7 @@ import type { MeshState } from '../mesh/state.js';
 import { allNodes, nodeNamed } from './state.js';
 import { assignmentsOn } from '../assignments/state.js';
 import { nameProblem } from '../limits.js';
+import { hostPathProblem } from '../host-paths.js';
 import { refuseIfAny, type Problem } from '../refusal.js';
 import { DEFAULT_NODE_ROOT, NodeAdded, NodeCordoned, NodeRemoved, NodeUncordoned, nodeAggregate } from './events.js';
 
@@ -29,7 +30,9 @@ export const decideAddNode = (command: AddNode, state: MeshState): Decision => {
   const badName = nameProblem('node', command.node, 'node');
   if (badName) problems.push(badName);
   const root = command.root ?? DEFAULT_NODE_ROOT;
-  if (!root.startsWith('/')) problems.push({ what: '--root', why: `"${root}" is not an absolute path`, remedy: 'give the absolute folder that holds modules\' directories on that node' });
+  const badRoot = hostPathProblem(root, 'root');
+  // Modules' folders, and the secrets the mesh places (`.mesh`), go under a node's root: none of the machine's own folders.
+  if (badRoot) problems.push({ what: '--root', why: `"${root.slice(0, 120)}" ${badRoot}: a node's root holds modules' folders and the secrets the mesh places for them`, remedy: `give the absolute folder that holds modules' directories on that node, e.g. ${DEFAULT_NODE_ROOT}` });
   const existing = nodeNamed(state.nodes, command.node);
   if (existing && existing.root !== root) problems.push({ what: command.node, why: `node ${command.node} exists with root ${existing.root}`, remedy: 'a node\'s root is fixed when it is added' });
   if (root.length > ROOT_MAX) problems.push({ what: '--root', why: `the root is ${root.length} characters, more than ${ROOT_MAX}: modules' directories go under it, and a path is at most 4096 bytes`, remedy: 'choose a shorter folder' });
