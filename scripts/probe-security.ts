@@ -53,7 +53,7 @@ const families: [string, () => Promise<AttackOutcome[]>][] = [
   ['PostgreSQL: who may log in and what each role may do', () => probeDatabase({ dir, port: ports.postgres })],
   ['one identity speaking for another', () => probeImpersonation({ ...targets, ...(beta ? { host: { node: 'beta', key: beta, otherNode: 'alpha' } } : {}), httpUrl: consoleUrl })],
   ['signed commands out of their time or purpose, and replayed', () => probeCommandReplay({ url, wire: targets.wire, operator: targets.operator! })],
-  ['paths that leave a module's place', () => probePaths({ url, wire: targets.wire, operator: targets.operator! })],
+  ["paths that leave a module's place", () => probePaths({ url, wire: targets.wire, operator: targets.operator! })],
   ['a node growing the log', () => probeLogGrowth({ url, wire: targets.wire, ...(beta ? { host: { node: 'beta', key: beta } } : {}), operator: targets.operator!, intervalMs })],
   ['reading the bus without a reason', () => probeBusReads({ url, wire: targets.wire, operator: targets.operator!, victimNode: 'beta' })],
   ['the console and API under abuse', () => probeConsole({ consoleUrl, operator: targets.operator! })],
