@@ -4,7 +4,7 @@ import { join, relative } from 'node:path';
 import { RefusedError, UnavailableError } from '../errors.js';
 import { ensureInstalled, NATS_SERVER } from './packages.js';
 import { isListening, waitFor } from './ports.js';
-import { defaultSystemKeyFile, systemAccountConfig, systemHealthy } from '../adapters/nats/system-account.js';
+import { defaultSystemKeyFile, openHealthy, systemAccountConfig, systemHealthy } from '../adapters/nats/system-account.js';
 import { ANONYMOUS_USER, withAnonymousRefused } from '../adapters/nats/bus-users-file.js';
 import { isAlive, ourProcess, waitForExit } from './processes.js';
 
@@ -81,7 +81,8 @@ const writeConfig = (options: NatsServerOptions): void => {
     `listen: 127.0.0.1:${options.port}`,
     // No HTTP monitor: it answers anyone who reaches it. What the mesh's tools asked it is asked of
     // the system account (system-account.ts).
-    ...systemAccountConfig(natsSystemKeyFile(options)),
+    // A server without the mesh's list is open to every client (a test's scratch bus): it has none.
+    ...(options.usersFile ? systemAccountConfig(natsSystemKeyFile(options)) : []),
     // an anonymous client is refused (bus-users-file.ts); a server without the mesh's list stays open
     ...(options.usersFile ? [`no_auth_user: ${JSON.stringify(ANONYMOUS_USER)}`] : []),
     `pid_file: "${p.pidFile}"`,
@@ -114,7 +115,8 @@ const clusterBlock = (cluster: NatsClusterMember): string[] => [
  * Whether the server's JetStream is current with the cluster's meta leader (a single server: that
  * it runs): before that a stream cannot be created on it. Asked of its system account.
  */
-export const natsJetStreamReady = (options: Pick<NatsServerOptions, 'dir' | 'port' | 'systemKeyFile'>): Promise<boolean> => systemHealthy(natsUrl(options.port), natsSystemKeyFile(options));
+export const natsJetStreamReady = (options: Pick<NatsServerOptions, 'dir' | 'port' | 'systemKeyFile'>): Promise<boolean> =>
+  natsEnforcesUsers(options.dir) ? systemHealthy(natsUrl(options.port), natsSystemKeyFile(options)) : openHealthy(natsUrl(options.port));
 
 export const natsServerStatus = (options: Pick<NatsServerOptions, 'dir' | 'port' | 'systemKeyFile'>): NatsServerStatus => {
   const p = paths(options.dir);
@@ -160,7 +162,7 @@ export const startNatsServer = async (options: NatsServerOptions): Promise<NatsS
   try {
     await Promise.race([
       // JetStream enabled is enough here: a cluster's member is current only once its peers are up.
-      waitFor(`nats-server on port ${options.port}`, () => systemHealthy(natsUrl(options.port), natsSystemKeyFile(options), { jetStreamEnabled: true }), 20_000),
+      waitFor(`nats-server on port ${options.port}`, () => (options.usersFile ? systemHealthy(natsUrl(options.port), natsSystemKeyFile(options), { jetStreamEnabled: true }) : openHealthy(natsUrl(options.port), { jetStreamEnabled: true })), 20_000),
       exited.then((code) => {
         throw new UnavailableError(`nats-server exited with code ${code} while starting; its log: ${p.logFile}\n${tail(p.logFile)}`);
       }),

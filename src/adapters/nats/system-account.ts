@@ -74,6 +74,26 @@ export const systemHealthy = async (url: string, keyFile: string, options: { jet
   }
 };
 
+/**
+ * Whether a server that enforces no users (a test's scratch bus) is healthy: it has no system
+ * account — one would make it refuse every client presenting a key it does not list — so an
+ * anonymous client asks the JetStream API, which answers once JetStream runs; without an error once a cluster
+ * has its meta leader.
+ */
+export const openHealthy = async (url: string, options: { jetStreamEnabled?: boolean } = {}): Promise<boolean> => {
+  let nc: NatsConnection | undefined;
+  try {
+    nc = await connect({ servers: url, name: 'mesh-health', maxReconnectAttempts: 0, reconnect: false, timeout: 1_000 });
+    const reply = await nc.request('$JS.API.INFO', '', { timeout: 1_000 });
+    // Any answer means JetStream runs ("temporarily unavailable" until a cluster has its meta leader).
+    return options.jetStreamEnabled === true || reply.json<{ error?: unknown }>().error === undefined;
+  } catch {
+    return false;
+  } finally {
+    await nc?.close().catch(() => undefined);
+  }
+};
+
 /** The time the server at `url` last loaded its configuration (VARZ `config_load_time`), or undefined when it does not answer. */
 export const configLoadTime = async (url: string, keyFile: string): Promise<string | undefined> => {
   try {
