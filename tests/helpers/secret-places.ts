@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { DeliverPolicy, jetstream } from '@nats-io/jetstream';
+import { DeliverPolicy, jetstream, RetentionPolicy } from '@nats-io/jetstream';
 import type { Subscription } from '@nats-io/nats-core';
 import type pg from 'pg';
 import { pino } from 'pino';
@@ -95,6 +95,15 @@ export const listenToTheWire = (t: TestMesh): { heard: string[]; subscription: S
 export const storedMessages = async (t: TestMesh, stream: string): Promise<string[]> => {
   const info = await t.jsm.streams.info(stream).catch(() => undefined);
   if (!info || info.state.messages === 0) return [];
+  if (info.config.retention === RetentionPolicy.Workqueue) {
+    // A work queue takes no consumer that acks nothing (CONTROL holds reports still waiting): each message is read by its sequence.
+    const bodies: string[] = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+      const message = await t.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
+      if (message) bodies.push(`${message.subject} ${new TextDecoder().decode(message.data)}`);
+    }
+    return bodies;
+  }
   const consumer = await jetstream(t.nc).consumers.get(stream, { deliver_policy: DeliverPolicy.All });
   const bodies: string[] = [];
   const iterator = await consumer.consume();

@@ -126,6 +126,7 @@ export const writeMeshLog = async (
 
   for (const [i, name] of ['ada', 'grace'].entries()) run({ type: 'add-operator', operator: name, publicKey: publicKeyOf(100 + i) });
   run({ type: 'revoke-operator', operator: 'grace' });
+  run({ type: 'set-command-window', seconds: 600 });
 
   // Routes and the public names mesh-proxy's holder grants, a node's domain changed (ADR 0007,
   // 0108), and a provider's answer to one consumer (issue 124).
