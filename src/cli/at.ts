@@ -126,5 +126,5 @@ export const withMeshAt = async <T>(at: AtFlag, work: (mesh: MeshAt) => Promise<
 /** What an answer at a sequence says first: which sequence it answers for, and how it was found. */
 export const asOfLine = (asOf: AsOf): string => `as of sequence ${asOf.seq} (${asOf.time}), folded ${asOf.from}`;
 
-/** `--at` as every read offers it. */
-export const AT_OPTION = ['--at <seq|time>', 'answer as the mesh was at this log sequence, or at the last commit at or before this ISO time (folded from the log)'] as const;
+/** `--at` as every read offers it; declared with the verbs, which load nothing else. */
+export { AT_OPTION } from './verbs.js';
