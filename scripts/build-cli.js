@@ -28,6 +28,36 @@ export const metafileOf = (at = root) => join(distDir(at), 'meta.json');
  */
 const UNBUNDLED = ['pg-native', 'pg-listen', 'pg-format', 'pino', 'thread-stream', 'pino-pretty', 'esbuild', 'playwright', 'playwright-core', '@playwright/test'];
 
+/**
+ * pg asks, as it loads, whether it runs in a Cloudflare Worker: on Node 20 (no `navigator`) by
+ * making a `Response`, which loads node's whole fetch implementation (undici) — some 20 ms of every
+ * verb that reads PostgreSQL, for an answer that is always no where the mesh runs. The bundle's pg
+ * answers at once. If pg's file no longer has that function, the build says so and leaves it.
+ */
+const pgOnNode = {
+  name: 'pg-on-node',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]node_modules[\\/]pg[\\/]lib[\\/]stream\.js$/ }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      const asked = 'function isCloudflareRuntime() {';
+      if (!source.includes(asked)) return { contents: source, loader: 'js', warnings: [{ text: `${args.path} has no ${asked}: pg's Cloudflare check is bundled as it is` }] };
+      return { contents: source.replace(asked, `${asked}\n  return false; // the mesh's bundle runs on Node (scripts/build-cli.js)`), loader: 'js' };
+    });
+  },
+};
+
+/**
+ * zod's `z` carries every language's error messages (`z.locales`, half of zod's code), so every
+ * verb that checks a value would parse them all. The mesh speaks English, zod's default: the
+ * bundle's zod has that locale alone.
+ */
+const zodInEnglish = {
+  name: 'zod-in-english',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]node_modules[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/ }, () => ({ contents: 'export { default as en } from "./en.js";\n', loader: 'js' }));
+  },
+};
+
 /** Files besides src/ whose change changes the build: the packages bundled, the version, how it is built, the fold digest's code. */
 const BUILD_INPUTS = ['package.json', 'package-lock.json', 'scripts/build-cli.js', 'bin/fold-version.js'];
 
@@ -67,10 +97,11 @@ export const staleness = (at = root) => {
 /**
  * Builds dist/ from the sources. Every file is written beside its place and renamed into it, the
  * shared parts first and the entry last, so a verb starting meanwhile reads either build whole; the
- * files of the build before are then removed. Returns the build's record.
+ * files of the builds before the last are then removed. Returns the build's record.
  */
 export const buildCli = async (at = root) => {
   const newest = newestSource(at);
+  const before = readRecord(at);
   const { build } = await import('esbuild');
   const { foldCodeVersionOf, FOLD_VERSION_DEFINE } = await import('../bin/fold-version.js');
   const version = JSON.parse(readFileSync(join(at, 'package.json'), 'utf8')).version;
@@ -94,9 +125,10 @@ export const buildCli = async (at = root) => {
     // What the bundle carries because no source travels with it: the fold's code version
     // (bin/fold-version.js) and the package's version, both printed by `mesh --version`.
     define: { [FOLD_VERSION_DEFINE]: JSON.stringify(foldVersion), MESH_VERSION: JSON.stringify(version) },
+    plugins: [pgOnNode, zodInEnglish],
     metafile: true,
     write: false,
-    logLevel: 'error',
+    logLevel: 'warning',
   });
   mkdirSync(outdir, { recursive: true });
   const entry = join(outdir, 'mesh.mjs');
@@ -109,7 +141,9 @@ export const buildCli = async (at = root) => {
     writeFileSync(partial, contents);
     renameSync(partial, path);
   }
-  const kept = new Set([...files, basename(metafileOf(at)), basename(buildRecordFile(at))]);
+  // The build before this one stays too: a process started from it (a controller `mesh dev up`
+  // ran) may still import a verb's file it has not loaded yet. Older builds go.
+  const kept = new Set([...files, ...(before?.files ?? []), basename(metafileOf(at)), basename(buildRecordFile(at))]);
   for (const name of readdirSync(outdir)) if (!kept.has(name) && !name.endsWith('.tmp')) rmSync(join(outdir, name), { force: true });
   return record;
 };
@@ -123,8 +157,10 @@ export const ensureCliBuilt = async ({ at = root, say = () => undefined } = {}) 
   return true;
 };
 
+// `node scripts/build-cli.js`: build dist/ (npm's prepare). With --if-stale, only if a source is newer.
 if (import.meta.url === `file://${process.argv[1]}`) {
   const started = Date.now();
+  if (process.argv.includes('--if-stale') && staleness() === undefined) process.exit(0);
   const record = await buildCli();
   process.stderr.write(`mesh ${record.version}: built dist/ (${record.files.filter((file) => file.endsWith('.mjs')).length} modules) in ${Date.now() - started} ms\n`);
 }

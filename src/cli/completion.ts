@@ -1,4 +1,4 @@
-import { type CommandUnknownOpts } from '@commander-js/extra-typings';
+import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 
 // `mesh completion bash|zsh`: completion scripts written from the CLI's own definition, so a new
 // verb or flag completes as soon as it is declared. Each script holds the tree of verbs and their

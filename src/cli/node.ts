@@ -1,12 +1,8 @@
 import { machineOverview } from './machine-overview.js';
 import { atFlag, withMeshAt } from './at.js';
-import { nodeShowAt } from './at-reads.js';
 import { NotFoundError, RefusedError } from '../errors.js';
-import { newEnrolmentToken } from '../adapters/enrolment-tokens.js';
 import { TOKEN_TTL_MAX } from '../domain/nodes/token-limits.js';
 import { durationFlag } from './flags.js';
-import { printResult, runCommand, withMesh } from './mesh-session.js';
-import { drainAndRemove } from './node-remove.js';
 import { output, proseLine, table } from './output.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { assignmentsOf } from '../projections/mesh/assignments.js';
@@ -28,18 +24,23 @@ interface CommandFlags {
 }
 
 
-export const nodeAdd = (name: string, values: CommandFlags & { root?: string; address?: string }): Promise<number> => {
+// A command's machinery (signing, the mesh's commands) is loaded by the commands alone: `mesh node
+// show` and `mesh node list` load none of it.
+const session = () => import('./mesh-session.js');
+
+export const nodeAdd = async (name: string, values: CommandFlags & { root?: string; address?: string }): Promise<number> => {
   const out = output(values.json ?? false);
+  const { printResult, withMesh } = await session();
   return withMesh(async ({ mesh, metadata }) =>
     printResult(out, await mesh.execute({ type: 'add-node', node: name, ...(values.root ? { root: values.root } : {}), ...(values.address ? { address: values.address } : {}) }, metadata(values.commandId))),
     { plan: values.plan },
   );
 };
 
-export const nodeRemove = (name: string, values: CommandFlags & { drain?: true }): Promise<number> => {
+export const nodeRemove = async (name: string, values: CommandFlags & { drain?: true }): Promise<number> => {
   const out = output(values.json ?? false);
-  if (!values.drain) return runCommand(out, { type: 'remove-node', node: name }, values.commandId, { plan: values.plan });
-  return drainAndRemove(out, name, values.commandId, { plan: values.plan });
+  if (!values.drain) return (await session()).runCommand(out, { type: 'remove-node', node: name }, values.commandId, { plan: values.plan });
+  return (await import('./node-remove.js')).drainAndRemove(out, name, values.commandId, { plan: values.plan });
 };
 
 export const nodeList = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
@@ -55,7 +56,7 @@ export const nodeList = (values: { json?: true; atLeast?: string; output?: strin
 export const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?: string; at?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
   const at = atFlag(values.at);
-  if (at) return withMeshAt(at, async (mesh) => nodeShowAt(out, mesh, name));
+  if (at) return withMeshAt(at, async (mesh) => (await import('./at-reads.js')).nodeShowAt(out, mesh, name));
   return withReads([...new Set([...OVERVIEW_PROJECTIONS, 'facts', 'routes'])], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const node = await readNode(session, name);
     if (!node) {
@@ -88,7 +89,7 @@ export const nodeShow = (name: string, values: { json?: true; atLeast?: string; 
       held: held.map(({ module, resource, kind, reason, since }) => ({ module, resource, kind, reason, since })),
       lastFacts: facts.map((f) => ({ seq: Number(f.seq), type: f.type, module: f.module, time: new Date(f.time).toISOString(), data: f.data })),
       // What the machine itself last said: heard when, running what, what is not as told.
-      machine: (await machineOverview(session)).nodes.find((m) => m.node === node.name) ?? null,
+      machine: (await machineOverview(session, { node: node.name })).nodes.find((m) => m.node === node.name) ?? null,
     };
     if (out.json) {
       out.data(shown);
@@ -117,8 +118,9 @@ export const nodeShow = (name: string, values: { json?: true; atLeast?: string; 
   });
 };
 
-export const nodeToken = (values: CommandFlags & { node?: string; ttl: string }): Promise<number> => {
+export const nodeToken = async (values: CommandFlags & { node?: string; ttl: string }): Promise<number> => {
   const out = output(values.json ?? false);
+  const [{ printResult, withMesh }, { newEnrolmentToken }] = await Promise.all([session(), import('../adapters/enrolment-tokens.js')]);
   // The secret is shown here once; the log keeps only its hash, and the public half of the bus
   // identity it derives: the one user the server lets the joining machine in as.
   const { tokenId, token, verifier, publicKey } = newEnrolmentToken();
@@ -139,9 +141,9 @@ export const nodeToken = (values: CommandFlags & { node?: string; ttl: string })
   }, { plan: values.plan });
 };
 
-export const nodeCordon = (name: string, values: CommandFlags): Promise<number> => runCommand(output(values.json ?? false), { type: 'cordon-node', node: name }, values.commandId, { plan: values.plan });
+export const nodeCordon = async (name: string, values: CommandFlags): Promise<number> => (await session()).runCommand(output(values.json ?? false), { type: 'cordon-node', node: name }, values.commandId, { plan: values.plan });
 
-export const nodeUncordon = (name: string, values: CommandFlags): Promise<number> => runCommand(output(values.json ?? false), { type: 'uncordon-node', node: name }, values.commandId, { plan: values.plan });
+export const nodeUncordon = async (name: string, values: CommandFlags): Promise<number> => (await session()).runCommand(output(values.json ?? false), { type: 'uncordon-node', node: name }, values.commandId, { plan: values.plan });
 
-export const nodeDomain = (name: string, domain: string, values: CommandFlags): Promise<number> =>
-  runCommand(output(values.json ?? false), { type: 'set-node-domain', node: name, domain }, values.commandId, { plan: values.plan });
+export const nodeDomain = async (name: string, domain: string, values: CommandFlags): Promise<number> =>
+  (await session()).runCommand(output(values.json ?? false), { type: 'set-node-domain', node: name, domain }, values.commandId, { plan: values.plan });

@@ -24,6 +24,7 @@ import { defineVault } from './define/vault.js';
 import { definePostgres } from './define/postgres.js';
 import { defineProxy } from './define/proxy.js';
 import { helpFooter, verbsOf } from './verbs.js';
+import { VERSION_FLAGS } from './version.js';
 
 // The CLI's definition: every verb, its flags, its help. One program per run (commander keeps
 // what it parsed on it).
@@ -91,14 +92,16 @@ export const meshProgram = (): Command => {
     // Errors are reported once, by main, with the exit code and --json shape every refusal has.
     .configureOutput({ outputError: () => undefined })
     .showSuggestionAfterError(true)
-    .configureHelp({ helpWidth: TABLE_WIDTH });
+    .configureHelp({ helpWidth: TABLE_WIDTH })
+    // Answered by main before the program parses (src/cli/version.ts); declared for the completion scripts.
+    .option(`${VERSION_FLAGS[1]}, ${VERSION_FLAGS[0]}`, 'the version, and the digest of the code that folds the log (with --json: both fields)');
   for (const define of [defineDev, defineLog, defineHistory, defineOperator, defineAudit, defineModule, defineEvents, defineSeats, defineTrust, defineStatus, defineNode, defineAssign, defineBuilds, defineBuilder, defineVault, defineSecret, definePostgres, defineProxy, defineController, defineAgent, defineProjections, defineCompletion]) {
     define(program);
   }
   // `mesh --help` lists every verb and sub-verb, not only the first words.
   program.configureHelp({
     helpWidth: TABLE_WIDTH,
-    formatHelp: (command, helper) => `Usage: ${helper.commandUsage(command)}\n\n${helper.commandDescription(command)}\n\nOptions:\n  -h, --help  this help\n\nVerbs:\n${verbList(program)}\n`,
+    formatHelp: (command, helper) => `Usage: ${helper.commandUsage(command)}\n\n${helper.commandDescription(command)}\n\nOptions:\n  -h, --help     this help\n  -V, --version  the version, and the digest of the code that folds the log\n\nVerbs:\n${verbList(program)}\n`,
   });
   program.addHelpText('after', () => `\n${ENVIRONMENT}\n${helpFooter({ example: ['mesh status', 'mesh node show alpha', 'mesh help assign'], exits: [1, 3, 4, 5, 6, 7] })}`);
   return program;

@@ -1,11 +1,10 @@
 import { ValidationError } from '../errors.js';
 import type { AssignmentRef } from '../domain/seats/events.js';
-import { printResult, withMesh } from './mesh-session.js';
 import { output, table, type Output } from './output.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { findSeat, holderAt, readHoldings, readSeatSet, type SeatRead } from '../projections/mesh/seats.js';
 import { asOfData, asOfLine, atFlag, withMeshAt, type AsOf } from './at.js';
-import { holdingsAt, nodesAt, seatSetAt, type HoldingRead } from './at-reads.js';
+import type { HoldingRead } from './at-reads.js';
 import { nodeNames } from '../projections/mesh/nodes.js';
 
 // mesh seats | mesh seat handover SEAT --to NODE/MODULE [--from NODE/MODULE|none] | mesh seat rename SEAT NEW
@@ -31,7 +30,12 @@ const currentHolder = (seat: string, node: string): Promise<AssignmentRef | null
 export const seatsCommand = (values: { json?: true; atLeast?: string; output?: string; at?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
   const at = atFlag(values.at);
-  if (at) return withMeshAt(at, async (mesh) => printSeats(out, seatSetAt(mesh.state), holdingsAt(mesh.state), nodesAt(mesh.state), mesh));
+  if (at) {
+    return withMeshAt(at, async (mesh) => {
+      const { holdingsAt, nodesAt, seatSetAt } = await import('./at-reads.js');
+      return printSeats(out, seatSetAt(mesh.state), holdingsAt(mesh.state), nodesAt(mesh.state), mesh);
+    });
+  }
   return withReads(['seats', 'nodes'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => printSeats(out, await readSeatSet(session), await readHoldings(session), await nodeNames(session)));
 };
 
@@ -75,8 +79,12 @@ export const seatHandover = async (seat: string, values: { json?: true; to: stri
   const to = assignmentRefFlag('--to', values.to);
   // The holder this operator is handing over from: given, or as the mesh is now.
   const expectedHolder = values.from !== undefined ? (values.from === 'none' ? null : assignmentRefFlag('--from', values.from)) : await currentHolder(seat, to.node);
+  // A command's machinery is loaded by the commands alone, not by `mesh seats`.
+  const { printResult, withMesh } = await import('./mesh-session.js');
   return withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute({ type: 'hand-over-seat', seat, to, expectedHolder }, metadata(values.commandId))), { plan: values.plan });
 };
 
-export const seatRename = (seat: string, newName: string, values: { json?: true; commandId?: string; plan?: true }): Promise<number> =>
-  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'rename-seat', seat, to: newName }, metadata(values.commandId))), { plan: values.plan });
+export const seatRename = async (seat: string, newName: string, values: { json?: true; commandId?: string; plan?: true }): Promise<number> => {
+  const { printResult, withMesh } = await import('./mesh-session.js');
+  return withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'rename-seat', seat, to: newName }, metadata(values.commandId))), { plan: values.plan });
+};

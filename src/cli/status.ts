@@ -14,7 +14,6 @@ import { durationFlag } from './flags.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { machineOverview } from './machine-overview.js';
 import { atFlag, withMeshAt } from './at.js';
-import { statusAt } from './at-reads.js';
 import { ValidationError } from '../errors.js';
 
 // `mesh status`: the overview. What each projection has folded, each node and what it is told to
@@ -58,7 +57,7 @@ export const statusCommand = async (values: StatusFlags): Promise<number> => {
   const at = atFlag(values.at);
   if (at) {
     if (values.wait !== undefined) throw new ValidationError('--at asks about the past and --wait about the future: give one of them', { field: '--at' });
-    return withMeshAt(at, async (mesh) => statusAt(out, mesh));
+    return withMeshAt(at, async (mesh) => (await import('./at-reads.js')).statusAt(out, mesh));
   }
   if (values.wait === undefined) return statusOnce(out, values);
   // --wait: the overview is asked again, quietly, until the mesh does what it was told or the
