@@ -157,10 +157,21 @@ export const ensureCliBuilt = async ({ at = root, say = () => undefined } = {}) 
   return true;
 };
 
-// `node scripts/build-cli.js`: build dist/ (npm's prepare). With --if-stale, only if a source is newer.
+/** Removes from dist/ every file the last build did not write (npm's prepack: the package carries one build). */
+export const pruneCli = (at = root) => {
+  const record = readRecord(at);
+  if (!record) return;
+  const kept = new Set([...record.files, basename(metafileOf(at)), basename(buildRecordFile(at))]);
+  for (const name of readdirSync(distDir(at))) if (!kept.has(name)) rmSync(join(distDir(at), name), { force: true });
+};
+
+// `node scripts/build-cli.js [--if-stale] [--prune]`: build dist/ (npm's prepare and prepack);
+// with --if-stale only when a source is newer than it; with --prune, the files of the build alone stay.
 if (import.meta.url === `file://${process.argv[1]}`) {
   const started = Date.now();
-  if (process.argv.includes('--if-stale') && staleness() === undefined) process.exit(0);
-  const record = await buildCli();
-  process.stderr.write(`mesh ${record.version}: built dist/ (${record.files.filter((file) => file.endsWith('.mjs')).length} modules) in ${Date.now() - started} ms\n`);
+  if (!process.argv.includes('--if-stale') || staleness() !== undefined) {
+    const record = await buildCli();
+    process.stderr.write(`mesh ${record.version}: built dist/ (${record.files.filter((file) => file.endsWith('.mjs')).length} modules) in ${Date.now() - started} ms\n`);
+  }
+  if (process.argv.includes('--prune')) pruneCli();
 }
