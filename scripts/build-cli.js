@@ -103,9 +103,10 @@ export const buildCli = async (at = root) => {
   const newest = newestSource(at);
   const before = readRecord(at);
   const { build } = await import('esbuild');
-  const { foldCodeVersionOf, FOLD_VERSION_DEFINE } = await import('../bin/fold-version.js');
+  const { foldVersionDefine, FOLD_VERSION_DEFINE } = await import('../bin/fold-version.js');
   const version = JSON.parse(readFileSync(join(at, 'package.json'), 'utf8')).version;
-  const foldVersion = foldCodeVersionOf(at);
+  const foldDefine = foldVersionDefine(at);
+  const foldVersion = JSON.parse(foldDefine[FOLD_VERSION_DEFINE]);
   const outdir = distDir(at);
   const built = await build({
     entryPoints: { mesh: join(at, 'src', 'cli', 'main.ts') },
@@ -124,7 +125,7 @@ export const buildCli = async (at = root) => {
     sourcemap: 'linked',
     // What the bundle carries because no source travels with it: the fold's code version
     // (bin/fold-version.js) and the package's version, both printed by `mesh --version`.
-    define: { [FOLD_VERSION_DEFINE]: JSON.stringify(foldVersion), MESH_VERSION: JSON.stringify(version) },
+    define: { ...foldDefine, MESH_VERSION: JSON.stringify(version) },
     plugins: [pgOnNode, zodInEnglish],
     metafile: true,
     write: false,
