@@ -5,7 +5,9 @@
 // Targets, as p50 ÷ p50 of `node -e 0`: --help and --version ≤ 3×, each read verb ≤ 6×.
 //
 //   npm run bench:cli     (BENCH_CLI_RUNS=20 BENCH_CLI_EVENTS=2000 BENCH_CLI_NODES=50;
-//                          BENCH_CPU_PROF=DIR writes one CPU profile of each verb there)
+//                          BENCH_CPU_PROF=DIR writes one CPU profile of each verb there;
+//                          BENCH_CLI_COMPARE=DIR measures DIR/bin/mesh.js beside, e.g. an export of an
+//                          older commit with its own dist/, for a before-and-after in one run)
 //
 // The reads need a mesh: it raises one of its own (bench/cost-stack.ts: a nats-server and a
 // PostgreSQL on ports of their own, MESH_TEST_*_PORT, a log of BENCH_CLI_EVENTS events of a
@@ -22,6 +24,7 @@ const RUNS = Number(process.env.BENCH_CLI_RUNS ?? 20);
 const EVENTS = Number(process.env.BENCH_CLI_EVENTS ?? 2_000);
 const NODES = Number(process.env.BENCH_CLI_NODES ?? 50);
 const PROFILE_DIR = process.env.BENCH_CPU_PROF;
+const COMPARE = process.env.BENCH_CLI_COMPARE;
 
 interface Measured {
   label: string;
@@ -95,6 +98,10 @@ const main = async (): Promise<void> => {
       { label: 'mesh seats', args: [MESH, 'seats'], target: 6, answers: [0], ms: [] },
       { label: `mesh node show ${node}`, args: [MESH, 'node', 'show', node], target: 6, answers: [0], ms: [] },
     ];
+    if (COMPARE) {
+      const other = join(COMPARE, 'bin', 'mesh.js');
+      for (const m of measured.slice(1).filter((m) => m.label !== 'mesh --version')) measured.push({ label: `${m.label} (compared)`, args: [other, ...m.args.slice(1)], answers: m.answers, ms: [] });
+    }
     // Once each, untimed: every answer is checked to be one, and the files are in the page cache.
     for (const m of measured) {
       const run = await timed(m.args, env);
@@ -120,16 +127,17 @@ const main = async (): Promise<void> => {
     print('');
     print(`The CLI's answer time: ${RUNS} runs of each, taken in turn, on a mesh of ${count(NODES)} nodes whose log holds ${count(mesh.history.events)} events`);
     print('');
-    print(`${'command'.padEnd(24)} ${'p50 ms'.padStart(8)} ${'p95 ms'.padStart(8)} ${'p50 ×'.padStart(7)} ${'p95 ×'.padStart(7)}  target`);
+    print(`${'command'.padEnd(35)} ${'p50 ms'.padStart(8)} ${'p95 ms'.padStart(8)} ${'p50 ×'.padStart(7)} ${'p95 ×'.padStart(7)}  target`);
     let missed = 0;
     for (const m of measured) {
       const p50 = percentile(m.ms, 0.5);
       const p95 = percentile(m.ms, 0.95);
       const ratio = p50 / baseP50;
-      const verdict = m.target === undefined ? '(the baseline)' : `≤ ${m.target}× ${ratio <= m.target ? 'met' : 'MISSED'}`;
+      const verdict = m.target === undefined ? (m === base ? '(the baseline)' : '') : `≤ ${m.target}× ${ratio <= m.target ? 'met' : 'MISSED'}`;
       if (m.target !== undefined && ratio > m.target) missed++;
-      print(`${m.label.padEnd(24)} ${p50.toFixed(0).padStart(8)} ${p95.toFixed(0).padStart(8)} ${ratio.toFixed(2).padStart(7)} ${(p95 / baseP95).toFixed(2).padStart(7)}  ${verdict}`);
+      print(`${m.label.padEnd(35)} ${p50.toFixed(0).padStart(8)} ${p95.toFixed(0).padStart(8)} ${ratio.toFixed(2).padStart(7)} ${(p95 / baseP95).toFixed(2).padStart(7)}  ${verdict}`);
     }
+    if (COMPARE) print(`(compared: ${COMPARE}/bin/mesh.js, in the same turns)`);
     print('');
     print(missed === 0 ? 'every target met (p50 ÷ p50 of node -e 0)' : `${missed} target(s) missed (p50 ÷ p50 of node -e 0)`);
   } finally {
