@@ -1,7 +1,7 @@
 import { JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { ComposedDeclaration } from '../domain/declarations/compose.js';
-import { declarationSchema, declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
+import { declarationHeadSchema, declarationSchema, declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
 
 // Publishes a node's declaration on its subject in NODES (one message per subject) only when its
 // digest differs from the last one published, with a sequence one above it, and never one derived
@@ -36,7 +36,7 @@ export class DeclarationPublisher {
     if (this.heads.has(node) && !options.fresh) return this.heads.get(node) ?? null;
     const jsm = await this.jsm;
     const message = await jsm.streams.getMessage(this.names.nodesStream, { last_by_subj: declarationSubject(node, this.names.prefix) });
-    const head = message ? { ...pick(declarationSchema.parse(message.json())), streamSeq: message.seq } : null;
+    const head = message ? { ...pick(declarationHeadSchema.parse(message.json())), streamSeq: message.seq } : null;
     this.heads.set(node, head);
     return head;
   }
@@ -69,4 +69,4 @@ export class DeclarationPublisher {
   }
 }
 
-const pick = (declaration: Declaration) => ({ sequence: declaration.sequence, digest: declaration.digest, derivedFromSeq: declaration.derivedFromSeq });
+const pick = (declaration: Pick<Declaration, 'sequence' | 'digest' | 'derivedFromSeq'>) => ({ sequence: declaration.sequence, digest: declaration.digest, derivedFromSeq: declaration.derivedFromSeq });
