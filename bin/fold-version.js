@@ -5,7 +5,7 @@
 // what a fold is given, and whatever those import. A change anywhere else (a decider alone, the
 // bus user list, a projection) leaves every snapshot readable.
 //
-// Run from source (the tests, tsx) it is computed from the files; the bundle `bin/mesh.js` builds
+// Run from source (the tests, tsx) it is computed from the files; the bundle scripts/build-cli.js builds
 // has no source beside it, so the digest is computed when the bundle is built and written into it
 // (esbuild `define`). Both go through this one function.
 import { createHash } from 'node:crypto';
@@ -45,5 +45,5 @@ export const foldCodeVersionOf = (root) => {
   return digest.digest('hex');
 };
 
-/** What `bin/mesh.js` gives esbuild's `define`: the digest, as the string literal it replaces the identifier with. */
+/** What scripts/build-cli.js gives esbuild's `define`: the digest, as the string literal it replaces the identifier with. */
 export const foldVersionDefine = (root) => ({ [FOLD_VERSION_DEFINE]: JSON.stringify(foldCodeVersionOf(root)) });

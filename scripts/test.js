@@ -19,6 +19,8 @@ const resultsFile = join(root, '.mesh', 'jest-results.json');
 mkdirSync(join(root, '.mesh'), { recursive: true });
 
 const failures = [];
+// First, dist/ as new as the sources: no test (and no `mesh` the suite runs) pays a build.
+if (run('build the CLI (scripts/build-cli.js, if a source is newer than dist/)', process.execPath, [join(root, 'scripts', 'build-cli.js'), '--if-stale']) !== 0) failures.push('build');
 if (jestArgs.length === 0) {
   if (run('type check (tsc --noEmit)', 'npx', ['tsc', '--noEmit']) !== 0) failures.push('type check');
   if (run('lint (eslint)', 'npx', ['eslint', '.']) !== 0) failures.push('lint');

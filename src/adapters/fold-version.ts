@@ -3,7 +3,7 @@ import { foldCodeVersionOf } from '../../bin/fold-version.js';
 
 // Which code folds the log in this process (bin/fold-version.js says what it covers and why).
 
-/** Written into the bundle by `bin/mesh.js` (esbuild `define`); not defined when running from source. */
+/** Written into the bundle by scripts/build-cli.js (esbuild `define`); not defined when running from source. */
 declare const MESH_FOLD_VERSION: string | undefined;
 
 let computed: string | undefined;

@@ -8,10 +8,10 @@ import { foldSourceFiles, foldVersionDefine } from '../../bin/fold-version.js';
 import { foldCodeVersion } from './fold-version.js';
 
 // The fold's code version is computed from the source files when running from source, and written
-// into the bundle when `bin/mesh.js` builds it: the two must agree, or a controller run from the
+// into the bundle when scripts/build-cli.js builds it: the two must agree, or a controller run from the
 // bundle would ignore every snapshot a test (or tsx) wrote, and the other way round.
 
-/** `src/adapters/fold-version.ts` bundled as `bin/mesh.js` bundles the CLI, with `define` as given; its foldCodeVersion(). */
+/** `src/adapters/fold-version.ts` bundled as scripts/build-cli.js bundles the CLI, with `define` as given; its foldCodeVersion(). */
 const bundled = async (define: Record<string, string>): Promise<string> => {
   const dir = join(meshHome(), 'tmp', `fold-version-${process.pid}`);
   mkdirSync(dir, { recursive: true });

@@ -7,8 +7,6 @@ import { Agent, type AgentOptions } from '../agent/agent.js';
 import { agentWire, backoff, defaultStateDir } from '../agent/settings.js';
 import type { Report } from '../domain/reports/report.js';
 import { UnavailableError, ValidationError } from '../errors.js';
-import { Option, type CommandUnknownOpts } from '@commander-js/extra-typings';
-import { run, verb } from './verbs.js';
 import { output, type Output } from './output.js';
 
 // mesh agent --node NAME [--state DIR] [--token-file F]: the node agent, in the foreground until
@@ -18,18 +16,6 @@ import { output, type Output } from './output.js';
 
 const NODE_NAME = /^[A-Za-z0-9_-]+$/;
 
-export const defineAgent = (mesh: CommandUnknownOpts): void => {
-  verb(mesh, 'agent', {
-    summary: 'run this machine\'s node agent in the foreground; stopping it leaves what runs running',
-    example: ['mesh agent --node lab1 --token-file ./lab1.token', 'MESH_ENROL_TOKEN=… mesh agent --node lab1', 'mesh agent --node lab1   (once enrolled)'],
-    exits: [3, 6],
-  })
-    .requiredOption('--node <name>', 'the node this machine is')
-    .option('--state <dir>', 'where its keys and what it applied are kept (default: under the mesh home)')
-    .option('--token-file <file>', 'an enrolment token from `mesh node token`, read once and removed when spent')
-    .addOption(new Option('--token <token>', 'refused: a token on the command line is visible to every user (ps)').hideHelp())
-    .action(run((values: AgentFlags) => agentCommand(values)));
-};
 
 interface AgentFlags {
   node: string;
@@ -116,3 +102,6 @@ const printReport = (out: Output, report: Report): void => {
   );
   for (const r of report.resources.filter((o) => o.outcome !== 'applied')) out.line(`  ${r.key} ${r.outcome}: ${r.reason}${r.restarts === null ? '' : ` (${r.restarts} restarts)`}`);
 };
+
+/** `mesh agent` as the CLI runs it: with the flags only (commander hands the command after them). */
+export const agentVerb = (values: AgentFlags): Promise<number> => agentCommand(values);

@@ -7,8 +7,6 @@ import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { verifyLog, type VerifySource } from '../audit/verify-log.js';
 import { meshEventRegistry } from '../domain/registry.js';
 import { ValidationError } from '../errors.js';
-import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { group, run, verb } from './verbs.js';
 import { output } from './output.js';
 
 // `mesh audit verify [--controller-key KEY|FILE]`: the whole log re-checked from its first
@@ -29,18 +27,8 @@ const localKey = (flag: string | undefined, keyFile: string): VerifySource['loca
   return existsSync(keyFile) ? { publicKey: loadIdentityFile(keyFile).publicKey, from: keyFile } : undefined;
 };
 
-export const defineAudit = (mesh: CommandUnknownOpts): void => {
-  const audit = group(mesh, 'audit', 'the log, proved');
-  verb(audit, 'verify', {
-    summary: 're-check from seq 1 every link and writer signature, envelope, operator signature and who added each operator',
-    example: ['mesh audit verify', 'mesh audit verify --controller-key .mesh/dev/controller.key'],
-    exits: [1, 6],
-  })
-    .option('--controller-key <key-or-file>', 'the controller key the genesis must name: a public key, or a key file (default: this machine\'s)')
-    .action(run(verifyCommand));
-};
 
-const verifyCommand = async (values: { json?: true; controllerKey?: string }): Promise<number> => {
+export const verifyCommand = async (values: { json?: true; controllerKey?: string }): Promise<number> => {
   const out = output(values.json ?? false);
   const config = loadConfig();
   const local = localKey(values.controllerKey, config.controllerKeyFile);

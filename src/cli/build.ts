@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import type { RolloutPolicy } from '../domain/builds/events.js';
 import { VERSION_PATTERN } from '../domain/builds/decider.js';
 import { ValidationError } from '../errors.js';
@@ -7,38 +6,18 @@ import { rolloutPolicyOf } from '../domain/builds/state.js';
 import { nodesAssigned } from '../projections/mesh/assignments.js';
 import { readRollout } from '../projections/mesh/builds.js';
 import { describeGraph } from './graph-read.js';
-import { AT_OPTION, atFlag, withMeshAt } from './at.js';
+import { atFlag, withMeshAt } from './at.js';
 import { graphAt } from './at-reads.js';
 import { readGraph } from '../projections/mesh/graph.js';
-import { printResult, withMesh, PLAN_OPTION } from './mesh-session.js';
+import { printResult, withMesh } from './mesh-session.js';
 import { output } from './output.js';
 import { withReads } from './reads.js';
-import { run, verb, WIDE_OPTION } from './verbs.js';
 
 // mesh build MODULE [--register-only] | mesh graph [MODULE] [--reaches MODULE] [--stale]
 // | mesh module moved MODULE COMMIT | mesh module rollout MODULE roll-out|record
 
-export const defineBuilds = (mesh: CommandUnknownOpts): void => {
-  verb(mesh, 'build', { summary: 'submit a build to mesh-build-machine; says what will roll out, and where', example: ['mesh build app', 'mesh build app --register-only'], exits: [3, 4, 5, 6, 7] })
-    .argument('<module>', 'the module to build')
-    .option('--register-only', 'record the version it builds; roll it out to no node')
-    .option('--command-id <id>', 'a retry with the same id acts once')
-    .option(...PLAN_OPTION)
-    .action(run(buildCommand));
-  verb(mesh, 'graph', {
-    summary: 'the module graph: each module, its newest version and whether it must be rebuilt',
-    example: ['mesh graph', 'mesh graph app', 'mesh graph --reaches base', 'mesh graph --stale', 'mesh graph app --at 1200'],
-    exits: [5, 6, 7],
-  })
-    .argument('[module]', 'one module in full: versions, builds, what it is built on and what stands on it')
-    .option('--reaches <module>', 'what a change to this module reaches')
-    .option('--stale', 'only what must be rebuilt, and why')
-    .option(...AT_OPTION)
-    .option(...WIDE_OPTION)
-    .action(run(graphCommand));
-};
 
-const buildCommand = async (module: string, values: { json?: true; registerOnly?: true; commandId?: string; plan?: true }): Promise<number> => {
+export const buildCommand = async (module: string, values: { json?: true; registerOnly?: true; commandId?: string; plan?: true }): Promise<number> => {
   const out = output(values.json ?? false);
   const registerOnly = values.registerOnly ?? false;
   const result = await withMesh(async ({ mesh, metadata }) => mesh.execute({ type: 'submit-build', module, buildId: randomUUID(), registerOnly, requestedBy: 'operator' }, metadata(values.commandId)), { plan: values.plan });
@@ -79,7 +58,7 @@ export const moduleRollout = (module: string, policy: RolloutPolicy, values: Com
 /** The projections `mesh graph` reads. */
 const GRAPH_PROJECTIONS = ['modules', 'builds', 'seats'];
 
-const graphCommand = async (module: string | undefined, values: { json?: true; reaches?: string; stale?: true; output?: string; at?: string }): Promise<number> => {
+export const graphCommand = async (module: string | undefined, values: { json?: true; reaches?: string; stale?: true; output?: string; at?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
   const question = values.reaches ? { kind: 'reaches' as const, module: values.reaches } : values.stale ? { kind: 'stale' as const } : module ? { kind: 'module' as const, module } : { kind: 'all' as const };
   const at = atFlag(values.at);

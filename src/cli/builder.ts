@@ -3,28 +3,13 @@ import { loadConfig } from '../config.js';
 import { connectNats, identityFromEnv } from '../adapters/nats/connect.js';
 import { ValidationError } from '../errors.js';
 import { Builder } from '../builder/builder.js';
-import { Option, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { wholeNumberFlag } from './flags.js';
-import { run, verb } from './verbs.js';
 
 // `mesh builder`: a process that can hold mesh-build-machine, in the foreground. It takes jobs from
 // the seat's queue until stopped; JSON logs on stdout.
 
-export const defineBuilder = (mesh: CommandUnknownOpts): void => {
-  verb(mesh, 'builder', {
-    summary: 'take build jobs as a holder of mesh-build-machine, in the foreground; JSON logs on stdout',
-    example: 'MESH_BUS_KEY=/var/lib/mesh/.mesh/builder/bus.key mesh builder --work /var/tmp/builds',
-    exits: [6],
-    json: false,
-  })
-    .option('--work <dir>', 'where builds are checked out and run')
-    .option('--heartbeat-ms <ms>', 'how often it tells the server a build is still going, from 100 to 30000 (default 5000)')
-    .option('--name <name>', 'the name it reports as')
-    .addOption(new Option('--json', 'its logs are JSON lines whatever is given').hideHelp())
-    .action(run(builderCommand));
-};
 
-const builderCommand = async (values: { work?: string; heartbeatMs?: string; name?: string }): Promise<number> => {
+export const builderCommand = async (values: { work?: string; heartbeatMs?: string; name?: string }): Promise<number> => {
   const config = loadConfig();
   // A builder is a module holding mesh-build-machine: it speaks as that module's bus user, whose
   // key its node hands it (MESH_BUS_KEY), never anonymously.

@@ -1,6 +1,4 @@
-import { Argument, type CommandUnknownOpts } from '@commander-js/extra-typings';
-import { output } from './output.js';
-import { run, verb } from './verbs.js';
+import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 
 // `mesh completion bash|zsh`: completion scripts written from the CLI's own definition, so a new
 // verb or flag completes as soon as it is declared. Each script holds the tree of verbs and their
@@ -89,18 +87,3 @@ if [[ "$funcstack[1]" == _mesh ]]; then _mesh "$@"; else compdef _mesh mesh; fi
 `;
 };
 
-export const defineCompletion = (mesh: CommandUnknownOpts): void => {
-  verb(mesh, 'completion', {
-    summary: 'print a shell completion script for mesh, written from its verbs and flags',
-    example: ['source <(mesh completion bash)', 'mesh completion zsh > "${fpath[1]}/_mesh"'],
-    exits: [],
-    json: false,
-  })
-    .addArgument(new Argument('<shell>', 'the shell it is for').choices(['bash', 'zsh'] as const))
-    .action(
-      run(async (shell: 'bash' | 'zsh') => {
-        output(false).line((shell === 'bash' ? bashCompletion : zshCompletion)(mesh).trimEnd());
-        return 0;
-      }),
-    );
-};

@@ -1,10 +1,8 @@
-import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { loadOperatorKey, signConsoleNonce } from '../adapters/operator-keys.js';
 import { loadConfig, type MeshConfig } from '../config.js';
 import { consoleChallengeSchema, consoleSessionAnswerSchema } from '../domain/operators/console-session.js';
 import { RefusedError, UnavailableError, ValidationError } from '../errors.js';
 import { output } from './output.js';
-import { group, run, verb } from './verbs.js';
 
 // mesh console open [--url URL]
 //
@@ -12,17 +10,6 @@ import { group, run, verb } from './verbs.js';
 // reason"). This verb asks the controller for a nonce, signs it with the operator's key, and
 // prints the address a browser opens once to hold the session; --json gives the token as well,
 // for an API client (`Authorization: Bearer TOKEN`).
-
-export const defineConsole = (mesh: CommandUnknownOpts): void => {
-  const consoleVerbs = group(mesh, 'console', "the mesh's console: pages and API served by the controller");
-  verb(consoleVerbs, 'open', {
-    summary: 'sign in to the console with your operator key; prints the address to open in a browser (good once, for a minute)',
-    example: ['mesh console open', 'mesh console open --url https://mesh.example.org:18080 --json'],
-    exits: [3, 6],
-  })
-    .option('--url <url>', "the controller's console (default: MESH_CONSOLE_URL, else MESH_HTTP_HOST and MESH_HTTP_PORT)")
-    .action(run(consoleOpen));
-};
 
 /** Where the console answers: --url, MESH_CONSOLE_URL, else the address the controller listens on (a wildcard read as loopback). */
 export const consoleUrl = (config: Pick<MeshConfig, 'httpHost' | 'httpPort'>, given: string | undefined, env: NodeJS.ProcessEnv = process.env): URL => {
@@ -64,7 +51,7 @@ const ask = async (url: URL, init: RequestInit, what: string): Promise<unknown> 
   throw new UnavailableError(`the console answered ${what} with ${response.status}: ${said}`, { url: url.origin, status: response.status });
 };
 
-const consoleOpen = async (values: { json?: true; url?: string }): Promise<number> => {
+export const consoleOpen = async (values: { json?: true; url?: string }): Promise<number> => {
   const out = output(values.json ?? false);
   const config = loadConfig();
   const base = consoleUrl(config, values.url);

@@ -56,8 +56,6 @@ import { schemasFromEnv } from '../projections/control.js';
 import { projectionsStatus } from '../projections/status.js';
 import { CatchUpTool } from '../controller/catch-up-tool.js';
 import { meshEventRegistry } from '../domain/registry.js';
-import { Option, type CommandUnknownOpts } from '@commander-js/extra-typings';
-import { run, verb } from './verbs.js';
 import { PrometheusMetrics } from '../adapters/prometheus-metrics.js';
 import { nodeStateOf } from '../controller/overview.js';
 import { readiness } from '../controller/readiness.js';
@@ -66,22 +64,11 @@ import { readyMaxLagFromEnv } from './readiness-settings.js';
 // `mesh controller`: the control plane's long-running process, in the foreground. Structured logs
 // (pino, JSON lines) go to stdout; `mesh dev up` runs it in the background with its log in a file.
 
-export const defineController = (mesh: CommandUnknownOpts): void => {
-  verb(mesh, 'controller', {
-    summary: 'run the control plane in the foreground; JSON logs on stdout (mesh dev up runs it for you)',
-    example: 'mesh controller --pid-file /run/mesh-controller.pid',
-    exits: [1, 6],
-    json: false,
-  })
-    .option('--pid-file <file>', 'written once it runs, removed when it stops')
-    .addOption(new Option('--json', 'its logs are JSON lines whatever is given').hideHelp())
-    .action(run(controllerCommand));
-};
 
 /** How long a controller that lost the writer lease may take to stop in order before it exits regardless. */
 const FAIL_STOP_WITHIN_MS = 5_000;
 
-const controllerCommand = async (values: { pidFile?: string }): Promise<number> => {
+export const controllerCommand = async (values: { pidFile?: string }): Promise<number> => {
   const pidFile = values.pidFile;
   const config = loadConfig();
   const snapshotSchedule = snapshotScheduleFromEnv();

@@ -2,19 +2,8 @@ import { devStackDir, loadConfig } from '../config.js';
 import { ValidationError } from '../errors.js';
 import { portFromEnv, recordedClusterSize, stackDown, stackPorts, stackStatus, stackUp, type StackStatus } from '../dev/stack.js';
 import { DEMO_NODES } from '../dev/demo.js';
-import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { group, run, verb } from './verbs.js';
 import { output, say } from './output.js';
 
-export const defineDev = (mesh: CommandUnknownOpts): void => {
-  const dev = group(mesh, 'dev', 'the local stack: NATS, PostgreSQL and the controller on loopback ports');
-  verb(dev, 'up', { summary: 'start the local stack (idempotent); with --demo, the demo\'s agents and modules too', example: ['mesh dev up', 'mesh dev up --demo', 'mesh dev up --cluster 3'], exits: [1, 2, 3, 6] })
-    .option('--demo', 'raise the demo mesh too, and wait until it does what it was told')
-    .option('--cluster <servers>', 'run the bus as a JetStream cluster of this many nats-servers on loopback (1 or 3; the stack keeps what it was first raised with)')
-    .action(run((values: { json?: true; demo?: true; cluster?: string }) => devCommand('up', values)));
-  verb(dev, 'down', { summary: 'stop what `mesh dev up` started; the data stays', example: 'mesh dev down', exits: [] }).action(run((values: { json?: true }) => devCommand('down', values)));
-  verb(dev, 'status', { summary: 'describe the stack and the log; exits 1 unless everything is up', example: 'mesh dev status --json', exits: [1] }).action(run((values: { json?: true }) => devCommand('status', values)));
-};
 
 const devCommand = async (sub: 'up' | 'down' | 'status', values: { json?: true; demo?: true; cluster?: string }): Promise<number> => {
   const out = output(values.json ?? false);
@@ -117,3 +106,7 @@ const printStatus = (status: StackStatus): void => {
   else if ('error' in status.log) line(`mesh log:    unavailable: ${status.log.error}`);
   else line(`mesh log:    stream ${status.log.stream}, ${status.log.messages} commits, seq ${status.log.firstSeq}–${status.log.lastSeq}, last at ${status.log.lastTime}`);
 };
+
+export const devUp = (values: { json?: true; demo?: true; cluster?: string }): Promise<number> => devCommand('up', values);
+export const devDown = (values: { json?: true }): Promise<number> => devCommand('down', values);
+export const devStatus = (values: { json?: true }): Promise<number> => devCommand('status', values);

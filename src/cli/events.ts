@@ -1,7 +1,5 @@
 import { describeDangling } from '../domain/bus/event-links.js';
 import { EVENT_LINK_PROJECTIONS, readEventLinks } from '../projections/mesh/event-links.js';
-import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { group, run, verb } from './verbs.js';
 import { output } from './output.js';
 import { atLeastFlag, withReads } from './reads.js';
 
@@ -9,14 +7,8 @@ import { atLeastFlag, withReads } from './reads.js';
 // emits (a finding, which `mesh status` counts against the mesh) and every emitted event nobody
 // consumes (listed, no fault). Read from the projections; a listing, so it exits 0 either way.
 
-export const defineEvents = (mesh: CommandUnknownOpts): void => {
-  const events = group(mesh, 'events', 'the events modules emit and consume, across the catalogue');
-  verb(events, 'dangling', { summary: 'consumed events no registered module emits (a fault), and emitted events nobody consumes', example: 'mesh events dangling', exits: [6, 7] })
-    .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
-    .action(run(danglingCommand));
-};
 
-const danglingCommand = (values: { json?: true; atLeast?: string }): Promise<number> => {
+export const danglingCommand = (values: { json?: true; atLeast?: string }): Promise<number> => {
   const out = output(values.json ?? false);
   return withReads(EVENT_LINK_PROJECTIONS, { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const links = await readEventLinks(session, session.config.subjectPrefix);

@@ -7,9 +7,7 @@ import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import type { StoredMeshEvent } from '../domain/registry.js';
 import { meshEventRegistry, type MeshEvent } from '../domain/registry.js';
-import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { NotFoundError, ValidationError } from '../errors.js';
-import { run, verb, WIDE_OPTION } from './verbs.js';
 import { logHeader, print, printPassed } from './log.js';
 import { output } from './output.js';
 import { withReads } from './reads.js';
@@ -90,16 +88,6 @@ const heldSeatOf = (event: StoredMeshEvent): string | undefined => (event.type =
 /** A seat's id (its first name) from any of its names, as the seats projection holds them. */
 const seatIdFromProjection = (name: string): Promise<string | undefined> => withReads(['seats'], {}, async (session) => (await findSeat(session, name))?.id);
 
-export const defineHistory = (mesh: CommandUnknownOpts): void => {
-  verb(mesh, 'history', {
-    summary: 'everything that happened to a node, module, seat, operator or assignment, with who and why',
-    example: ['mesh history alpha', 'mesh history node.alpha', 'mesh history seat.mesh-git', 'mesh history alpha/greeter'],
-    exits: [5, 6, 7],
-  })
-    .argument('<name>', 'a bare name (alpha), NODE/MODULE for an assignment, or an aggregate (node.alpha, seat.mesh-git)')
-    .option(...WIDE_OPTION)
-    .action(run(historyCommand));
-};
 
 /** The kinds of aggregate a bare name may name, in the order candidates are listed. */
 const NAMED_KINDS = ['node', 'module', 'seat', 'operator'] as const;
@@ -126,7 +114,7 @@ export const candidatesFor = async (log: EventLog<MeshEvent>, name: string, seat
   return found;
 };
 
-const historyCommand = async (name: string, values: { json?: true; output?: string }): Promise<number> => {
+export const historyCommand = async (name: string, values: { json?: true; output?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
   const config = loadConfig();
   const nc = await connectAsOperator(config, 'mesh-history');

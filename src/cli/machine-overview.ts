@@ -10,12 +10,15 @@ import type { ReadSession } from './reads.js';
 // crash-looping — read from the projections (the session has waited for them, OVERVIEW_PROJECTIONS),
 // NODES and the controller's node status. Nothing here reads the log.
 
-export const machineOverview = async ({ nc, db, view, config }: ReadSession): Promise<Overview & { unknown: string[] }> =>
-  overviewOfMesh({
-    mesh: await readOverviewMesh({ db, view }, config.subjectPrefix),
+export const machineOverview = async ({ nc, db, view, config }: ReadSession, only?: { node: string }): Promise<Overview & { unknown: string[] }> => {
+  const mesh = await readOverviewMesh({ db, view }, config.subjectPrefix);
+  // A node is judged from what it alone was told and said: for one node, only its NODES head is read.
+  return overviewOfMesh({
+    mesh: only ? { ...mesh, nodes: mesh.nodes.filter((node) => node.name === only.node) } : mesh,
     holds: [],
     publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix }),
     pool: db,
     statusSchema: statusSchemaFromEnv(),
     heartbeatThresholdMs: heartbeatThresholdMs(),
   });
+};

@@ -3,6 +3,7 @@ import { FOLDING_NODE_FLAGS } from '../projections/runtime.js';
 import { reportError } from './output.js';
 import { meshProgram, parseRefusal } from './program.js';
 import { exitCodeOf } from './verbs.js';
+import { asksVersion, printVersion } from './version.js';
 
 /** `mesh log | head`: once the reader has gone, there is no one left to print for. */
 const endQuietlyWhenTheReaderGoes = (): void => {
@@ -19,6 +20,13 @@ export const nodeFlagsFor = (argv: readonly string[]): readonly string[] =>
 export const main = async (argv: string[]): Promise<number> => {
   endQuietlyWhenTheReaderGoes();
   const json = argv.includes('--json');
+  if (asksVersion(argv)) {
+    try {
+      return printVersion(argv);
+    } catch (error) {
+      return reportError(error, json);
+    }
+  }
   const program = meshProgram();
   if (argv.length === 0) {
     program.outputHelp();

@@ -42,8 +42,8 @@ const commandIdFlag = (value: string): string => {
 /** A plan, as a command's answer: no sequence appended at, no events stored. */
 const planAnswer = (plan: MeshPlan): MeshAnswer => ({ summary: plan.summaries.join('; '), seq: plan.seq, duplicate: false, events: [], plan });
 
-/** `--plan` on a mutating verb (docs/decisions.md, "Plans"). */
-export const PLAN_OPTION = ['--plan', 'say what it would do to each node\'s declaration, and append nothing (exit 0: it would be carried out; 3: refused)'] as const;
+/** `--plan` on a mutating verb (docs/decisions.md, "Plans"); declared with the verbs, which load nothing else. */
+export { PLAN_OPTION } from './verbs.js';
 
 /** With `plan`, every command the session sends is planned instead of carried out. */
 export const withMesh = async <T>(work: (session: MeshSession) => Promise<T>, options: { plan?: boolean | undefined } = {}): Promise<T> => {

@@ -1,14 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { Argument, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { NotFoundError, ValidationError } from '../errors.js';
-import { ROLLOUT_POLICIES } from '../domain/builds/events.js';
-import { moduleDeploy, moduleKeep, moduleMoved, moduleRollout } from './build.js';
-import { withMesh, printResult, PLAN_OPTION } from './mesh-session.js';
+import { withMesh, printResult } from './mesh-session.js';
 import { output, reportError, table } from './output.js';
-import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { moduleNames, readCatalogue, readModule } from '../projections/mesh/modules.js';
-import { AT_OPTION, atFlag, withMeshAt } from './at.js';
+import { atFlag, withMeshAt } from './at.js';
 import { moduleShowAt } from './at-reads.js';
 
 // mesh module register <manifest.json> [--source SRC] | list | show NAME | moved NAME COMMIT | rollout NAME POLICY | keep NAME --reason TEXT | deploy NAME VERSION
@@ -35,55 +31,8 @@ const readManifest = (file: string): unknown => {
   }
 };
 
-export const defineModule = (mesh: CommandUnknownOpts): void => {
-  const module = group(mesh, 'module', 'the catalogue: modules, their definitions and what their new versions do');
-  verb(module, 'register', {
-    summary: 'register a module\'s definition (a new version when it changed); every problem refused at once',
-    example: ['mesh module register fixtures/modules/nats.json', 'mesh module register app.json --source mesh-git:ada/app@main', 'mesh module register app.json --plan'],
-    exits: [3, 4, 6],
-  })
-    .argument('<manifest...>', 'manifest files (JSON); several are registered in turn, each its own command')
-    .option('--source <url-or-seat>', 'where it is built from: a URL, or SEAT:OWNER/REPO[@REF] (one manifest only)')
-    .option('--path <dir>', 'the folder of the repository the module lives in (one manifest only; issue 132)')
-    .option('--command-id <id>', 'a retry with the same id acts once (one manifest only)')
-    .option(...PLAN_OPTION)
-    .action(run(moduleRegister));
-  verb(module, 'list', { summary: 'every module\'s newest definition', example: 'mesh module list', exits: [6, 7] })
-    .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
-    .option(...WIDE_OPTION)
-    .action(run(moduleList));
-  verb(module, 'show', { summary: 'one module\'s newest definition, in full', example: ['mesh module show nats --json', 'mesh module show nats --at 1200'], exits: [5, 6, 7] })
-    .argument('<name>', 'the module')
-    .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
-    .option(...AT_OPTION)
-    .action(run(moduleShow));
-  verb(module, 'moved', { summary: 'its repository and branch moved to COMMIT (what the mesh-git holder\'s pushed says)', example: 'mesh module moved app 3f2c1e9', exits: [3, 4, 5, 6] })
-    .argument('<module>', 'the module')
-    .argument('<commit>', 'the commit its branch is at now')
-    .option('--command-id <id>', 'a retry with the same id acts once')
-    .option(...PLAN_OPTION)
-    .action(run(moduleMoved));
-  verb(module, 'rollout', { summary: 'what a new version of it does to its nodes: roll-out, or record only', example: 'mesh module rollout app record', exits: [3, 4, 5, 6] })
-    .argument('<module>', 'the module')
-    .addArgument(new Argument('<policy>', 'roll-out or record').choices(ROLLOUT_POLICIES))
-    .option('--command-id <id>', 'a retry with the same id acts once')
-    .option(...PLAN_OPTION)
-    .action(run(moduleRollout));
-  verb(module, 'keep', { summary: 'what its nodes run is intended, though its source moved or its newest build failed', example: 'mesh module keep app --reason "v2 waits for the schema change"', exits: [3, 4, 5, 6] })
-    .argument('<module>', 'the module')
-    .requiredOption('--reason <text>', 'why what runs is kept')
-    .option('--command-id <id>', 'a retry with the same id acts once')
-    .option(...PLAN_OPTION)
-    .action(run(moduleKeep));
-  verb(module, 'deploy', { summary: 'roll out a version the mesh built and recorded (under the record policy)', example: ['mesh module deploy app sha256:3f2c1e9a04b7', 'mesh module deploy app sha256:3f2c1e9a04b7 --plan'], exits: [3, 4, 5, 6] })
-    .argument('<module>', 'the module')
-    .argument('<version>', 'the version\'s artifact digest, or a unique prefix of it, as mesh graph MODULE prints it')
-    .option('--command-id <id>', 'a retry with the same id acts once')
-    .option(...PLAN_OPTION)
-    .action(run(moduleDeploy));
-};
 
-const moduleRegister = (files: string[], values: { json?: true; source?: string; path?: string; commandId?: string; plan?: true }): Promise<number> => {
+export const moduleRegister = (files: string[], values: { json?: true; source?: string; path?: string; commandId?: string; plan?: true }): Promise<number> => {
   const out = output(values.json ?? false);
   if (files.length > 1 && (values.source || values.path || values.commandId)) {
     const field = values.source ? '--source' : values.path ? '--path' : '--command-id';
@@ -117,7 +66,7 @@ const moduleRegister = (files: string[], values: { json?: true; source?: string;
   }, { plan: values.plan });
 };
 
-const moduleList = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
+export const moduleList = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
   return withReads(['modules'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const rows = await readCatalogue(session);
@@ -127,7 +76,7 @@ const moduleList = (values: { json?: true; atLeast?: string; output?: string }):
   });
 };
 
-const moduleShow = (name: string, values: { json?: true; atLeast?: string; at?: string }): Promise<number> => {
+export const moduleShow = (name: string, values: { json?: true; atLeast?: string; at?: string }): Promise<number> => {
   const out = output(values.json ?? false);
   const at = atFlag(values.at);
   if (at) return withMeshAt(at, async (mesh) => moduleShowAt(out, mesh, name));

@@ -1,15 +1,9 @@
 import { machineOverview } from './machine-overview.js';
-import { AT_OPTION, atFlag, withMeshAt } from './at.js';
-import { nodeShowAt } from './at-reads.js';
+import { atFlag, withMeshAt } from './at.js';
 import { NotFoundError, RefusedError } from '../errors.js';
-import { newEnrolmentToken } from '../adapters/enrolment-tokens.js';
 import { TOKEN_TTL_MAX } from '../domain/nodes/token-limits.js';
 import { durationFlag } from './flags.js';
-import { printResult, runCommand, withMesh, PLAN_OPTION } from './mesh-session.js';
-import { drainAndRemove } from './node-remove.js';
 import { output, proseLine, table } from './output.js';
-import { group, run, verb, WIDE_OPTION } from './verbs.js';
-import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { atLeastFlag, withReads } from './reads.js';
 import { assignmentsOf } from '../projections/mesh/assignments.js';
 import { lastFactsOf } from '../projections/mesh/facts.js';
@@ -29,78 +23,27 @@ interface CommandFlags {
   plan?: true;
 }
 
-export const defineNode = (mesh: CommandUnknownOpts): void => {
-  const node = group(mesh, 'node', 'the machines of the mesh');
-  verb(node, 'add', { summary: 'add a machine to the mesh', example: ['mesh node add lab1', 'mesh node add lab1 --root /srv/mesh --address lab1.example'], exits: [3, 4, 6] })
-    .argument('<name>', 'the node: letters, digits and -')
-    .option('--root <path>', 'where its agent keeps what it runs (default /var/lib/mesh)')
-    .option('--address <host>', 'the host it is reached at')
-    .option('--command-id <id>', 'a retry with the same id acts once')
-    .option(...PLAN_OPTION)
-    .action(run(nodeAdd));
-  verb(node, 'list', { summary: 'every node, its root and what it is told to run', example: 'mesh node list', exits: [6, 7] })
-    .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
-    .option(...WIDE_OPTION)
-    .action(run(nodeList));
-  verb(node, 'show', { summary: 'one node: what it runs, the seats it holds, what it holds back and why, its last facts', example: ['mesh node show alpha --json', 'mesh node show alpha --at 2026-12-04T09:00:00Z'], exits: [5, 6, 7] })
-    .argument('<name>', 'the node')
-    .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
-    .option(...AT_OPTION)
-    .option(...WIDE_OPTION)
-    .action(run(nodeShow));
-  verb(node, 'cordon', { summary: 'the node takes no new assignment; what it runs keeps running', example: 'mesh node cordon lab1', exits: [3, 4, 5, 6] })
-    .argument('<name>', 'the node')
-    .option('--command-id <id>', 'a retry with the same id acts once')
-    .option(...PLAN_OPTION)
-    .action(run((name: string, values: CommandFlags) => runCommand(output(values.json ?? false), { type: 'cordon-node', node: name }, values.commandId, { plan: values.plan })));
-  verb(node, 'uncordon', { summary: 'the node takes new assignments again', example: 'mesh node uncordon lab1', exits: [3, 4, 5, 6] })
-    .argument('<name>', 'the node')
-    .option('--command-id <id>', 'a retry with the same id acts once')
-    .option(...PLAN_OPTION)
-    .action(run((name: string, values: CommandFlags) => runCommand(output(values.json ?? false), { type: 'uncordon-node', node: name }, values.commandId, { plan: values.plan })));
-  verb(node, 'domain', {
-    summary: "the DNS domain the node's public names are under: a route web of a module on it is web.DOMAIN; its modules' routes are granted their names again",
-    example: 'mesh node domain lab1 example.org',
-    exits: [3, 4, 5, 6],
-  })
-    .argument('<name>', 'the node')
-    .argument('<domain>', 'a DNS name in lower case, e.g. example.org')
-    .option('--command-id <id>', 'a retry with the same id acts once')
-    .option(...PLAN_OPTION)
-    .action(run((name: string, domain: string, values: CommandFlags) => runCommand(output(values.json ?? false), { type: 'set-node-domain', node: name, domain }, values.commandId, { plan: values.plan })));
-  verb(node, 'remove', {
-    summary: 'take a node out of the mesh: refused while modules are assigned to it, unless --drain unassigns each first; its bus identity and tokens are retired',
-    example: ['mesh node remove lab1', 'mesh node remove lab1 --drain', 'mesh node remove lab1 --drain --plan'],
-    exits: [3, 4, 5, 6],
-  })
-    .argument('<name>', 'the node')
-    .option('--drain', 'unassign every module on it first (each its own command and event), then remove it')
-    .option('--command-id <id>', 'a retry with the same id acts once (with --drain, each step is <id>.<step>)')
-    .option(...PLAN_OPTION)
-    .action(run(nodeRemove));
-  verb(node, 'token', { summary: 'an enrolment token for a node\'s agent, shown once', example: ['mesh node token --node lab1 --ttl 2h', 'MESH_ENROL_TOKEN=$(mesh node token --node lab1) mesh agent --node lab1'], exits: [3, 6] })
-    .option('--node <name>', 'the only node the token may join as (default: any)')
-    .option('--ttl <duration>', 'how long the token stays good, from 1s to 30d', '1h')
-    .option('--command-id <id>', 'a retry with the same id is refused: the secret was shown once')
-    .option(...PLAN_OPTION)
-    .action(run(nodeToken));
-};
 
-const nodeAdd = (name: string, values: CommandFlags & { root?: string; address?: string }): Promise<number> => {
+// A command's machinery (signing, the mesh's commands) is loaded by the commands alone: `mesh node
+// show` and `mesh node list` load none of it.
+const session = () => import('./mesh-session.js');
+
+export const nodeAdd = async (name: string, values: CommandFlags & { root?: string; address?: string }): Promise<number> => {
   const out = output(values.json ?? false);
+  const { printResult, withMesh } = await session();
   return withMesh(async ({ mesh, metadata }) =>
     printResult(out, await mesh.execute({ type: 'add-node', node: name, ...(values.root ? { root: values.root } : {}), ...(values.address ? { address: values.address } : {}) }, metadata(values.commandId))),
     { plan: values.plan },
   );
 };
 
-const nodeRemove = (name: string, values: CommandFlags & { drain?: true }): Promise<number> => {
+export const nodeRemove = async (name: string, values: CommandFlags & { drain?: true }): Promise<number> => {
   const out = output(values.json ?? false);
-  if (!values.drain) return runCommand(out, { type: 'remove-node', node: name }, values.commandId, { plan: values.plan });
-  return drainAndRemove(out, name, values.commandId, { plan: values.plan });
+  if (!values.drain) return (await session()).runCommand(out, { type: 'remove-node', node: name }, values.commandId, { plan: values.plan });
+  return (await import('./node-remove.js')).drainAndRemove(out, name, values.commandId, { plan: values.plan });
 };
 
-const nodeList = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
+export const nodeList = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
   return withReads(['nodes', 'assignments'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const rows = await readNodesWithModules(session, { assignments: true });
@@ -110,10 +53,10 @@ const nodeList = (values: { json?: true; atLeast?: string; output?: string }): P
   });
 };
 
-const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?: string; at?: string }): Promise<number> => {
+export const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?: string; at?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
   const at = atFlag(values.at);
-  if (at) return withMeshAt(at, async (mesh) => nodeShowAt(out, mesh, name));
+  if (at) return withMeshAt(at, async (mesh) => (await import('./at-reads.js')).nodeShowAt(out, mesh, name));
   return withReads([...new Set([...OVERVIEW_PROJECTIONS, 'facts', 'routes'])], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const node = await readNode(session, name);
     if (!node) {
@@ -146,7 +89,7 @@ const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?
       held: held.map(({ module, resource, kind, reason, since }) => ({ module, resource, kind, reason, since })),
       lastFacts: facts.map((f) => ({ seq: Number(f.seq), type: f.type, module: f.module, time: new Date(f.time).toISOString(), data: f.data })),
       // What the machine itself last said: heard when, running what, what is not as told.
-      machine: (await machineOverview(session)).nodes.find((m) => m.node === node.name) ?? null,
+      machine: (await machineOverview(session, { node: node.name })).nodes.find((m) => m.node === node.name) ?? null,
     };
     if (out.json) {
       out.data(shown);
@@ -175,8 +118,9 @@ const nodeShow = (name: string, values: { json?: true; atLeast?: string; output?
   });
 };
 
-const nodeToken = (values: CommandFlags & { node?: string; ttl: string }): Promise<number> => {
+export const nodeToken = async (values: CommandFlags & { node?: string; ttl: string }): Promise<number> => {
   const out = output(values.json ?? false);
+  const [{ printResult, withMesh }, { newEnrolmentToken }] = await Promise.all([session(), import('../adapters/enrolment-tokens.js')]);
   // The secret is shown here once; the log keeps only its hash, and the public half of the bus
   // identity it derives: the one user the server lets the joining machine in as.
   const { tokenId, token, verifier, publicKey } = newEnrolmentToken();
@@ -196,3 +140,10 @@ const nodeToken = (values: CommandFlags & { node?: string; ttl: string }): Promi
     return 0;
   }, { plan: values.plan });
 };
+
+export const nodeCordon = async (name: string, values: CommandFlags): Promise<number> => (await session()).runCommand(output(values.json ?? false), { type: 'cordon-node', node: name }, values.commandId, { plan: values.plan });
+
+export const nodeUncordon = async (name: string, values: CommandFlags): Promise<number> => (await session()).runCommand(output(values.json ?? false), { type: 'uncordon-node', node: name }, values.commandId, { plan: values.plan });
+
+export const nodeDomain = async (name: string, domain: string, values: CommandFlags): Promise<number> =>
+  (await session()).runCommand(output(values.json ?? false), { type: 'set-node-domain', node: name, domain }, values.commandId, { plan: values.plan });

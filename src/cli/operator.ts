@@ -2,10 +2,8 @@ import { join } from 'node:path';
 import { createOperatorKey } from '../adapters/operator-keys.js';
 import { ValidationError } from '../errors.js';
 import { devStackDir } from '../config.js';
-import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { printResult, withMesh, PLAN_OPTION } from './mesh-session.js';
+import { printResult, withMesh } from './mesh-session.js';
 import { output, table } from './output.js';
-import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { parseDuration } from '../domain/limits.js';
 import { COMMAND_WINDOW_BOUNDS } from '../domain/operators/command-window.js';
@@ -18,39 +16,7 @@ import { readOperators } from '../projections/mesh/operators.js';
 // command is good only within the mesh's window of the controller's clock (`window`, recorded in
 // the log: every controller judges by the same).
 
-export const defineOperator = (mesh: CommandUnknownOpts): void => {
-  const operator = group(mesh, 'operator', 'operators and the keys their commands are signed with');
-  verb(operator, 'key', { summary: 'make your signing key; prints its public half for an operator to add', example: 'mesh operator key grace', exits: [] })
-    .argument('<name>', 'your operator name')
-    .option('--out <file>', 'where the key file is written (default: the local stack\'s operators folder)')
-    .action(run(operatorKey));
-  verb(operator, 'add', { summary: 'let an operator sign commands with a public key', example: 'mesh operator add grace --key Pp3f…=', exits: [3, 4, 6] })
-    .argument('<name>', 'the operator')
-    .requiredOption('--key <public-key>', 'the public key `mesh operator key` printed')
-    .option('--command-id <id>', 'a retry with the same id acts once')
-    .option(...PLAN_OPTION)
-    .action(run(operatorAdd));
-  verb(operator, 'revoke', { summary: 'refuse an operator\'s commands from now on', example: 'mesh operator revoke grace', exits: [3, 4, 5, 6] })
-    .argument('<name>', 'the operator')
-    .option('--command-id <id>', 'a retry with the same id acts once')
-    .option(...PLAN_OPTION)
-    .action(run(operatorRevoke));
-  verb(operator, 'window', {
-    summary: 'how long a signed command stays good: the controller refuses one signed further from its clock, either way (5m until set)',
-    example: ['mesh operator window 10m', 'mesh operator window 90s --plan'],
-    exits: [3, 4, 6],
-  })
-    .argument('<duration>', `from ${COMMAND_WINDOW_BOUNDS.written}, e.g. 30s, 5m, 1h`)
-    .option('--command-id <id>', 'a retry with the same id acts once')
-    .option(...PLAN_OPTION)
-    .action(run(operatorWindow));
-  verb(operator, 'list', { summary: 'every operator, active or revoked, and its public key', example: 'mesh operator list', exits: [6, 7] })
-    .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
-    .option(...WIDE_OPTION)
-    .action(run(operatorList));
-};
-
-const operatorKey = async (name: string, values: { json?: true; out?: string }): Promise<number> => {
+export const operatorKey = async (name: string, values: { json?: true; out?: string }): Promise<number> => {
   const out = output(values.json ?? false);
   const file = values.out ?? join(devStackDir(), 'operators', `${name}.key`);
   const key = createOperatorKey(file, name);
@@ -62,13 +28,13 @@ const operatorKey = async (name: string, values: { json?: true; out?: string }):
   return 0;
 };
 
-const operatorAdd = (name: string, values: { json?: true; key: string; commandId?: string; plan?: true }): Promise<number> =>
+export const operatorAdd = (name: string, values: { json?: true; key: string; commandId?: string; plan?: true }): Promise<number> =>
   withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'add-operator', operator: name, publicKey: values.key }, metadata(values.commandId))), { plan: values.plan });
 
-const operatorRevoke = (name: string, values: { json?: true; commandId?: string; plan?: true }): Promise<number> =>
+export const operatorRevoke = (name: string, values: { json?: true; commandId?: string; plan?: true }): Promise<number> =>
   withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'revoke-operator', operator: name }, metadata(values.commandId))), { plan: values.plan });
 
-const operatorWindow = (duration: string, values: { json?: true; commandId?: string; plan?: true }): Promise<number> => {
+export const operatorWindow = (duration: string, values: { json?: true; commandId?: string; plan?: true }): Promise<number> => {
   const parsed = parseDuration(duration, { ms: COMMAND_WINDOW_BOUNDS.maxSeconds * 1000, written: '1h', why: 'a captured command would stay good too long' });
   const why = 'why' in parsed ? parsed.why : parsed.ms < COMMAND_WINDOW_BOUNDS.minSeconds * 1000 ? `"${duration}" is shorter than 30s, the least it may be: a command could lapse on its way` : undefined;
   if (why !== undefined || 'why' in parsed) throw new ValidationError(`the window ${why ?? ''}; give one from ${COMMAND_WINDOW_BOUNDS.written}`, { field: 'duration', value: duration });
@@ -76,7 +42,7 @@ const operatorWindow = (duration: string, values: { json?: true; commandId?: str
   return withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'set-command-window', seconds: ms / 1000 }, metadata(values.commandId))), { plan: values.plan });
 };
 
-const operatorList = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
+export const operatorList = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
   return withReads(['operators'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const operators = (await readOperators(session)).sort((a, b) => (a.operator < b.operator ? -1 : 1));

@@ -1,7 +1,6 @@
 import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
-import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { writeFileIfChanged } from '../agent/atomic-write.js';
 import { consumerSecretsFolderBeside } from '../domain/declarations/compose.js';
 import { credentialTag, inUsePath, tagLines } from '../domain/secrets/credential-tag.js';
@@ -10,7 +9,6 @@ import { initCluster, runServer } from '../modules/postgres/cluster.js';
 import { parsePgpass, signOnce } from '../modules/postgres/guestbook.js';
 import { ensureConsumerLogins, readConsumerCredentials, superuserAdmin, writeInForce } from '../modules/postgres/logins.js';
 import { durationFlag } from './flags.js';
-import { group, run, verb } from './verbs.js';
 
 // `mesh postgres …`: the programs the mesh's PostgreSQL modules run on their nodes (the provider's
 // prepare step, its server and its ensure step; a consumer that signs a guestbook), each in the
@@ -24,36 +22,6 @@ const portFlag = (value: string): number => {
   return port;
 };
 
-export const definePostgres = (mesh: CommandUnknownOpts): void => {
-  const postgres = group(mesh, 'postgres', "the programs of the mesh's PostgreSQL modules: the provider's cluster and logins, and a consumer");
-  verb(postgres, 'init', { summary: "the provider's prepare step: initdb in --data on first run, the superuser's password the secret in --superuser-file; a cluster already there is left as it is", example: 'mesh postgres init --data /srv/pg/data --superuser-file /srv/.mesh/pg/secrets/superuser', exits: [3, 6], json: false })
-    .requiredOption('--data <dir>', 'the data directory (the module directory requirement)')
-    .requiredOption('--superuser-file <file>', "the superuser's password, as the vault delivered it")
-    .action(run(async (values: { data: string; superuserFile: string }) => {
-      const logger = pino({ base: { component: 'postgres-init' } });
-      const { made } = initCluster(values);
-      logger.info({ data: values.data }, made ? 'made a PostgreSQL 15 cluster' : 'the data directory holds a cluster already; left as it is');
-      return 0;
-    }));
-  verb(postgres, 'server', { summary: 'runs PostgreSQL 15 in --data on --host:--port in the foreground (as the postgres user when run as root), exiting with it', example: 'mesh postgres server --data /srv/mesh/postgres/data --host 10.0.0.5 --port 5432', exits: [3, 6], json: false })
-    .requiredOption('--data <dir>', 'the data directory, made by mesh postgres init')
-    .requiredOption('--host <address>', 'the address it listens on')
-    .requiredOption('--port <port>', 'the port it listens on')
-    .action(run(async (values: { data: string; host: string; port: string }) => runServer({ data: values.data, host: values.host, port: portFlag(values.port) })));
-  verb(postgres, 'logins', { summary: "the provider's ensure step: for each consumer secret delivered beside --superuser-file, its database, the group role that owns it, and a login per credential; again every --every", example: 'mesh postgres logins --host 10.0.0.5 --port 5432 --superuser-file /srv/.mesh/pg/secrets/superuser', exits: [6], json: false })
-    .requiredOption('--host <address>', "the server's address")
-    .requiredOption('--port <port>', "the server's port")
-    .requiredOption('--superuser-file <file>', "the superuser's password, as the vault delivered it")
-    .option('--consumers <dir>', 'where the consumer secrets are (default: the consumers folder beside --superuser-file, where the mesh places them)')
-    .option('--every <duration>', 'how often it looks again', '1s')
-    .option('--once', 'one pass, then exit (6 when the server did not answer)')
-    .action(run(postgresLogins));
-  verb(postgres, 'sign', { summary: "a consumer: logs in with the login in --pgpass, signs a guestbook in its database and reads how many have, every --every; exits when it cannot for --patience", example: 'mesh postgres sign --pgpass /srv/mesh/guestbook/data/pgpass', exits: [6], json: false })
-    .requiredOption('--pgpass <file>', 'host:port:database:user:password, as libpq reads it')
-    .option('--every <duration>', 'how often it signs', '5s')
-    .option('--patience <duration>', 'how long it tries again, once a second, before it exits saying why', '30s')
-    .action(run(postgresSign));
-};
 
 const untilStopped = (): { stopped: () => boolean; sleep: (ms: number) => Promise<void> } => {
   let stopped = false;
@@ -77,7 +45,7 @@ const untilStopped = (): { stopped: () => boolean; sleep: (ms: number) => Promis
   };
 };
 
-const postgresLogins = async (values: { host: string; port: string; superuserFile: string; consumers?: string; every: string; once?: true }): Promise<number> => {
+export const postgresLogins = async (values: { host: string; port: string; superuserFile: string; consumers?: string; every: string; once?: true }): Promise<number> => {
   const logger = pino({ base: { component: 'postgres-logins' } });
   const every = durationFlag('--every', values.every, EVERY_MAX);
   const folder = values.consumers ?? consumersFolderOf(values.superuserFile);
@@ -108,7 +76,7 @@ const postgresLogins = async (values: { host: string; port: string; superuserFil
 
 const consumersFolderOf = (superuserFile: string): string => consumerSecretsFolderBeside(superuserFile);
 
-const postgresSign = async (values: { pgpass: string; every: string; patience: string }): Promise<number> => {
+export const postgresSign = async (values: { pgpass: string; every: string; patience: string }): Promise<number> => {
   const logger = pino({ base: { component: 'guestbook' } });
   const every = durationFlag('--every', values.every, EVERY_MAX);
   const patience = durationFlag('--patience', values.patience, EVERY_MAX);
@@ -141,3 +109,12 @@ const postgresSign = async (values: { pgpass: string; every: string; patience: s
   }
   return 0;
 };
+
+export const postgresInit = async (values: { data: string; superuserFile: string }): Promise<number> => {
+  const logger = pino({ base: { component: 'postgres-init' } });
+  const { made } = initCluster(values);
+  logger.info({ data: values.data }, made ? 'made a PostgreSQL 15 cluster' : 'the data directory holds a cluster already; left as it is');
+  return 0;
+};
+
+export const postgresServer = async (values: { data: string; host: string; port: string }): Promise<number> => runServer({ data: values.data, host: values.host, port: portFlag(values.port) });

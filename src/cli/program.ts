@@ -1,30 +1,31 @@
 import { Command, type CommanderError, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { ValidationError } from '../errors.js';
-import { defineAgent } from './agent.js';
-import { defineAssign } from './assign.js';
-import { defineAudit } from './audit.js';
-import { defineBuilds } from './build.js';
-import { defineBuilder } from './builder.js';
-import { defineCompletion } from './completion.js';
-import { defineConsole } from './console.js';
-import { defineController } from './controller.js';
-import { defineDev } from './dev.js';
-import { defineEvents } from './events.js';
-import { defineHistory } from './history.js';
-import { defineLog } from './log.js';
-import { defineModule } from './module.js';
-import { defineNode } from './node.js';
-import { defineOperator } from './operator.js';
+import { defineAgent } from './define/agent.js';
+import { defineAssign } from './define/assign.js';
+import { defineAudit } from './define/audit.js';
+import { defineBuilds } from './define/build.js';
+import { defineBuilder } from './define/builder.js';
+import { defineCompletion } from './define/completion.js';
+import { defineConsole } from './define/console.js';
+import { defineController } from './define/controller.js';
+import { defineDev } from './define/dev.js';
+import { defineEvents } from './define/events.js';
+import { defineHistory } from './define/history.js';
+import { defineLog } from './define/log.js';
+import { defineModule } from './define/module.js';
+import { defineNode } from './define/node.js';
+import { defineOperator } from './define/operator.js';
 import { TABLE_WIDTH } from './output.js';
-import { defineProjections } from './projections.js';
-import { defineSeats } from './seats.js';
-import { defineTrust } from './trust.js';
-import { defineStatus } from './status.js';
-import { defineSecret } from './secret.js';
-import { defineVault } from './vault.js';
-import { definePostgres } from './postgres.js';
-import { defineProxy } from './proxy.js';
+import { defineProjections } from './define/projections.js';
+import { defineSeats } from './define/seats.js';
+import { defineTrust } from './define/trust.js';
+import { defineStatus } from './define/status.js';
+import { defineSecret } from './define/secret.js';
+import { defineVault } from './define/vault.js';
+import { definePostgres } from './define/postgres.js';
+import { defineProxy } from './define/proxy.js';
 import { helpFooter, verbsOf } from './verbs.js';
+import { VERSION_FLAGS } from './version.js';
 
 // The CLI's definition: every verb, its flags, its help. One program per run (commander keeps
 // what it parsed on it).
@@ -92,14 +93,16 @@ export const meshProgram = (): Command => {
     // Errors are reported once, by main, with the exit code and --json shape every refusal has.
     .configureOutput({ outputError: () => undefined })
     .showSuggestionAfterError(true)
-    .configureHelp({ helpWidth: TABLE_WIDTH });
+    .configureHelp({ helpWidth: TABLE_WIDTH })
+    // Answered by main before the program parses (src/cli/version.ts); declared for the completion scripts.
+    .option(`${VERSION_FLAGS[1]}, ${VERSION_FLAGS[0]}`, 'the version, and the digest of the code that folds the log (with --json: both fields)');
   for (const define of [defineDev, defineLog, defineHistory, defineOperator, defineAudit, defineModule, defineEvents, defineSeats, defineTrust, defineStatus, defineNode, defineAssign, defineBuilds, defineBuilder, defineVault, defineSecret, definePostgres, defineProxy, defineConsole, defineController, defineAgent, defineProjections, defineCompletion]) {
     define(program);
   }
   // `mesh --help` lists every verb and sub-verb, not only the first words.
   program.configureHelp({
     helpWidth: TABLE_WIDTH,
-    formatHelp: (command, helper) => `Usage: ${helper.commandUsage(command)}\n\n${helper.commandDescription(command)}\n\nOptions:\n  -h, --help  this help\n\nVerbs:\n${verbList(program)}\n`,
+    formatHelp: (command, helper) => `Usage: ${helper.commandUsage(command)}\n\n${helper.commandDescription(command)}\n\nOptions:\n  -h, --help     this help\n  -V, --version  the version, and the digest of the code that folds the log\n\nVerbs:\n${verbList(program)}\n`,
   });
   program.addHelpText('after', () => `\n${ENVIRONMENT}\n${helpFooter({ example: ['mesh status', 'mesh node show alpha', 'mesh help assign'], exits: [1, 3, 4, 5, 6, 7] })}`);
   return program;

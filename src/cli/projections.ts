@@ -17,8 +17,6 @@ import { terminalProgress } from '../projections/progress.js';
 import { connectClient } from '../projections/projector.js';
 import { BuildRunner, runnerSettingsFromEnv } from '../projections/runner.js';
 import { allHealthy, projectionsStatus, type BuildState } from '../projections/status.js';
-import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import { isConnectionFailure } from '../projections/sql.js';
 import { storeUnreachable } from './store-unreachable.js';
 import { output, say, table, type Output, proseLine } from './output.js';
@@ -26,19 +24,6 @@ import { output, say, table, type Output, proseLine } from './output.js';
 // `mesh projections status|rebuild`: how far each projection is behind the log, and a forced
 // blue/green rebuild of one or more, in turn.
 
-export const defineProjections = (mesh: CommandUnknownOpts): void => {
-  const projections = group(mesh, 'projections', 'the tables the log is folded into, for reads');
-  verb(projections, 'status', { summary: 'each projection\'s version, checkpoint, lag and stall; exits 1 unless all serve, caught up', example: 'mesh projections status', exits: [1, 6] })
-    .option(...WIDE_OPTION)
-    .action(run((values: { json?: true; output?: string }) => projectionsCommand('status', [], values)));
-  verb(projections, 'rebuild', {
-    summary: 'force a blue/green rebuild of projections from seq 1, one after another; each current build serves until its new one has caught up',
-    example: 'mesh projections rebuild audit nodes',
-    exits: [5, 6, 7],
-  })
-    .argument('<names...>', `the projections, of: ${meshProjections().map((p) => p.name).join(', ')}`)
-    .action(run((names: string[], values: { json?: true }) => projectionsCommand('rebuild', names, values)));
-};
 
 const projectionsCommand = async (sub: 'status' | 'rebuild', names: readonly string[], values: { json?: true; output?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
@@ -161,3 +146,6 @@ const printStatus = (out: Output, states: readonly BuildState[]): void => {
   if (problems.length > 0) out.line('problems:');
   for (const problem of problems) proseLine(out, `  ${problem}`);
 };
+
+export const projectionsStatusVerb = (values: { json?: true; output?: string }): Promise<number> => projectionsCommand('status', [], values);
+export const projectionsRebuildVerb = (names: string[], values: { json?: true }): Promise<number> => projectionsCommand('rebuild', names, values);

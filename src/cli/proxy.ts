@@ -1,12 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { pino } from 'pino';
-import { Option, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { loadConfig } from '../config.js';
 import { moduleBusIdentitySchema, type ModuleBusIdentity } from '../domain/bus/module-identity.js';
 import { ValidationError } from '../errors.js';
 import { routesFileBeside } from '../modules/proxy/routes-file.js';
 import { runProxy } from '../modules/proxy/serve.js';
-import { group, run, verb } from './verbs.js';
 
 // `mesh proxy serve`: the holder of mesh-proxy, in the foreground (the local-proxy module runs it
 // on its node). It speaks on the bus as that module (MESH_BUS_KEY: the identity file its node
@@ -34,22 +32,8 @@ const moduleIdentity = (file: string | undefined): ModuleBusIdentity => {
   return identity.data;
 };
 
-export const defineProxy = (mesh: CommandUnknownOpts): void => {
-  const proxy = group(mesh, 'proxy', 'the program of the mesh\'s proxy module: hands back public names and serves HTTP from the routes file');
-  verb(proxy, 'serve', {
-    summary: 'as the holder of mesh-proxy: hand back each public name the routes file asks for, and serve HTTP on --host:--port by its entries (forward, refuse, redirect, authenticate); in the foreground, JSON logs on stdout',
-    example: 'MESH_BUS_KEY=/srv/.mesh/local-proxy/bus-identity.json mesh proxy serve --host 10.0.0.5 --port 80',
-    exits: [6],
-    json: false,
-  })
-    .requiredOption('--port <port>', 'the port it serves HTTP on (the module\'s http-port)')
-    .option('--host <address>', 'the address it listens on', '0.0.0.0')
-    .option('--routes <file>', 'the routes file (default: the one the mesh writes beside MESH_BUS_KEY, routes/routes.json)')
-    .addOption(new Option('--json', 'its logs are JSON lines whatever is given').hideHelp())
-    .action(run(proxyServe));
-};
 
-const proxyServe = async (values: { port: string; host: string; routes?: string }): Promise<number> => {
+export const proxyServe = async (values: { port: string; host: string; routes?: string }): Promise<number> => {
   const port = portFlag(values.port);
   const file = process.env.MESH_BUS_KEY;
   const identity = moduleIdentity(file);

@@ -2,12 +2,11 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import pg from 'pg';
 import { connectAsOperator } from './bus-connection.js';
 import { heldError } from '../adapters/eventlog/chain-reader.js';
-import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
+import type { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { verifyLogStream } from '../adapters/eventlog/log-stream.js';
 import { loadConfig, type MeshConfig } from '../config.js';
 import { databaseUrlFor, withoutPassword } from '../adapters/database-logins.js';
 import { parseSequence } from '../domain/limits.js';
-import { meshEventRegistry } from '../domain/registry.js';
 import { CorruptEventError, UnavailableError, ValidationError } from '../errors.js';
 import { schemasFromEnv, stalledSequences, type ProjectorSchemas } from '../projections/control.js';
 import { ReadBarrier } from '../projections/read-barrier.js';
@@ -41,8 +40,11 @@ export const atLeastFlag = (value: string | undefined): number | undefined => {
  * A projection stalled at a commit the log holds readers at is not behind, it is held: waiting for
  * it would only time out. The commit is judged by the log itself (one voided since is not).
  */
-const heldProjection = async (db: pg.Pool, schemas: ProjectorSchemas, projections: readonly string[], seq: number, log: JetStreamEventLog): Promise<CorruptEventError | undefined> => {
+const heldProjection = async (db: pg.Pool, schemas: ProjectorSchemas, projections: readonly string[], seq: number, openLog: () => Promise<JetStreamEventLog>): Promise<CorruptEventError | undefined> => {
   const stalled = await stalledSequences(db, schemas, projections, seq).catch(() => [] as number[]);
+  // The log (and every event's schema, to read it) is loaded only when a projection is stalled.
+  if (stalled.length === 0) return undefined;
+  const log = await openLog();
   for (const at of stalled) {
     const found = await log.inspect(at);
     if (found.exists && found.problem !== null && !found.voided) return heldError(at, found.aggregate, found.problem);
@@ -78,23 +80,42 @@ export const withReads = async <T>(
   const timeoutMs = readTimeoutMs();
   // Reads log in as the reader: it may read the projections and node status, and change nothing.
   const databaseUrl = databaseUrlFor('reader', config);
-  const nc = await connectAsOperator(config, 'mesh-cli-read');
   const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   db.on('error', () => undefined);
-  let barrier: ReadBarrier | undefined;
+  // PostgreSQL logs the reader in while the bus connects and the log is looked at: the two are
+  // apart until a read needs both. Its failure is judged after the bus's, as it always was.
+  const opening = ReadBarrier.open(databaseUrl, db, schemas).then(
+    (opened) => ({ opened }),
+    (cause: unknown) => ({ cause }),
+  );
+  let nc: NatsConnection;
+  try {
+    nc = await connectAsOperator(config, 'mesh-cli-read');
+  } catch (error) {
+    await opening;
+    await db.end().catch(() => undefined);
+    throw error;
+  }
   try {
     const settings = { stream: config.logStream, subjectPrefix: config.logSubjectPrefix };
     const jsm = await jetstreamManager(nc);
-    await verifyLogStream(jsm, settings, config.natsUrl);
-    const seq = options.atLeast ?? (await jsm.streams.info(config.logStream)).state.last_seq;
-    barrier = await ReadBarrier.open(databaseUrl, db, schemas).catch(async (cause: unknown) => {
+    const logInfo = await verifyLogStream(jsm, settings, config.natsUrl);
+    const seq = options.atLeast ?? logInfo.state.last_seq;
+    const opened = await opening;
+    if ('cause' in opened) {
+      const { cause } = opened;
       if (isConnectionFailure(cause)) throw await storeUnreachable(nc, config, databaseUrl, cause);
       const url = withoutPassword(databaseUrl);
       throw new UnavailableError(`cannot use PostgreSQL at ${url}: ${(cause as Error).message}. Is the stack up? Run \`npx mesh dev up\`, or set MESH_DATABASE_URL.`, { url }, { cause });
-    });
+    }
+    const barrier = opened.opened;
     let behind: UnavailableError | undefined;
     try {
-      const held = await heldProjection(db, schemas, projections, seq, new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry() }));
+      const openLog = async (): Promise<JetStreamEventLog> => {
+        const [{ JetStreamEventLog: Log }, { meshEventRegistry }] = await Promise.all([import('../adapters/eventlog/jetstream-log.js'), import('../domain/registry.js')]);
+        return new Log(nc, { ...settings, registry: meshEventRegistry() });
+      };
+      const held = await heldProjection(db, schemas, projections, seq, openLog);
       if (held) {
         // Refused at once (exit 7), naming the commit; the overview reads what it can and says so.
         if (!options.readBehind) throw held;
@@ -126,7 +147,9 @@ export const withReads = async <T>(
       );
     }
   } finally {
-    await barrier?.close().catch(() => undefined);
+    // Closed whether or not a read came to use it.
+    const opened = await opening;
+    if ('opened' in opened) await opened.opened.close().catch(() => undefined);
     await db.end().catch(() => undefined);
     await nc.close();
   }

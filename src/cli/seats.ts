@@ -1,13 +1,10 @@
 import { ValidationError } from '../errors.js';
 import type { AssignmentRef } from '../domain/seats/events.js';
-import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { printResult, withMesh, PLAN_OPTION } from './mesh-session.js';
 import { output, table, type Output } from './output.js';
-import { group, run, verb, WIDE_OPTION } from './verbs.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { findSeat, holderAt, readHoldings, readSeatSet, type SeatRead } from '../projections/mesh/seats.js';
-import { AT_OPTION, asOfData, asOfLine, atFlag, withMeshAt, type AsOf } from './at.js';
-import { holdingsAt, nodesAt, seatSetAt, type HoldingRead } from './at-reads.js';
+import { asOfData, asOfLine, atFlag, withMeshAt, type AsOf } from './at.js';
+import type { HoldingRead } from './at-reads.js';
 import { nodeNames } from '../projections/mesh/nodes.js';
 
 // mesh seats | mesh seat handover SEAT --to NODE/MODULE [--from NODE/MODULE|none] | mesh seat rename SEAT NEW
@@ -29,36 +26,16 @@ const currentHolder = (seat: string, node: string): Promise<AssignmentRef | null
     return found ? ((await holderAt(session, found.id, found.scope === 'mesh' ? 'mesh' : node)) ?? null) : null;
   });
 
-export const defineSeats = (mesh: CommandUnknownOpts): void => {
-  verb(mesh, 'seats', { summary: 'every seat: its scope, what it delivers, who declared it, its holder', example: ['mesh seats', 'mesh seats --json', 'mesh seats --at 1200'], exits: [6, 7] })
-    .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
-    .option(...AT_OPTION)
-    .option(...WIDE_OPTION)
-    .action(run(seatsCommand));
-  const seat = group(mesh, 'seat', 'one seat: hand it over, rename it');
-  verb(seat, 'handover', {
-    summary: 'move a seat to another holder in one event; refused if it moved since you looked',
-    example: ['mesh seat handover mesh-git --to lab1/forge', 'mesh seat handover mesh-git --to lab1/forge --from novox/gitea', 'mesh seat handover mesh-git --to lab1/forge --plan'],
-    exits: [3, 4, 5, 6],
-  })
-    .argument('<seat>', 'the seat, by any of its names')
-    .requiredOption('--to <node/module>', 'the assignment that takes it')
-    .option('--from <node/module|none>', 'the holder you hand it over from (default: its holder now)')
-    .option('--command-id <id>', 'a retry with the same id acts once')
-    .option(...PLAN_OPTION)
-    .action(run(seatHandover));
-  verb(seat, 'rename', { summary: 'rename a seat; the old name keeps resolving', example: 'mesh seat rename mesh-git mesh-forge', exits: [3, 4, 5, 6] })
-    .argument('<seat>', 'the seat, by any of its names')
-    .argument('<new-name>', 'the name it goes by from now on')
-    .option('--command-id <id>', 'a retry with the same id acts once')
-    .option(...PLAN_OPTION)
-    .action(run(seatRename));
-};
 
-const seatsCommand = (values: { json?: true; atLeast?: string; output?: string; at?: string }): Promise<number> => {
+export const seatsCommand = (values: { json?: true; atLeast?: string; output?: string; at?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
   const at = atFlag(values.at);
-  if (at) return withMeshAt(at, async (mesh) => printSeats(out, seatSetAt(mesh.state), holdingsAt(mesh.state), nodesAt(mesh.state), mesh));
+  if (at) {
+    return withMeshAt(at, async (mesh) => {
+      const { holdingsAt, nodesAt, seatSetAt } = await import('./at-reads.js');
+      return printSeats(out, seatSetAt(mesh.state), holdingsAt(mesh.state), nodesAt(mesh.state), mesh);
+    });
+  }
   return withReads(['seats', 'nodes'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => printSeats(out, await readSeatSet(session), await readHoldings(session), await nodeNames(session)));
 };
 
@@ -97,13 +74,17 @@ const printSeats = (out: Output, seatSet: readonly SeatRead[], holdings: readonl
   return 0;
 };
 
-const seatHandover = async (seat: string, values: { json?: true; to: string; from?: string; commandId?: string; plan?: true }): Promise<number> => {
+export const seatHandover = async (seat: string, values: { json?: true; to: string; from?: string; commandId?: string; plan?: true }): Promise<number> => {
   const out = output(values.json ?? false);
   const to = assignmentRefFlag('--to', values.to);
   // The holder this operator is handing over from: given, or as the mesh is now.
   const expectedHolder = values.from !== undefined ? (values.from === 'none' ? null : assignmentRefFlag('--from', values.from)) : await currentHolder(seat, to.node);
+  // A command's machinery is loaded by the commands alone, not by `mesh seats`.
+  const { printResult, withMesh } = await import('./mesh-session.js');
   return withMesh(async ({ mesh, metadata }) => printResult(out, await mesh.execute({ type: 'hand-over-seat', seat, to, expectedHolder }, metadata(values.commandId))), { plan: values.plan });
 };
 
-const seatRename = (seat: string, newName: string, values: { json?: true; commandId?: string; plan?: true }): Promise<number> =>
-  withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'rename-seat', seat, to: newName }, metadata(values.commandId))), { plan: values.plan });
+export const seatRename = async (seat: string, newName: string, values: { json?: true; commandId?: string; plan?: true }): Promise<number> => {
+  const { printResult, withMesh } = await import('./mesh-session.js');
+  return withMesh(async ({ mesh, metadata }) => printResult(output(values.json ?? false), await mesh.execute({ type: 'rename-seat', seat, to: newName }, metadata(values.commandId))), { plan: values.plan });
+};

@@ -1,12 +1,10 @@
-import type { CommandUnknownOpts } from '@commander-js/extra-typings';
 import { loadOperatorKey } from '../adapters/operator-keys.js';
 import { loadConfig } from '../config.js';
 import { openGenesisSecret, operatorRecipient } from '../controller/genesis-secrets.js';
 import { readSecrets, type SecretRead, type SecretRotationRead } from '../projections/mesh/secrets.js';
-import { PLAN_OPTION, runCommand } from './mesh-session.js';
+import { runCommand } from './mesh-session.js';
 import { output, table } from './output.js';
 import { atLeastFlag, withReads } from './reads.js';
-import { group, run, verb, WIDE_OPTION } from './verbs.js';
 
 // mesh secret status: the secrets the log names — never a value — each with its version, the
 // nodes the vault hands it to, and its rotation: the step it is at and whom it waits on; the mesh's
@@ -16,43 +14,8 @@ import { group, run, verb, WIDE_OPTION } from './verbs.js';
 // mesh secret unseal NAME: one of the mesh's own, opened from the genesis file with the operator's
 // own key — the way back to the PostgreSQL roles' passwords when the controller's key is lost.
 
-export const defineSecret = (mesh: CommandUnknownOpts): void => {
-  const secret = group(mesh, 'secret', 'the secrets the mesh names (their values stay in the vault)');
-  verb(secret, 'status', { summary: 'every secret the log names: its version, the nodes it goes to, what it is for', example: 'mesh secret status', exits: [6, 7] })
-    .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
-    .option(...WIDE_OPTION)
-    .action(run(secretStatus));
-  verb(secret, 'rotate', {
-    summary: 'a new value for a secret, over two credentials: nobody is without a working one; --abandon gives a rotation up',
-    example: ['mesh secret rotate postgres-database/beta-gitea', 'mesh secret rotate postgres-database/beta-gitea --abandon'],
-    exits: [3, 4, 5, 6],
-  })
-    .argument('<name>', 'the secret, as mesh secret status names it')
-    .option('--abandon', 'give up the rotation under way: the old value stays current, the new one is never used again (once readers were given it, they go back first; abandoning again ends it at once)')
-    .option('--reason <text>', 'why it is abandoned (with --abandon)')
-    .option('--command-id <id>', 'a retry with the same id acts once')
-    .option(...PLAN_OPTION)
-    .action(
-      run((name: string, values: { json?: true; commandId?: string; plan?: true; abandon?: true; reason?: string }) =>
-        runCommand(
-          output(values.json ?? false),
-          values.abandon ? { type: 'abandon-secret-rotation', secret: name, reason: values.reason ?? 'abandoned by an operator' } : { type: 'rotate-secret', secret: name },
-          values.commandId,
-          { plan: values.plan },
-        ),
-      ),
-    );
-  verb(secret, 'unseal', {
-    summary: "one of the mesh's own secrets, opened from the genesis file with your operator key and printed: the way back when the controller's key is lost",
-    example: 'mesh secret unseal mesh/postgres-admin > admin.password',
-    exits: [3, 5],
-  })
-    .argument('<name>', "the secret, as mesh secret status names it (mesh/…)")
-    .option('--file <file>', 'the genesis secrets file (default: MESH_GENESIS_SECRETS, else .mesh/dev/genesis-secrets.json)')
-    .action(run(unseal));
-};
 
-const unseal = (name: string, values: { json?: true; file?: string }): Promise<number> => {
+export const unseal = (name: string, values: { json?: true; file?: string }): Promise<number> => {
   const out = output(values.json ?? false);
   const config = loadConfig();
   const key = loadOperatorKey(config.operatorKeyFile);
@@ -62,7 +25,7 @@ const unseal = (name: string, values: { json?: true; file?: string }): Promise<n
   return Promise.resolve(0);
 };
 
-const secretStatus = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
+export const secretStatus = (values: { json?: true; atLeast?: string; output?: string }): Promise<number> => {
   const out = output(values.json ?? false, values.output);
   return withReads(['secrets'], { atLeast: atLeastFlag(values.atLeast) }, async (session) => {
     const secrets = await readSecrets(session);
@@ -90,3 +53,11 @@ const rotationText = (rotation: SecretRotationRead | null): string => {
   const who = rotation.waitsOn === 'vault' ? 'the vault' : rotation.waitsOn.map((p) => `${p.node}/${p.module}`).join(', ');
   return `${rotation.step} v${rotation.version}, waits on ${who}`;
 };
+
+export const secretRotate = (name: string, values: { json?: true; commandId?: string; plan?: true; abandon?: true; reason?: string }): Promise<number> =>
+  runCommand(
+    output(values.json ?? false),
+    values.abandon ? { type: 'abandon-secret-rotation', secret: name, reason: values.reason ?? 'abandoned by an operator' } : { type: 'rotate-secret', secret: name },
+    values.commandId,
+    { plan: values.plan },
+  );

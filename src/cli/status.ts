@@ -9,14 +9,11 @@ import { readNodesWithModules } from '../projections/mesh/nodes.js';
 import { notKnownFromProjections, OVERVIEW_PROJECTIONS } from '../projections/mesh/overview.js';
 import { unheldMeshSeats } from '../projections/mesh/seats.js';
 import { allHealthy, projectionsStatus, type BuildState } from '../projections/status.js';
-import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { run, verb, WIDE_OPTION } from './verbs.js';
 import { output, proseLine, say, table, type Output } from './output.js';
 import { durationFlag } from './flags.js';
 import { atLeastFlag, withReads } from './reads.js';
 import { machineOverview } from './machine-overview.js';
-import { AT_OPTION, atFlag, withMeshAt } from './at.js';
-import { statusAt } from './at-reads.js';
+import { atFlag, withMeshAt } from './at.js';
 import { ValidationError } from '../errors.js';
 
 // `mesh status`: the overview. What each projection has folded, each node and what it is told to
@@ -43,18 +40,6 @@ const describeProjection = (s: BuildState): string => {
   return `${s.projection.padEnd(12)} ${(s.notMoving ? 'NOT MOVING' : s.status).padEnd(9)} ${version.padEnd(6)} at seq ${s.checkpoint} of ${s.headSeq}, ${lag}${stall}${moving}`;
 };
 
-export const defineStatus = (mesh: CommandUnknownOpts): void => {
-  verb(mesh, 'status', {
-    summary: 'the overview: projections, nodes and what they run, machines, unheld seats, refusals, what is not known',
-    example: ['mesh status', 'mesh status --json', 'mesh status --wait 60s', 'mesh status --at 1200', 'mesh status --at 2026-12-04T09:00:00Z'],
-    exits: [1, 6],
-  })
-    .option('--at-least <seq>', 'wait until the projections have reached this log sequence')
-    .option(...AT_OPTION)
-    .option('--wait <duration>', 'ask again until the mesh does what it was told, up to this long (e.g. 60s); then print the overview')
-    .option(...WIDE_OPTION)
-    .action(run(statusCommand));
-};
 
 /** The longest `--wait`: past that, something is wrong that waiting will not mend. */
 const WAIT_MAX = { ms: 30 * 60_000, written: '30m', why: 'a mesh that is not doing what it was told after that is stuck, and the overview says why' } as const;
@@ -67,12 +52,12 @@ interface StatusFlags {
   at?: string;
 }
 
-const statusCommand = async (values: StatusFlags): Promise<number> => {
+export const statusCommand = async (values: StatusFlags): Promise<number> => {
   const out = output(values.json ?? false, values.output);
   const at = atFlag(values.at);
   if (at) {
     if (values.wait !== undefined) throw new ValidationError('--at asks about the past and --wait about the future: give one of them', { field: '--at' });
-    return withMeshAt(at, async (mesh) => statusAt(out, mesh));
+    return withMeshAt(at, async (mesh) => (await import('./at-reads.js')).statusAt(out, mesh));
   }
   if (values.wait === undefined) return statusOnce(out, values);
   // --wait: the overview is asked again, quietly, until the mesh does what it was told or the

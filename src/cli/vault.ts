@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { Option, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { JetStreamEventLog } from '../adapters/eventlog/jetstream-log.js';
 import { loadIdentityFile } from '../adapters/identity.js';
 import { connectNats, identityFromEnv } from '../adapters/nats/connect.js';
@@ -10,7 +9,6 @@ import { meshEventRegistry } from '../domain/registry.js';
 import { UnavailableError, ValidationError } from '../errors.js';
 import { VaultStore } from '../vault/store.js';
 import { Vault } from '../vault/vault.js';
-import { run, verb } from './verbs.js';
 
 // `mesh vault`: the holder of mesh-vault, in the foreground (the vault module runs it on its node).
 // It speaks on the bus as that module's identity (MESH_BUS_KEY: the file its node places), keeps
@@ -18,21 +16,8 @@ import { run, verb } from './verbs.js';
 
 const ED25519_PUBLIC_KEY = /^[A-Za-z0-9+/]{43}=$/;
 
-export const defineVault = (mesh: CommandUnknownOpts): void => {
-  verb(mesh, 'vault', {
-    summary: 'make the mesh\'s secrets and hand each, sealed, to the nodes it names, as the holder of mesh-vault; in the foreground, JSON logs on stdout',
-    example: 'MESH_BUS_KEY=/srv/mesh/.mesh/vault/bus-identity.json mesh vault --data /srv/mesh/vault/data',
-    exits: [2, 6],
-    json: false,
-  })
-    .option('--data <dir>', 'where its secrets are kept, encrypted, 0600 (default: $MESH_HOME/vault)')
-    .option('--key-file <file>', 'its at-rest key, when not in --data (MESH_VAULT_KEY_FILE)')
-    .option('--controller-key <key-or-file>', 'the controller key it takes make requests from: a public key or a key file (default: the one the log began with)')
-    .addOption(new Option('--json', 'its logs are JSON lines whatever is given').hideHelp())
-    .action(run(vaultCommand));
-};
 
-const vaultCommand = async (values: { data?: string; keyFile?: string; controllerKey?: string }): Promise<number> => {
+export const vaultCommand = async (values: { data?: string; keyFile?: string; controllerKey?: string }): Promise<number> => {
   const config = loadConfig();
   const identity = identityFromEnv();
   if (!identity) {

@@ -68,6 +68,16 @@ export const run = <A extends unknown[]>(handler: (...args: A) => Promise<number
     answered.set(rootOf(this), await handler(...args));
   };
 
+/**
+ * The action of a verb whose implementation is loaded only when the verb runs, so that `mesh
+ * --help` and every other verb load none of it: `.action(lazy(async () => (await
+ * import('../status.js')).statusCommand))`. The bundle gives each such import a file of its own
+ * (scripts/build-cli.js); a verb's definition in src/cli/define/ imports nothing else that loads
+ * code (docs/architecture.md, "The CLI").
+ */
+export const lazy = <A extends unknown[]>(load: () => Promise<(...args: A) => Promise<number>>) =>
+  run(async (...args: A): Promise<number> => (await load())(...args));
+
 export const exitCodeOf = (program: CommandUnknownOpts): number => answered.get(program) ?? 0;
 
 /** Every verb and sub-verb of `program`, as the words an operator types after `mesh`. */
@@ -76,6 +86,15 @@ export const verbsOf = (command: CommandUnknownOpts, path: readonly string[] = [
 
 /** `--pin A --pin B`: every value, in order. */
 export const collect = (value: string, previous: string[]): string[] => [...previous, value];
+
+/** `--plan` on a verb that issues a command: `.option(...PLAN_OPTION)`. */
+export const PLAN_OPTION = ['--plan', 'say what it would do to each node\'s declaration, and append nothing (exit 0: it would be carried out; 3: refused)'] as const;
+
+/** `--at` on a read that can answer as the mesh was: `.option(...AT_OPTION)`. */
+export const AT_OPTION = ['--at <seq|time>', 'answer as the mesh was at this log sequence, or at the last commit at or before this ISO time (folded from the log)'] as const;
+
+/** `--at-least` on a read of the projections: `.option(...AT_LEAST_OPTION)`. */
+export const AT_LEAST_OPTION = ['--at-least <seq>', 'wait until the projections have reached this log sequence'] as const;
 
 /** `-o wide` on a verb whose table has more to say than fits 100 columns: `.option(...WIDE_OPTION)`. */
 export const WIDE_OPTION = ['-o, --output <format>', 'wide: every column in full, however wide (by default a table fits 100 columns)'] as const;

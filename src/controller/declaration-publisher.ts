@@ -1,7 +1,7 @@
 import { JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type StoredMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { ComposedDeclaration } from '../domain/declarations/compose.js';
-import { declarationSchema, declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
+import { declarationHeadSchema, declarationSchema, declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
 
 // Publishes a node's declaration on its subject in NODES (one message per subject) only when its
 // digest differs from the last one published, with a sequence one above it, and never one derived
@@ -45,7 +45,10 @@ export class DeclarationPublisher {
   async lastDeclaration(node: string): Promise<Declaration | null> {
     const jsm = await this.jsm;
     const message = await jsm.streams.getMessage(this.names.nodesStream, { last_by_subj: declarationSubject(node, this.names.prefix) });
-    return message ? (declarationOf(message) ?? null) : null;
+    if (!message) return null;
+    // what the server stored on the subject for someone who aimed an answer there is no declaration
+    const parsed = declarationSchema.safeParse(safeJson(message));
+    return parsed.success ? parsed.data : null;
   }
 
   async publish(composed: ComposedDeclaration, derivedFromSeq: number): Promise<PublishOutcome> {
@@ -69,13 +72,17 @@ export class DeclarationPublisher {
   }
 }
 
-const declarationOf = (message: StoredMsg): Declaration | undefined => {
+const safeJson = (message: StoredMsg): unknown => {
   try {
-    const parsed = declarationSchema.safeParse(message.json());
-    return parsed.success ? parsed.data : undefined;
+    return message.json();
   } catch {
     return undefined;
   }
+};
+
+const declarationOf = (message: StoredMsg): Pick<Declaration, 'sequence' | 'digest' | 'derivedFromSeq'> | undefined => {
+  const parsed = declarationHeadSchema.safeParse(safeJson(message));
+  return parsed.success ? parsed.data : undefined;
 };
 
 /**
@@ -91,4 +98,4 @@ const headOf = (message: StoredMsg, known: PublishedHead | null): PublishedHead 
   return { sequence: Math.max(known?.sequence ?? 0, message.seq), digest: '', derivedFromSeq: known?.derivedFromSeq ?? 0, streamSeq: message.seq };
 };
 
-const pick = (declaration: Declaration) => ({ sequence: declaration.sequence, digest: declaration.digest, derivedFromSeq: declaration.derivedFromSeq });
+const pick = (declaration: Pick<Declaration, 'sequence' | 'digest' | 'derivedFromSeq'>) => ({ sequence: declaration.sequence, digest: declaration.digest, derivedFromSeq: declaration.derivedFromSeq });

@@ -1,4 +1,4 @@
-import pgListen, { type Subscriber } from 'pg-listen';
+import type { Subscriber } from 'pg-listen';
 import type { Pool } from 'pg';
 import { UnavailableError } from '../errors.js';
 import { buildsTable, progressChannel, type ProjectorSchemas } from './control.js';
@@ -6,9 +6,8 @@ import { buildsTable, progressChannel, type ProjectorSchemas } from './control.j
 // Reads that see the writes: a command's reply carries the LOG sequence it appended, and a query
 // can first wait until the projections it reads have reached it. Every commit of a serving build
 // NOTIFYs its new checkpoint (delivered when it commits), so waiters are woken, not polling.
-
-// pg-listen is CommonJS with its function on `exports.default`.
-const createSubscriber = pgListen.default;
+// A read whose projections are there already (the usual case) answers from one query: the LISTEN
+// connection, and pg-listen with the copy of pg it loads, are opened only for a wait.
 
 interface Waiter {
   projections: readonly string[];
@@ -25,22 +24,34 @@ interface Progress {
 export class ReadBarrier {
   private readonly reached = new Map<string, number>();
   private readonly waiters = new Set<Waiter>();
+  /** the LISTEN connection, once a wait needed it */
+  private listening: Promise<Subscriber> | undefined;
 
   private constructor(
+    private readonly databaseUrl: string,
     private readonly pool: Pool,
     private readonly schemas: ProjectorSchemas,
-    private readonly subscriber: Subscriber,
   ) {}
 
-  /** One LISTEN connection for every waiter of this process. */
+  /** A barrier reading through `pool`; it refuses now if PostgreSQL does not let the pool in. */
   static async open(databaseUrl: string, pool: Pool, schemas: ProjectorSchemas): Promise<ReadBarrier> {
-    const subscriber = createSubscriber({ connectionString: databaseUrl }, { paranoidChecking: false });
-    const barrier = new ReadBarrier(pool, schemas, subscriber);
-    subscriber.events.on('error', () => undefined); // pg-listen reconnects; waiters time out meanwhile
-    subscriber.notifications.on(progressChannel(schemas), (payload: Progress) => barrier.onProgress(payload));
-    await subscriber.connect();
-    await subscriber.listenTo(progressChannel(schemas));
-    return barrier;
+    await pool.query('SELECT 1');
+    return new ReadBarrier(databaseUrl, pool, schemas);
+  }
+
+  /** One LISTEN connection for every waiter of this process, opened by the first that waits. */
+  private listen(): Promise<Subscriber> {
+    this.listening ??= (async () => {
+      // pg-listen is CommonJS with its function on `exports.default`.
+      const { default: pgListen } = await import('pg-listen');
+      const subscriber = pgListen.default({ connectionString: this.databaseUrl }, { paranoidChecking: false });
+      subscriber.events.on('error', () => undefined); // pg-listen reconnects; waiters time out meanwhile
+      subscriber.notifications.on(progressChannel(this.schemas), (payload: Progress) => this.onProgress(payload));
+      await subscriber.connect();
+      await subscriber.listenTo(progressChannel(this.schemas));
+      return subscriber;
+    })();
+    return this.listening;
   }
 
   /**
@@ -48,17 +59,20 @@ export class ReadBarrier {
    * beyond. Refuses after `timeoutMs`, naming how far each one got and any stall holding it.
    */
   async waitFor(projections: readonly string[], seq: number, timeoutMs: number): Promise<void> {
+    await this.refresh(projections);
+    if (projections.every((p) => (this.reached.get(p) ?? 0) >= seq)) return;
     let waiter: Waiter | undefined;
     const reached = new Promise<void>((resolve) => {
       waiter = { projections, seq, resolve };
       this.waiters.add(waiter);
     });
-    // Listening before reading: a commit between the read and the wait still wakes us.
-    await this.refresh(projections);
-    this.wake();
     let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
     try {
+      // Listening before reading again: a commit between the read and the wait still wakes us.
+      await this.listen();
+      await this.refresh(projections);
+      this.wake();
+      const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
       if ((await Promise.race([reached, timedOut])) === 'timeout') throw await this.refusal(projections, seq, timeoutMs);
     } finally {
       clearTimeout(timer);
@@ -68,7 +82,8 @@ export class ReadBarrier {
 
   async close(): Promise<void> {
     for (const waiter of this.waiters) waiter.resolve();
-    await this.subscriber.close();
+    const subscriber = await this.listening?.catch(() => undefined);
+    await subscriber?.close();
   }
 
   private onProgress(progress: Progress): void {

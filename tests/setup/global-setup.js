@@ -6,6 +6,10 @@ import { register } from 'tsx/esm/api';
 register();
 
 export default async function globalSetup() {
+  // dist/ as new as the sources before anything runs `mesh` (the stack's controller first): no
+  // test pays a build, and none sees one happen (scripts/build-cli.js).
+  const { ensureCliBuilt } = await import('../../scripts/build-cli.js');
+  await ensureCliBuilt({ say: (line) => process.stderr.write(`[test stack] ${line}\n`) });
   const { stackDown, stackUp } = await import('../../src/dev/stack.ts');
   const { stackSecretsDir } = await import('../../src/config.ts');
   const { DATABASE_ROLES, passwordFileName } = await import('../../src/adapters/database-logins.ts');

@@ -36,16 +36,26 @@ export const overviewSource = (options: OverviewSourceOptions) => async (): Prom
   return overviewOfMesh({ ...options, mesh: overviewMeshOf(state, options.prefix), holds });
 };
 
+/** How many nodes' declarations are read from NODES at once. */
+const HEADS_IN_FLIGHT = 32;
+
 /** The overview of `mesh`, with what NODES says each node was last told and what node status says it last said. */
 export const overviewOfMesh = async (
   options: Omit<OverviewSourceOptions, 'mesh' | 'holds'> & { mesh: OverviewMesh; holds: HeldReader[] },
 ): Promise<Overview & { unknown: string[] }> => {
   const unknown: string[] = [];
   const declared = new Map<string, { sequence: number; digest: string; derivedFromSeq: number }>();
-  for (const node of options.mesh.nodes) {
-    const head = await options.publisher.lastPublished(node.name, { fresh: true });
-    if (head) declared.set(node.name, { sequence: head.sequence, digest: head.digest, derivedFromSeq: head.derivedFromSeq });
-  }
+  // One NODES read per node, HEADS_IN_FLIGHT at a time on the one connection: a request waits for
+  // the server, not for the node before it (one after another, 50 nodes took 50 round trips).
+  const names = options.mesh.nodes.map((node) => node.name);
+  let next = 0;
+  const reader = async (): Promise<void> => {
+    for (let name = names[next++]; name !== undefined; name = names[next++]) {
+      const head = await options.publisher.lastPublished(name, { fresh: true });
+      if (head) declared.set(name, { sequence: head.sequence, digest: head.digest, derivedFromSeq: head.derivedFromSeq });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(HEADS_IN_FLIGHT, names.length) }, reader));
   // Why PostgreSQL did not answer: the outage and its start when the controller has seen it.
   const why = (error: unknown): string => {
     const store = options.store?.();

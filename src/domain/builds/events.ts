@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { defineEvent } from '../events/registry.js';
+import { ROLLOUT_POLICIES } from './rollout-policies.js';
 
 // From a merge to a version: a source moved, a build was submitted for the build machine, and the
 // build succeeded (a module version, with the bases it was handed) or failed with the recipe's
@@ -17,8 +18,7 @@ export type SourceRef = z.infer<typeof sourceRefSchema>;
 export const baseSchema = z.strictObject({ name: z.string().min(1), digest: z.string().regex(DIGEST) });
 export type Base = z.infer<typeof baseSchema>;
 
-export const ROLLOUT_POLICIES = ['roll-out', 'record'] as const;
-export type RolloutPolicy = (typeof ROLLOUT_POLICIES)[number];
+export { ROLLOUT_POLICIES, type RolloutPolicy } from './rollout-policies.js';
 
 /** The repository and branch a module follows: `mesh-git:mesh/app@main`, `https://…@v2`. */
 export const sourceKey = (source: SourceRef, ref: string): string => ('seat' in source ? `${source.seat}:${source.repository}@${ref}` : `${source.url}@${ref}`);

@@ -184,6 +184,13 @@ export const declarationSchema = z.strictObject({
 });
 
 export type Declaration = z.infer<typeof declarationSchema>;
+
+/**
+ * What a publisher and the overview read of a declaration in NODES: its head, checked as the whole
+ * schema checks it, the assignments left unread. Parsing every assignment of every node to learn
+ * three numbers was most of what `mesh status` spent reading NODES.
+ */
+export const declarationHeadSchema = z.object(declarationSchema.pick({ node: true, sequence: true, digest: true, derivedFromSeq: true }).shape);
 export type DeclaredAssignment = z.infer<typeof declaredAssignment>;
 export type Resource = z.infer<typeof resourceSchema>;
 export type ResourceKind = Resource['kind'];
