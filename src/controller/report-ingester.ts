@@ -19,7 +19,7 @@ import { ensureNodeStatus, recordBudgetNotes, recordHeartbeats, recordReport } f
 import type { ReportMetrics } from './metrics.js';
 import { nodeOfControlSubject, refuseImpersonation, type ImpersonationMetrics } from './speaker.js';
 import { DEFAULT_FACT_INTERVAL_MS, FactBudget } from './fact-budget.js';
-import { signedByItsNode } from './signed-report.js';
+import { judgeReportSignature, signedByItsNode } from './signed-report.js';
 import { ReportQueue, type Judged } from './report-queue.js';
 
 // Reads what nodes say (CONTROL, a work queue only the controller reads) and turns it into facts.
@@ -111,7 +111,12 @@ export class ReportIngester {
         const node = this.reporterOf(message.subject);
         // Its node's signature is checked before it is queued, so a forged report never displaces
         // the node's own (report-queue.ts keeps one per node): signed-report.ts.
-        if (!signedByItsNode(this.options, 'report', node, message, this.options.state())) {
+        const signature = judgeReportSignature(this.options, node, message, this.options.state());
+        if (signature === 'later') {
+          message.nak(RETRY_MS);
+          continue;
+        }
+        if (signature === 'refused') {
           this.options.metrics?.reportRead('impersonating');
           message.term();
           continue;

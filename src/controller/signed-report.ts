@@ -19,10 +19,13 @@ export interface SignedMessage {
   headers?: MsgHdrs | undefined;
 }
 
+/** The start of the reason given when the fold holds no bus key for the node (yet). */
+export const NO_BUS_KEY = 'no bus key enrolled';
+
 /** Why `message` is not `node`'s own signed word, or undefined when it is. */
 export const unsignedBecause = (kind: SignedKind, node: string, message: SignedMessage, state: MeshState): string | undefined => {
   const busKey = nodeNamed(state.nodes, node)?.busKey;
-  if (!busKey) return `node ${node} has no bus key enrolled to check a signature with`;
+  if (!busKey) return `${NO_BUS_KEY} for node ${node} to check a signature with`;
   const signature = message.headers?.get(SIGNATURE_HEADER) ?? '';
   if (signature === '') return `no ${SIGNATURE_HEADER} header`;
   if (!verifyBytes(busKey, signedBytes(kind, message.data), signature)) return `the ${SIGNATURE_HEADER} header is not node ${node}'s signature of this ${kind}`;
@@ -38,4 +41,23 @@ export const signedByItsNode = (findings: SpeakerFindings | undefined, kind: Sig
   if (why === undefined) return true;
   refuseImpersonation(findings, { entry: kind, identity: `whoever published on ${message.subject}`, claimed: `node ${node}`, field: `${SIGNATURE_HEADER} (${why})` });
   return false;
+};
+
+/**
+ * How many times a report is read for a node whose bus key the fold does not hold: a node enrolled
+ * a moment ago may report before this controller's fold has read its enrolment, so its report is
+ * handed back a few times (a second apart) before it is refused for good.
+ */
+export const KEYLESS_DELIVERIES = 5;
+
+/**
+ * A report read from CONTROL: `counts` when its node signed it; `later` when the fold holds no key
+ * for its node yet and it has been read fewer than KEYLESS_DELIVERIES times; otherwise `refused`,
+ * the refusal made (signedByItsNode).
+ */
+export const judgeReportSignature = (findings: SpeakerFindings | undefined, node: string, message: SignedMessage & { info: { deliveryCount: number } }, state: MeshState): 'counts' | 'later' | 'refused' => {
+  const why = unsignedBecause('report', node, message, state);
+  if (why === undefined) return 'counts';
+  if (why.startsWith(NO_BUS_KEY) && message.info.deliveryCount < KEYLESS_DELIVERIES) return 'later';
+  return signedByItsNode(findings, 'report', node, message, state) ? 'counts' : 'refused';
 };
