@@ -31,6 +31,7 @@ import { ReconcileLoop } from './reconcile-loop.js';
 import { Reconciler } from './reconciler.js';
 import { refusalReport, reportOf, sameReport } from './report-of.js';
 import { ReportOutbox } from './report-outbox.js';
+import { signedMessage } from './report-signature.js';
 import { sha256 } from './resource-identity.js';
 import { agentWire, backoff, DEFAULT_TIMINGS, type AgentTimings, type AgentWire } from './settings.js';
 import { RecordStore, StateFolder } from './state-folder.js';
@@ -225,13 +226,16 @@ export class Agent {
   private async publishReport(report: Report): Promise<void> {
     if (!this.nc || !this.connected) throw new Error('not connected to NATS');
     const body = JSON.stringify(report);
-    await jetstream(this.nc).publish(reportSubject(this.node, this.wire.prefix), body, { msgID: `${this.node}:${sha256(body)}`, timeout: 5_000 });
+    // Signed with the host key over the bytes published: the controller acts on nothing else (report-signature.ts).
+    const signed = signedMessage('report', hostKey(this.folder.dir), body);
+    await jetstream(this.nc).publish(reportSubject(this.node, this.wire.prefix), signed.body, { msgID: `${this.node}:${sha256(body)}`, timeout: 5_000, headers: signed.headers });
   }
 
   private heartbeat(): void {
     if (!this.nc || !this.connected) return;
     const body = { node: this.node, at: new Date().toISOString(), sequence: this.declaration?.sequence ?? null, digest: this.declaration?.digest ?? null, capabilities: this.options.capabilities ?? CAPABILITY_KINDS };
-    this.nc.publish(aliveSubject(this.node, this.wire.prefix), JSON.stringify(body));
+    const signed = signedMessage('heartbeat', hostKey(this.folder.dir), JSON.stringify(body));
+    this.nc.publish(aliveSubject(this.node, this.wire.prefix), signed.body, { headers: signed.headers });
   }
 
   /** Connects for ever (a node outlives any outage of the bus), then follows its declaration subject. */

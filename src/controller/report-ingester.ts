@@ -19,6 +19,7 @@ import { ensureNodeStatus, recordBudgetNotes, recordHeartbeats, recordReport } f
 import type { ReportMetrics } from './metrics.js';
 import { nodeOfControlSubject, refuseImpersonation, type ImpersonationMetrics } from './speaker.js';
 import { DEFAULT_FACT_INTERVAL_MS, FactBudget } from './fact-budget.js';
+import { judgeReportSignature, signedByItsNode } from './signed-report.js';
 import { ReportQueue, type Judged } from './report-queue.js';
 
 // Reads what nodes say (CONTROL, a work queue only the controller reads) and turns it into facts.
@@ -106,7 +107,22 @@ export class ReportIngester {
     const consumer = await this.js.consumers.get(this.options.names.controlStream, name);
     this.messages = await consumer.consume({ max_messages: 64 });
     this.running = (async () => {
-      for await (const message of this.messages ?? []) this.queue.offer(this.reporterOf(message.subject), message);
+      for await (const message of this.messages ?? []) {
+        const node = this.reporterOf(message.subject);
+        // Its node's signature is checked before it is queued, so a forged report never displaces
+        // the node's own (report-queue.ts keeps one per node): signed-report.ts.
+        const signature = judgeReportSignature(this.options, node, message, this.options.state());
+        if (signature === 'later') {
+          message.nak(RETRY_MS);
+          continue;
+        }
+        if (signature === 'refused') {
+          this.options.metrics?.reportRead('impersonating');
+          message.term();
+          continue;
+        }
+        this.queue.offer(node, message);
+      }
     })();
 
     // Heartbeats are core NATS: nothing persisted, only the newest time per node kept.
@@ -116,6 +132,8 @@ export class ReportIngester {
         // The subject is the speaker: only host <node> may publish on it (speaker.ts).
         const node = nodeOfControlSubject(message.subject, this.options.names.prefix, 'alive');
         if (!node) return;
+        // ...and the server can be made to publish there too: only its node's signature counts (signed-report.ts).
+        if (!signedByItsNode(this.options, 'heartbeat', node, message, this.options.state())) return;
         this.beats.set(node, new Date());
         // Alive whatever it says; what it says is read only within bounds.
         const tooLarge = oversized('heartbeat', message.data.length);

@@ -1,5 +1,4 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { jetstream } from '@nats-io/jetstream';
 import pg from 'pg';
 import { DeclarationPublisher } from '../../src/controller/declaration-publisher.js';
 import { overviewSource } from '../../src/controller/http/overview-source.js';
@@ -13,6 +12,8 @@ import { testDatabaseUrl } from '../helpers/database.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 import { reportFor } from './report-for.js';
+import { newIdentity, type Identity } from '../../src/adapters/identity.js';
+import { enrolHost, publishSignedBeat, publishSignedReport } from '../helpers/host-keys.js';
 
 // What a node says cannot grow the log without bound: every message is bounded where it enters,
 // and a fact about a node is stated at most once per interval per kind, the newest kept. Ten
@@ -26,12 +27,15 @@ const KINDS = ['region', 'service', 'trust-anchor'];
 describe('a node flooding the control plane grows the log by a bounded number of commits', () => {
   let t: TestMesh;
   let pool: pg.Pool;
+  /** each node's host key: what the test signs its reports and heartbeats with, as its agent would */
+  const hosts = new Map<string, Identity>();
   beforeEach(async () => {
     t = await openTestMesh();
     pool = new pg.Pool({ connectionString: testDatabaseUrl('controller'), max: 2 });
     await t.run({ type: 'register-module', manifest: fixtureManifest('distribution') });
     for (const node of ['lab1', 'lab2']) {
       await t.run({ type: 'add-node', node });
+      hosts.set(node, await enrolHost(t, node));
       await t.run({ type: 'assign', module: 'distribution', node, hold: [], pins: {}, values: {}, placements: {} });
     }
     const controller = await t.startController();
@@ -49,7 +53,9 @@ describe('a node flooding the control plane grows the log by a bounded number of
     });
   const factsOf = async (node: string): Promise<StoredEvent[]> => (await t.log.readAggregate(factAggregate(node))).events;
   const controlEmpty = async () => (await t.jsm.streams.info(t.names.controlStream)).state.messages === 0;
-  const beat = (node: string, body: unknown) => t.nc.publish(`${t.names.prefix}.control.${node}.alive`, typeof body === 'string' ? body : JSON.stringify(body));
+  const keyOf = (node: string): Identity => hosts.get(node) ?? newIdentity();
+  const beat = (node: string, body: unknown) => publishSignedBeat(t.nc, t.names.prefix, node, keyOf(node), body);
+  const report = (node: string, body: unknown) => publishSignedReport(t.nc, t.names.prefix, node, keyOf(node), body);
   const flapping = (declaration: Declaration, i: number): Report => {
     const report = reportFor(declaration, { running: [] });
     return { ...report, resources: report.resources.map((r, n) => (n === 0 ? { ...r, outcome: 'refused' as const, reason: `flap ${i}` } : r)) };
@@ -57,7 +63,6 @@ describe('a node flooding the control plane grows the log by a bounded number of
 
   it('10,000 hostile heartbeats and reports from lab1 make a handful of commits, keep the newest, let lab2 through and name lab1', async () => {
     const [one, two] = [await declared('lab1'), await declared('lab2')];
-    const js = jetstream(t.nc);
     const before = await t.log.headSeq();
     const started = Date.now();
 
@@ -73,13 +78,13 @@ describe('a node flooding the control plane grows the log by a bounded number of
     const reports: Promise<unknown>[] = [];
     let lab2Published = 0;
     for (let i = 0; i < 5_000; i++) {
-      const report = flapping(one, i);
-      if (i % 1_000 === 1) report.resources[0] = { ...report.resources[0]!, reason: 'r'.repeat(5_000) };
-      if (i % 1_000 === 2) report.resources = Array.from({ length: 300 }, (_, n) => ({ key: `distribution/x${n}`, module: 'distribution', kind: 'file', outcome: 'refused' as const, reason: 'z'.repeat(1_000), restarts: null }));
-      reports.push(js.publish(`${t.names.prefix}.control.lab1.report`, JSON.stringify(report)));
+      const flapped = flapping(one, i);
+      if (i % 1_000 === 1) flapped.resources[0] = { ...flapped.resources[0]!, reason: 'r'.repeat(5_000) };
+      if (i % 1_000 === 2) flapped.resources = Array.from({ length: 300 }, (_, n) => ({ key: `distribution/x${n}`, module: 'distribution', kind: 'file', outcome: 'refused' as const, reason: 'z'.repeat(1_000), restarts: null }));
+      reports.push(report('lab1', flapped));
       if (i === 2_500) {
         await Promise.all(reports.splice(0));
-        await js.publish(`${t.names.prefix}.control.lab2.report`, JSON.stringify(reportFor(two)));
+        await report('lab2', reportFor(two));
         lab2Published = Date.now();
       }
       if (reports.length >= 500) await Promise.all(reports.splice(0));
@@ -134,11 +139,10 @@ describe('a node flooding the control plane grows the log by a bounded number of
 
   it('refuses a report or heartbeat out of bounds outright: nothing stated, nothing redelivered, the node named', async () => {
     const one = await declared('lab1');
-    const js = jetstream(t.nc);
     const before = await t.log.headSeq();
     const huge = reportFor(one, { resources: Array.from({ length: 300 }, (_, n) => ({ key: `distribution/x${n}`, module: 'distribution', kind: 'file', outcome: 'refused' as const, reason: 'z'.repeat(1_000), restarts: null })) });
-    await js.publish(`${t.names.prefix}.control.lab1.report`, JSON.stringify(huge));
-    await js.publish(`${t.names.prefix}.control.lab1.report`, JSON.stringify({ ...reportFor(one), at: 'not a time' }));
+    await report('lab1', huge);
+    await report('lab1', { ...reportFor(one), at: 'not a time' });
     beat('lab1', { node: 'lab1', capabilities: ['Region; DROP TABLE'] });
     await waitFor('the reports let go', controlEmpty);
     const named = await waitFor('lab1 named', async () => (await readNodeStatus(pool, `status_${t.names.prefix}`)).find((r) => r.node === 'lab1' && r.overBudget?.line.includes('3 messages refused'))?.overBudget ?? undefined);

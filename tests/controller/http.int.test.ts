@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { jetstream } from '@nats-io/jetstream';
 import pg from 'pg';
 import { pino } from 'pino';
 import type { FastifyInstance } from 'fastify';
@@ -31,6 +30,8 @@ import { testDatabaseUrl } from '../helpers/database.js';
 import { dropSchemas, freshSchemas, openPool, servingBuild, waitServingAt } from '../projections/harness.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 import { reportFor } from './report-for.js';
+import { enrolHost, publishSignedBeat, publishSignedReport } from '../helpers/host-keys.js';
+import type { Identity } from '../../src/adapters/identity.js';
 
 describe("the controller's HTTP API", () => {
   let t: TestMesh;
@@ -48,6 +49,8 @@ describe("the controller's HTTP API", () => {
   const schemas = freshSchemas();
   const dir = join(meshHome(), 'tmp', uniqueName('http-'));
 
+  /** lab1's host key: what its reports and heartbeats are signed with, as its agent would */
+  let lab1: Identity;
   beforeEach(async () => {
     // As the controller process composes them: one registry, told of the writer's commits, the passes, the commands and the reports.
     metrics = new PrometheusMetrics();
@@ -56,6 +59,7 @@ describe("the controller's HTTP API", () => {
     await t.run({ type: 'add-operator', operator: 'ada', publicKey: ada.publicKey });
     await t.run({ type: 'register-module', manifest: fixtureManifest('distribution') });
     await t.run({ type: 'add-node', node: 'lab1' });
+    lab1 = await enrolHost(t, 'lab1');
     const controller = await t.startController({ projector: { databaseUrl: testDatabaseUrl(), schemas }, onPass: (pass) => metrics.declarationPass(pass) });
     await t.startIngester(controller, { metrics });
     const newLog = t.newLog;
@@ -114,7 +118,7 @@ describe("the controller's HTTP API", () => {
   });
 
   it('names on the page and in the overview a node that said more than its budget', async () => {
-    t.nc.publish(`${t.names.prefix}.control.lab1.alive`, JSON.stringify({ node: 'lab1', capabilities: Array.from({ length: 900 }, (_, n) => `k${n}-${'x'.repeat(1_000)}`) }));
+    publishSignedBeat(t.nc, t.names.prefix, 'lab1', lab1, { node: 'lab1', capabilities: Array.from({ length: 900 }, (_, n) => `k${n}-${'x'.repeat(1_000)}`) });
     const problem = await waitFor('lab1 named over its budget', async () => (await request('GET', '/api/overview')).json<{ problems: string[] }>().problems.find((p) => p.startsWith('lab1: over its budget')));
     expect(problem).toMatch(/^lab1: over its budget since \S+: 1 message refused, the last: a heartbeat of \d+ bytes: at most 4096 are read$/);
     // The page judges the machines once its projections are built.
@@ -226,7 +230,7 @@ describe("the controller's HTTP API", () => {
     const { declaration, until } = await streamAndAssignSigned();
     const refused = await request('POST', '/api/tools/assign', signCommand(ada, uniqueName('c'), { type: 'assign', module: 'distribution', node: 'lab1', hold: [], pins: {}, values: {}, placements: {} }, new Date()));
     expect(refused.status).toBe(409);
-    await jetstream(t.nc).publish(`${t.names.prefix}.control.lab1.report`, JSON.stringify(reportFor(declaration, { running: [{ module: 'distribution', definitionVersion: 1, artifact: null }] })));
+    await publishSignedReport(t.nc, t.names.prefix, 'lab1', lab1, reportFor(declaration, { running: [{ module: 'distribution', definitionVersion: 1, artifact: null }] }));
     await until('event: fact');
 
     const after = await waitFor('the report counted', async () => {
@@ -336,10 +340,7 @@ describe("the controller's HTTP API", () => {
 
   it('streams facts as they are stated', async () => {
     const { declaration, until } = await streamAndAssign();
-    await jetstream(t.nc).publish(
-      `${t.names.prefix}.control.lab1.report`,
-      JSON.stringify(reportFor(declaration, { running: [{ module: 'distribution', definitionVersion: 1, artifact: null }] })),
-    );
+    await publishSignedReport(t.nc, t.names.prefix, 'lab1', lab1, reportFor(declaration, { running: [{ module: 'distribution', definitionVersion: 1, artifact: null }] }));
     expect(await until('event: fact')).toContain('"type":"fact.applied"');
   });
 
@@ -349,7 +350,7 @@ describe("the controller's HTTP API", () => {
     const held = applied.resources.find((r) => r.kind === 'container') ?? applied.resources[0];
     const reason = 'no Docker engine answers: Cannot connect to the Docker daemon';
     const holding = { ...applied, resources: applied.resources.map((r) => (r === held ? { ...r, outcome: 'held' as const, reason } : r)) };
-    await jetstream(t.nc).publish(`${t.names.prefix}.control.lab1.report`, JSON.stringify(holding));
+    await publishSignedReport(t.nc, t.names.prefix, 'lab1', lab1, holding);
     expect(await until('"type":"fact.held"')).toContain(`"reason":"${reason}"`);
     const overview = await waitFor('the hold in the overview', async () => {
       const o = (await request('GET', '/api/overview')).json<{ nodes: { node: string; held: { module: string; resource: string; reason: string | null }[] }[] }>();

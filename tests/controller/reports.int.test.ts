@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { jetstream } from '@nats-io/jetstream';
 import pg from 'pg';
 import { databaseUrlFor } from '../../src/adapters/database-logins.js';
 import { meshHome } from '../../src/config.js';
@@ -9,7 +8,9 @@ import { freePort } from '../../src/dev/ports.js';
 import { startPostgres, stopPostgres } from '../../src/dev/postgres.js';
 import type { StoredEvent } from '../../src/domain/events/envelope.js';
 import type { Report } from '../../src/domain/reports/report.js';
+import type { Identity } from '../../src/adapters/identity.js';
 import { cutProxy } from '../helpers/cut-proxy.js';
+import { enrolHost, publishSignedReport } from '../helpers/host-keys.js';
 import { testDatabaseUrl } from '../helpers/database.js';
 import { fixtureManifest } from '../helpers/given.js';
 import { uniqueName } from '../helpers/names.js';
@@ -18,10 +19,13 @@ import { reportFor } from './report-for.js';
 
 describe('reports become facts, stated once, on change', () => {
   let t: TestMesh;
+  /** lab1's host key: what its reports are signed with */
+  let host: Identity;
   beforeEach(async () => {
     t = await openTestMesh();
     await t.run({ type: 'register-module', manifest: fixtureManifest('distribution') });
     await t.run({ type: 'add-node', node: 'lab1' });
+    host = await enrolHost(t, 'lab1');
     await t.run({ type: 'assign', module: 'distribution', node: 'lab1', hold: [], pins: {}, values: {}, placements: {} });
   });
   afterEach(async () => t.close());
@@ -31,7 +35,7 @@ describe('reports become facts, stated once, on change', () => {
     for await (const event of t.log.read({ aggregate: 'fact' })) found.push(event);
     return found;
   };
-  const publishReport = async (report: Report) => jetstream(t.nc).publish(`${t.names.prefix}.control.${report.node}.report`, JSON.stringify(report));
+  const publishReport = async (report: Report) => publishSignedReport(t.nc, t.names.prefix, report.node, host, report);
   const declared = () => waitFor('lab1 declared with distribution', async () => {
     const d = await t.declarationOf('lab1');
     return d?.assignments.length === 1 ? d : undefined;

@@ -21,6 +21,7 @@ import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 import { dropSchemas, freshSchemas } from '../projections/harness.js';
 import { eventOf } from '../helpers/given.js';
+import { enrolAgentNode } from '../helpers/host-keys.js';
 
 // Holds are facts (issue 125 of the seeds: "16 resources held for route-proxy" heard by nobody).
 // A real agent holds a module whose secret the vault has not delivered; the controller states it
@@ -73,6 +74,7 @@ describe('a hold is stated once as a fact, kept in node_holds, shown, and cleare
     });
     await t.run({ type: 'add-node', node: 'alpha', root: nodeRoot, address: '127.0.0.1' });
     await t.run({ type: 'assign', module: 'stand-in-vault', node: 'alpha', hold: ['mesh-vault'], pins: {}, values: {}, placements: {} });
+    await enrolAgentNode(t, 'alpha', join(root, 'agent'));
     agent = new Agent({ node: 'alpha', natsUrl: testNatsUrl(), stateDir: join(root, 'agent'), wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 500 }, logger: pino({ level: 'silent' }) });
     await agent.start();
   });

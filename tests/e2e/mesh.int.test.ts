@@ -16,6 +16,7 @@ import { runMesh } from '../helpers/cli.js';
 import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
+import { enrolAgentNode } from '../helpers/host-keys.js';
 
 // The whole path with real parts: an operator's command appended to the log, the controller
 // deriving the node's declaration, a real agent applying it by running real processes, its report
@@ -35,7 +36,10 @@ describe('a mesh on this machine: command → declaration → agent → running 
   let root: string;
   const agents: Agent[] = [];
 
+  const enrolled = new Set<string>();
   const startAgent = async (node: string): Promise<Agent> => {
+    if (!enrolled.has(node)) await enrolAgentNode(t, node, join(root, 'agents', node));
+    enrolled.add(node);
     const agent = new Agent({
       node,
       natsUrl: testNatsUrl(),

@@ -14,6 +14,8 @@ import { uniqueName } from '../helpers/names.js';
 import { testDatabaseUrl } from '../helpers/database.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 import { dropSchemas, freshSchemas } from '../projections/harness.js';
+import { enrolAgentNode, publishSignedBeat } from '../helpers/host-keys.js';
+import { hostKey } from '../../src/adapters/enrolment-client.js';
 
 // `mesh status` against a real mesh with a real agent: it exits zero only when every node was heard
 // from and applied its newest declaration with nothing held, refused or crash-looping — and names
@@ -51,6 +53,7 @@ describe('mesh status tells what machines are doing, and never claims health fro
     await t.run({ type: 'register-module', manifest: fixtureManifest('greeter') });
     await t.run({ type: 'register-module', manifest: { name: 'flaky', resources: { processes: [{ name: 'worker', run: ['sh', '-c', 'echo "cannot open /data" >&2; exit 1'] }] } } });
     await t.run({ type: 'add-node', node: 'alpha', root: join(root, 'nodes', 'alpha'), address: '127.0.0.1' });
+    await enrolAgentNode(t, 'alpha', join(root, 'agent'));
     agent = new Agent({ node: 'alpha', natsUrl: testNatsUrl(), stateDir: join(root, 'agent'), wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 500 }, logger: pino({ level: 'silent' }) });
     await agent.start();
   });
@@ -101,7 +104,7 @@ describe('mesh status tells what machines are doing, and never claims health fro
 
   it('names a node that said more than its budget, and exits non-zero', async () => {
     // A heartbeat of capabilities outside their grammar, as alpha (its subject): refused, and alpha named for it.
-    t.nc.publish(`${t.names.prefix}.control.alpha.alive`, JSON.stringify({ node: 'alpha', capabilities: ['Not A Kind'] }));
+    publishSignedBeat(t.nc, t.names.prefix, 'alpha', hostKey(join(root, 'agent')), { node: 'alpha', capabilities: ['Not A Kind'] });
     const named = await waitFor('the node named', async () => {
       const result = await status();
       return result.body.machines.some((m) => m.startsWith('alpha: over its budget since ')) ? result : undefined;

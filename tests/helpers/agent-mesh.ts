@@ -9,6 +9,7 @@ import { FAST } from '../agent/harness.js';
 import { testNatsUrl } from './log.js';
 import { uniqueName } from './names.js';
 import { openTestMesh, waitFor, type TestMesh } from './test-mesh.js';
+import { enrolAgentNode } from './host-keys.js';
 
 // A mesh of a test's own with its controller and report ingester, and real agents on nodes of
 // it, each with a state folder under the test's folder. For the resource kinds tested from the
@@ -41,6 +42,7 @@ export const openAgentMesh = async (): Promise<AgentMesh> => {
   await t.startIngester(controller);
   const agents = new Set<Agent>();
   const stateDirs = new Set<string>();
+  const enrolled = new Set<string>();
   const events = async (aggregate: string): Promise<StoredMeshEvent[]> => {
     const found: StoredMeshEvent[] = [];
     for await (const event of t.log.read({ aggregate })) found.push(event);
@@ -51,6 +53,9 @@ export const openAgentMesh = async (): Promise<AgentMesh> => {
     root,
     startAgent: async (node, options = {}) => {
       const stateDir = join(root, 'agents', node);
+      // A report counts only when its node signed it with the key it enrolled: enrolled once, with its agent's keys.
+      if (!enrolled.has(node) && !options.enrol) await enrolAgentNode(t, node, options.stateDir ?? stateDir);
+      enrolled.add(node);
       stateDirs.add(stateDir);
       const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir, wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 300 }, logger: pino({ level: 'silent' }), ...options });
       await agent.start();

@@ -12,6 +12,7 @@ import { FAST } from '../agent/harness.js';
 import { testNatsUrl } from '../helpers/log.js';
 import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
+import { enrolAgentNode } from '../helpers/host-keys.js';
 
 // Issue 124 against the real servers and an agent: a consumer told what its provider derived for
 // it. Until the provider answers, the consumer's node is not sent a declaration with a blank in
@@ -60,6 +61,7 @@ describe('a provider’s derived values reach the consumer (${bound:…})', () =
     await t.run({ type: 'add-node', node, root: join(root, 'nodes', node) });
     await t.run({ type: 'assign', module: 'store', node: 'core', hold: [], pins: {}, values: {}, placements: {} });
     await t.run({ type: 'assign', module: consumer, node, hold: [], pins: {}, values: {}, placements: {} });
+    await enrolAgentNode(t, node, join(root, 'agents', node));
     const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir: join(root, 'agents', node), wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: FAST, logger: pino({ level: 'silent' }) });
     await agent.start();
     agents.push(agent);

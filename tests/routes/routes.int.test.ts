@@ -19,6 +19,7 @@ import { uniqueName } from '../helpers/names.js';
 import { ADMIN_LOGIN, HTTP_PORT, foundationAssignments, handBackAsked, routedModule } from '../helpers/routes.js';
 import { providerAnswerSubject } from '../../src/domain/bus/users.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
+import { enrolAgentNode } from '../helpers/host-keys.js';
 
 // Routes with policy and a module told its own names, against the real servers: every refusal
 // through the CLI with its exit code and nothing appended, then a controller and real agents — the
@@ -94,7 +95,10 @@ describe('routes on real agents: the routes file, a module’s own URL, a domain
   const agents: Agent[] = [];
   const nodes = ['edge', 'lab1'];
 
+  const enrolled = new Set<string>();
   const startAgent = async (node: string): Promise<void> => {
+    if (!enrolled.has(node)) await enrolAgentNode(t, node, join(root, 'agents', node));
+    enrolled.add(node);
     const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir: join(root, 'agents', node), wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: FAST, logger: pino({ level: 'silent' }) });
     await agent.start();
     agents.push(agent);

@@ -10,6 +10,7 @@ import { meshHome } from '../../src/config.js';
 import { hostKey, tokenBusIdentity } from '../../src/adapters/enrolment-client.js';
 import { newIdentity } from '../../src/adapters/identity.js';
 import { signCommand, type OperatorKey } from '../../src/adapters/operator-keys.js';
+import { signedMessage } from '../../src/agent/report-signature.js';
 import { newKeyPair } from '../../src/adapters/sealing.js';
 import { PrometheusMetrics } from '../../src/adapters/prometheus-metrics.js';
 import type { ImpersonationMetrics, SpeakerEntry } from '../../src/controller/speaker.js';
@@ -71,6 +72,12 @@ describe('each identity speaks only for itself', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  /** Publishes `body` as `node`'s agent would: signed with its host key (report-signature.ts). */
+  const signedPublish = async (nc: NatsConnection, kind: 'report' | 'heartbeat', node: string, subject: string, body: unknown): Promise<void> => {
+    const signed = signedMessage(kind, hostKey(join(dir, node)), JSON.stringify(body));
+    if (kind === 'report') await jetstream(nc).publish(subject, signed.body, { headers: signed.headers });
+    else nc.publish(subject, signed.body, { headers: signed.headers });
+  };
   const host = (node: string): NatsConnection => {
     const nc = hosts.get(node);
     if (!nc) throw new Error(`host ${node} is not connected`);
@@ -86,27 +93,28 @@ describe('each identity speaks only for itself', () => {
       resources: declaration.assignments.flatMap((a) => a.resources.map((r) => ({ key: r.key, module: r.module, kind: r.kind, outcome: 'crash-looping' as const, reason: 'exited 1', restarts: 5 }))),
       running: [],
     });
-    await jetstream(host('beta')).publish(reportSubject('beta', m.t.names.prefix), JSON.stringify(crashLooping));
+    // Signed by beta, as its agent signs (a report counts only when its node signed it): the body is the lie.
+    await signedPublish(host('beta'), 'report', 'beta', reportSubject('beta', m.t.names.prefix), crashLooping);
     // A report is acknowledged only once what it caused is in the log: drained, it has done all it will.
     await controlDrained();
     expect(await factsAbout('alpha')).toEqual([]);
     await found('report', 'host beta');
 
     // The same report from alpha itself is acted on: the check above could have failed.
-    await jetstream(host('alpha')).publish(reportSubject('alpha', m.t.names.prefix), JSON.stringify(crashLooping));
+    await signedPublish(host('alpha'), 'report', 'alpha', reportSubject('alpha', m.t.names.prefix), crashLooping);
     await waitFor('the crash-looping fact for alpha', async () => (await factsAbout('alpha')).includes('fact.crash-looping'));
   });
 
   it("refuses host beta's heartbeat naming alpha: alpha's capabilities are not stated; alpha's own are", async () => {
     const beat = { node: 'alpha', capabilities: ['forged-kind'] };
-    host('beta').publish(aliveSubject('beta', m.t.names.prefix), JSON.stringify(beat));
+    await signedPublish(host('beta'), 'heartbeat', 'beta', aliveSubject('beta', m.t.names.prefix), beat);
     await found('heartbeat', 'host beta');
     // A heartbeat is core NATS: a flush round trip and a moment for anything it caused to be stated.
     await host('beta').flush();
     await new Promise((r) => setTimeout(r, 500));
     expect(await factsAbout('alpha')).not.toContain('fact.capabilities');
 
-    host('alpha').publish(aliveSubject('alpha', m.t.names.prefix), JSON.stringify(beat));
+    await signedPublish(host('alpha'), 'heartbeat', 'alpha', aliveSubject('alpha', m.t.names.prefix), beat);
     await waitFor("alpha's capabilities stated", async () => (await factsAbout('alpha')).includes('fact.capabilities'));
   });
 

@@ -3,6 +3,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { busAuthenticator, type Identity } from '../../adapters/identity.js';
+import { signedMessage } from '../../agent/report-signature.js';
 import { busIdentityToolSubject } from '../../domain/bus/module-identity.js';
 import { hostInbox, personInbox } from '../../domain/bus/users.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../../domain/declarations/declaration.js';
@@ -92,7 +93,9 @@ export const probeImpersonation = async (targets: ImpersonationProbeTargets): Pr
     const marker = `forged by the security probe as ${me} (${randomBytes(6).toString('hex')})`;
     const before = await operatorView(reader, targets, otherNode);
     const reportsBefore = await refusedCount(targets.httpUrl, 'report', me);
-    await jetstream(host).publish(reportSubject(node, wire.prefix), JSON.stringify(crashLoopingReport(otherNode, before.declaration, marker)));
+    // Signed with this host's key, as its agent signs (a report counts only when its node signed it): the body is the lie.
+    const report = signedMessage('report', key, JSON.stringify(crashLoopingReport(otherNode, before.declaration, marker)));
+    await jetstream(host).publish(reportSubject(node, wire.prefix), report.body, { headers: report.headers });
     const reportsAfter = await countAfter(targets.httpUrl, 'report', me, reportsBefore);
     const after = await operatorView(reader, targets, otherNode);
     const stated = after.newestFact !== undefined && after.newestFact.seq !== before.newestFact?.seq && after.newestFact.text.includes(marker);
@@ -106,7 +109,8 @@ export const probeImpersonation = async (targets: ImpersonationProbeTargets): Pr
 
     // A heartbeat naming the other node, with capabilities it never said.
     const beatsBefore = await refusedCount(targets.httpUrl, 'heartbeat', me);
-    host.publish(aliveSubject(node, wire.prefix), JSON.stringify({ node: otherNode, capabilities: [`forged-${randomBytes(3).toString('hex')}`] }));
+    const beat = signedMessage('heartbeat', key, JSON.stringify({ node: otherNode, capabilities: [`forged-${randomBytes(3).toString('hex')}`] }));
+    host.publish(aliveSubject(node, wire.prefix), beat.body, { headers: beat.headers });
     await host.flush();
     const beatsAfter = await countAfter(targets.httpUrl, 'heartbeat', me, beatsBefore);
     const beatAttack = `${me} says, in its own heartbeat, that ${otherNode} has capabilities it never said`;

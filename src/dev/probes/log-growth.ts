@@ -2,6 +2,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { busAuthenticator, type Identity } from '../../adapters/identity.js';
+import { signedMessage } from '../../agent/report-signature.js';
 import { subjectOf } from '../../adapters/eventlog/subjects.js';
 import { hostInbox, personInbox, type BusWire } from '../../domain/bus/users.js';
 import { CAPABILITY_KINDS } from '../../domain/declarations/capabilities.js';
@@ -84,7 +85,12 @@ export const probeLogGrowth = async (targets: LogGrowthTargets): Promise<AttackO
     // Out of bounds first: nothing of it may be stated at all.
     const before = await countCommits(asOperator, wire, node);
     const huge = Array.from({ length: 900 }, (_, i) => `k${i}-${'x'.repeat(1_000)}`);
-    for (let i = 0; i < 10; i++) asHost.publish(aliveSubject(node, wire.prefix), JSON.stringify({ node, capabilities: huge }));
+    // Signed with the host's key, as its agent signs: what is tried here is the node's own word out of bounds.
+    const beat = (body: unknown) => {
+      const signed = signedMessage('heartbeat', host.key, JSON.stringify(body));
+      asHost.publish(aliveSubject(node, wire.prefix), signed.body, { headers: signed.headers });
+    };
+    for (let i = 0; i < 10; i++) beat({ node, capabilities: huge });
     const js = jetstream(asHost);
     const digest = `sha256:${'0'.repeat(64)}`;
     const at = new Date().toISOString();
@@ -92,7 +98,8 @@ export const probeLogGrowth = async (targets: LogGrowthTargets): Promise<AttackO
     for (let i = 0; i < 10; i++) {
       // a reason far too long, or a report too large as a whole
       const resources = i % 2 === 0 ? [outcome(0, 'r'.repeat(5_000))] : Array.from({ length: 300 }, (_, n) => outcome(n, 'z'.repeat(1_000)));
-      await js.publish(reportSubject(node, wire.prefix), JSON.stringify({ node, sequence: 0, digest, at, resources, running: [], refusal: null }));
+      const report = signedMessage('report', host.key, JSON.stringify({ node, sequence: 0, digest, at, resources, running: [], refusal: null }));
+      await js.publish(reportSubject(node, wire.prefix), report.body, { headers: report.headers });
     }
     await asHost.flush();
     await new Promise((r) => setTimeout(r, 3_000));
@@ -105,7 +112,7 @@ export const probeLogGrowth = async (targets: LogGrowthTargets): Promise<AttackO
     });
 
     // A new capabilities set per heartbeat, each keeping the kinds the agent applies.
-    for (let i = 0; i < count; i++) asHost.publish(aliveSubject(node, wire.prefix), JSON.stringify({ node, capabilities: [...CAPABILITY_KINDS, `probe-${i}`] }));
+    for (let i = 0; i < count; i++) beat({ node, capabilities: [...CAPABILITY_KINDS, `probe-${i}`] });
     await asHost.flush();
     await settle();
     const after = await countCommits(asOperator, wire, node);
