@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { jetstream } from '@nats-io/jetstream';
 import pg from 'pg';
 import { databaseUrlFor, passwordFileName } from '../../src/adapters/database-logins.js';
 import { meshHome } from '../../src/config.js';
@@ -17,6 +16,8 @@ import { fixtureManifest } from '../helpers/given.js';
 import { uniqueName } from '../helpers/names.js';
 import { openTestMesh, waitFor, type TestMesh } from '../helpers/test-mesh.js';
 import { reportFor } from '../controller/report-for.js';
+import { enrolHost, publishSignedReport } from '../helpers/host-keys.js';
+import type { Identity } from '../../src/adapters/identity.js';
 import { besideARebuild, freshSchemas } from '../projections/harness.js';
 
 // PostgreSQL stopped as a crash would (pg_ctl -m immediate) under a running controller, while
@@ -50,7 +51,9 @@ describe('PostgreSQL away for a while under a running controller', () => {
       const d = await t.declarationOf(node);
       return d && d.assignments.length > 0 ? d : undefined;
     });
-  const publishReport = (declaration: Declaration) => jetstream(t.nc).publish(`${t.names.prefix}.control.${declaration.node}.report`, JSON.stringify(reportFor(declaration)));
+  /** Each node's host key, as it enrolled: a report counts only when its node signed it. */
+  const hosts = new Map<string, Identity>();
+  const publishReport = (declaration: Declaration) => publishSignedReport(t.nc, t.names.prefix, declaration.node, hosts.get(declaration.node)!, reportFor(declaration));
 
   beforeAll(async () => {
     mkdirSync(dir, { recursive: true, mode: 0o755 });
@@ -82,6 +85,7 @@ describe('PostgreSQL away for a while under a running controller', () => {
     await t.run({ type: 'register-module', manifest: fixtureManifest('distribution') });
     for (const node of ['alpha', 'beta']) {
       await t.run({ type: 'add-node', node });
+      hosts.set(node, await enrolHost(t, node));
       await t.run({ type: 'assign', module: 'distribution', node, hold: [], pins: {}, values: {}, placements: {} });
     }
     const alpha = await declared('alpha');
