@@ -197,6 +197,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
     const controller = new Controller(nc, view, log, {
       names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix, replicas: config.replicas },
       actor: 'controller',
+      controllerKey,
       logger,
       mesh,
       onPass: (pass) => metrics.declarationPass(pass),
@@ -207,6 +208,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
     const enrolment = new EnrolmentService(nc, mesh, {
       prefix: config.subjectPrefix,
       natsUrl: config.natsUrl,
+      controllerKey: controllerKey.publicKey,
       logger: logger.child({ component: 'enrolment' }),
       metrics,
     });

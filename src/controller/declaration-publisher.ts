@@ -2,11 +2,14 @@ import { JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, t
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { ComposedDeclaration } from '../domain/declarations/compose.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
+import { declarationHeaders } from '../adapters/declaration-signature.js';
+import type { Identity } from '../adapters/identity.js';
 
 // Publishes a node's declaration on its subject in NODES (one message per subject) only when its
 // digest differs from the last one published, with a sequence one above it, and never one derived
 // from an older point of the log than the last. Two controllers publishing for one node are
-// ordered by the subject's expected last sequence.
+// ordered by the subject's expected last sequence. Each is signed with the controller's key
+// (declaration-signature.ts): a node applies nothing else. A publisher made without the key reads.
 
 export interface PublishedHead {
   sequence: number;
@@ -25,7 +28,7 @@ export class DeclarationPublisher {
 
   constructor(
     nc: NatsConnection,
-    private readonly names: { nodesStream: string; prefix: string },
+    private readonly names: { nodesStream: string; prefix: string; signer?: Pick<Identity, 'secretKey'> },
   ) {
     this.js = jetstream(nc);
     this.jsm = jetstreamManager(nc, { checkAPI: false });
@@ -49,13 +52,17 @@ export class DeclarationPublisher {
   }
 
   async publish(composed: ComposedDeclaration, derivedFromSeq: number): Promise<PublishOutcome> {
+    const signer = this.names.signer;
+    if (!signer) throw new Error('this declaration publisher has no controller key to sign with: it only reads');
     for (let attempt = 1; ; attempt++) {
       const last = await this.lastPublished(composed.node);
       if (last && last.digest === composed.digest) return { published: false, reason: 'unchanged' };
       if (last && last.derivedFromSeq > derivedFromSeq) return { published: false, reason: 'older' };
       const declaration: Declaration = { node: composed.node, sequence: (last?.sequence ?? 0) + 1, digest: composed.digest, derivedFromSeq, assignments: composed.assignments };
+      const body = new TextEncoder().encode(JSON.stringify(declaration));
       try {
-        const ack = await this.js.publish(declarationSubject(composed.node, this.names.prefix), JSON.stringify(declaration), {
+        const ack = await this.js.publish(declarationSubject(composed.node, this.names.prefix), body, {
+          headers: declarationHeaders(signer, body),
           expect: { lastSubjectSequence: last?.streamSeq ?? 0 },
         });
         this.heads.set(composed.node, { ...pick(declaration), streamSeq: ack.seq });

@@ -52,7 +52,7 @@ export const openAgentMesh = async (): Promise<AgentMesh> => {
     startAgent: async (node, options = {}) => {
       const stateDir = join(root, 'agents', node);
       stateDirs.add(stateDir);
-      const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir, wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 300 }, logger: pino({ level: 'silent' }), ...options });
+      const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir, controllerKey: t.controllerKey.publicKey, wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 300 }, logger: pino({ level: 'silent' }), ...options });
       await agent.start();
       agents.add(agent);
       return agent;
