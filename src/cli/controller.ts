@@ -280,7 +280,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
   const projectionBuilds = () => projectionsStatus(pool, schemasFromEnv(), commits, meshProjections());
   const overviewOfMesh = overviewSource({
     mesh,
-    publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix }),
+    publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix, controllerKey: controllerKey.publicKey }),
     pool,
     statusSchema: statusSchemaFromEnv(),
     heartbeatThresholdMs: heartbeatThresholdMs(),
@@ -306,7 +306,7 @@ const controllerCommand = async (values: { pidFile?: string }): Promise<number> 
   const pages = consoleSource({
     pool,
     readSchema: schemasFromEnv().read,
-    publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix }),
+    publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix, controllerKey: controllerKey.publicKey }),
     statusSchema: statusSchemaFromEnv(),
     heartbeatThresholdMs: heartbeatThresholdMs(),
     prefix: config.subjectPrefix,

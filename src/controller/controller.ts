@@ -38,7 +38,7 @@ export interface ControllerOptions {
   names: ControllerNames;
   actor: string;
   /** the controller's key (the one that signs the log's commits): every declaration is signed with it, and a node applies no other */
-  controllerKey: Pick<Identity, 'secretKey'>;
+  controllerKey: Identity;
   logger: Logger;
   /** called after each pass over the nodes; tests and benchmarks watch it */
   onPass?: (pass: DeclarationPass) => void;

@@ -2,14 +2,18 @@ import { JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, t
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { ComposedDeclaration } from '../domain/declarations/compose.js';
 import { declarationSchema, declarationSubject, type Declaration } from '../domain/declarations/declaration.js';
-import { declarationHeaders } from '../adapters/declaration-signature.js';
+import { DECLARATION_SIGNATURE_HEADER, declarationHeaders, declarationSignatureHolds } from '../adapters/declaration-signature.js';
 import type { Identity } from '../adapters/identity.js';
 
 // Publishes a node's declaration on its subject in NODES (one message per subject) only when its
 // digest differs from the last one published, with a sequence one above it, and never one derived
 // from an older point of the log than the last. Two controllers publishing for one node are
 // ordered by the subject's expected last sequence. Each is signed with the controller's key
-// (declaration-signature.ts): a node applies nothing else. A publisher made without the key reads.
+// (declaration-signature.ts): a node applies nothing else, and neither does the publisher take
+// anything else on the subject for what it last published — a message aimed there by someone
+// else, naming a high sequence or a later point of the log, must not keep the node's next
+// declaration from being sent. A publisher made without the secret key reads only; one given
+// only the public key (`controllerKey`) reads what the controller signed.
 
 export interface PublishedHead {
   sequence: number;
@@ -28,7 +32,7 @@ export class DeclarationPublisher {
 
   constructor(
     nc: NatsConnection,
-    private readonly names: { nodesStream: string; prefix: string; signer?: Pick<Identity, 'secretKey'> },
+    private readonly names: { nodesStream: string; prefix: string; signer?: Identity; controllerKey?: string },
   ) {
     this.js = jetstream(nc);
     this.jsm = jetstreamManager(nc, { checkAPI: false });
@@ -39,7 +43,7 @@ export class DeclarationPublisher {
     if (this.heads.has(node) && !options.fresh) return this.heads.get(node) ?? null;
     const jsm = await this.jsm;
     const message = await jsm.streams.getMessage(this.names.nodesStream, { last_by_subj: declarationSubject(node, this.names.prefix) });
-    const head = message ? headOf(message, this.heads.get(node) ?? null) : null;
+    const head = message ? headOf(message, this.heads.get(node) ?? null, node, this.verifyKey()) : null;
     this.heads.set(node, head);
     return head;
   }
@@ -48,7 +52,12 @@ export class DeclarationPublisher {
   async lastDeclaration(node: string): Promise<Declaration | null> {
     const jsm = await this.jsm;
     const message = await jsm.streams.getMessage(this.names.nodesStream, { last_by_subj: declarationSubject(node, this.names.prefix) });
-    return message ? (declarationOf(message) ?? null) : null;
+    return message ? (declarationOf(message, node, this.verifyKey()) ?? null) : null;
+  }
+
+  /** the key a message on a node's subject must be signed with to be read as the controller's */
+  private verifyKey(): string | undefined {
+    return this.names.signer?.publicKey ?? this.names.controllerKey;
   }
 
   async publish(composed: ComposedDeclaration, derivedFromSeq: number): Promise<PublishOutcome> {
@@ -76,24 +85,30 @@ export class DeclarationPublisher {
   }
 }
 
-const declarationOf = (message: StoredMsg): Declaration | undefined => {
+/** The declaration the message is: for `node` and, when a key is known, signed with it. */
+const declarationOf = (message: StoredMsg, node: string, key: string | undefined): Declaration | undefined => {
+  if (key !== undefined) {
+    const signature = message.header?.get(DECLARATION_SIGNATURE_HEADER);
+    if (!signature || !declarationSignatureHolds(key, message.data, signature)) return undefined;
+  }
   try {
     const parsed = declarationSchema.safeParse(message.json());
-    return parsed.success ? parsed.data : undefined;
+    return parsed.success && parsed.data.node === node ? parsed.data : undefined;
   } catch {
     return undefined;
   }
 };
 
 /**
- * What the subject's newest message says was published. One that is no declaration — an answer
- * the server published there because someone named the subject as a request's reply (nats-server
- * 2.9 lets any request do so, docs/decisions.md) — is published over: its sequence in NODES is above
+ * What the subject's newest message says was published. One that is no declaration the controller
+ * signed for this node — an answer the server published there because someone named the subject
+ * as a request's reply, a delivery aimed there (nats-server 2.9 lets any request do so,
+ * docs/decisions.md), another node's declaration moved there — is published over: its sequence in NODES is above
  * every declaration's sequence this node was ever sent (each was a message of NODES before it), so
  * the next declaration's is above what the node has applied, and the node takes it.
  */
-const headOf = (message: StoredMsg, known: PublishedHead | null): PublishedHead => {
-  const declaration = declarationOf(message);
+const headOf = (message: StoredMsg, known: PublishedHead | null, node: string, key: string | undefined): PublishedHead => {
+  const declaration = declarationOf(message, node, key);
   if (declaration) return { ...pick(declaration), streamSeq: message.seq };
   return { sequence: Math.max(known?.sequence ?? 0, message.seq), digest: '', derivedFromSeq: known?.derivedFromSeq ?? 0, streamSeq: message.seq };
 };
