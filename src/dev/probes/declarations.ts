@@ -5,10 +5,11 @@ import { personInbox } from '../../domain/bus/users.js';
 import type { AttackOutcome, ProbeTargets } from '../security-probe.js';
 
 // A node applies only a declaration the controller signed for it. nats-server 2.9 lets the operator
-// (who may read NODES and the LOG) make a push consumer delivering anywhere, so these attacks aim
-// deliveries at the victim's declaration subject, where NODES stores them as its newest message:
-// another node's real, signed declaration, and a commit of the log (a body that is no declaration
-// and carries no declaration signature). Each is refused when the victim's agent still says it
+// (who may read NODES and the LOG) aim an answer or a delivery anywhere, so these attacks aim them
+// at the victim's declaration subject, where NODES stores them as its newest message: another
+// node's real, signed declaration (a direct get of it, answered on the victim's subject, with its
+// headers; a push consumer on NODES itself the server refuses as a cycle), and a commit of the log
+// delivered there (a body that is no declaration and carries no declaration signature). Each is refused when the victim's agent still says it
 // applied its own declaration — the sequence and digest the controller published for it before
 // the attack. The operator has no route to an unsigned body of its own choosing (a module does:
 // its event, then a pull with the victim's subject as the reply); the jest test
@@ -61,6 +62,7 @@ export const probeForgedDeclaration = async (targets: ForgedDeclarationTargets):
   const victimSubject = `${wire.prefix}.node.${victimNode}.declare`;
   const attacks = {
     other: `operator ${operator.name} has NODES deliver ${otherNode}'s signed declaration at ${victimSubject}: ${victimNode}'s agent must not apply it`,
+    get: `operator ${operator.name} has NODES answer a direct get of ${otherNode}'s signed declaration on ${victimSubject}: ${victimNode}'s agent must not apply it`,
     log: `operator ${operator.name} has the log deliver a commit at ${victimSubject}: ${victimNode}'s agent must not apply it`,
   };
   let nc: NatsConnection;
@@ -77,15 +79,12 @@ export const probeForgedDeclaration = async (targets: ForgedDeclarationTargets):
     if (!real?.sequence || !real.digest) {
       return Object.values(attacks).map((attack) => ({ attack, refused: false, untried: true, detail: `${victimNode} has no declaration in ${wire.nodesStream} to keep, so the attack was not tried` }));
     }
-    const aim = async (attack: string, stream: string, name: string, filter: string | undefined): Promise<void> => {
+    /** Sends the aimed request, then looks at what landed and at what the victim says it applied. */
+    const aim = async (attack: string, send: () => Promise<string | undefined>): Promise<void> => {
       const before = await headOf(nc, wire.nodesStream, victimSubject);
-      const created = await nc
-        .request(`$JS.API.CONSUMER.CREATE.${stream}.${name}`, JSON.stringify({ stream_name: stream, config: { name, deliver_subject: victimSubject, ack_policy: 'none', deliver_policy: 'last', inactive_threshold: 5_000_000_000, ...(filter ? { filter_subject: filter } : {}) } }), { timeout: 5_000 })
-        .then((reply) => reply.json<{ error?: { description?: string } }>())
-        .catch((error: unknown) => ({ error: { description: (error as Error).message } }));
-      made.push({ stream, name });
-      if (created.error) {
-        outcomes.push({ attack, refused: true, detail: `the server refused the consumer: ${created.error.description ?? 'error'}` });
+      const refusal = await send();
+      if (refusal) {
+        outcomes.push({ attack, refused: true, detail: refusal });
         return;
       }
       await pause(1_000);
@@ -98,8 +97,23 @@ export const probeForgedDeclaration = async (targets: ForgedDeclarationTargets):
         outcomes.push({ attack, refused: true, detail: `${how}; ${victimNode}'s agent did not apply it: it still says it applied its own declaration ${real.sequence} (${real.digest})` });
       } else outcomes.push({ attack, refused: false, detail: `${how}; ${victimNode} now says it applied sequence ${applied.sequence} (${applied.digest}), not its declaration ${real.sequence} (${real.digest})` });
     };
-    await aim(attacks.other, wire.nodesStream, `${consumer}_nodes`, `${wire.prefix}.node.${otherNode}.declare`);
-    await aim(attacks.log, wire.logStream, `${consumer}_log`, undefined);
+    /** A push consumer delivering at the victim's subject: the server's refusal, or undefined when it made it. */
+    const deliverFrom = async (stream: string, name: string, filter: string | undefined): Promise<string | undefined> => {
+      const created = await nc
+        .request(`$JS.API.CONSUMER.CREATE.${stream}.${name}`, JSON.stringify({ stream_name: stream, config: { name, deliver_subject: victimSubject, ack_policy: 'none', deliver_policy: 'last', inactive_threshold: 5_000_000_000, ...(filter ? { filter_subject: filter } : {}) } }), { timeout: 5_000 })
+        .then((reply) => reply.json<{ error?: { description?: string } }>())
+        .catch((error: unknown) => ({ error: { description: (error as Error).message } }));
+      made.push({ stream, name });
+      return created.error ? `the server refused the consumer: ${created.error.description ?? 'error'}` : undefined;
+    };
+    const otherSubject = `${wire.prefix}.node.${otherNode}.declare`;
+    await aim(attacks.other, () => deliverFrom(wire.nodesStream, `${consumer}_nodes`, otherSubject));
+    await aim(attacks.get, async () => {
+      nc.publish(`$JS.API.DIRECT.GET.${wire.nodesStream}.${otherSubject}`, '', { reply: victimSubject });
+      await nc.flush();
+      return undefined;
+    });
+    await aim(attacks.log, () => deliverFrom(wire.logStream, `${consumer}_log`, undefined));
   } finally {
     for (const { stream, name } of made) await nc.request(`$JS.API.CONSUMER.DELETE.${stream}.${name}`, '', { timeout: 2_000 }).catch(() => undefined);
     await nc.close().catch(() => undefined);
