@@ -150,6 +150,17 @@ describe('a node applies only a declaration the controller signed for it', () =>
     expect(beta.status().sequence).toBe(real.sequence);
     expect(isAlive(pid)).toBe(true);
   });
+
+  it('applies nothing when it has no controller key (enrolled before declarations were signed), saying what to pass', async () => {
+    const lines: Line[] = [];
+    // alpha's agent, enrolled by no answer that named a key, and given none
+    const alpha = await m.startAgent('alpha', { controllerKey: undefined, logger: pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Line) }) });
+    await waitFor("alpha's agent judging its declaration", async () => lines.find((l) => l.streamSeq !== undefined), 20_000);
+    expect(lines.find((l) => l.level === 50)?.msg).toMatch(/no controller key to check declarations against.*--controller-key KEY\|FILE/);
+    expect(lines.find((l) => l.streamSeq !== undefined)?.why).toMatch(/^no controller key/);
+    expect(alpha.status().sequence).toBeNull();
+    expect(new StateFolder(join(m.root, 'agents', 'alpha')).loadRecords()).toEqual([]);
+  });
 });
 
 describe("the operator's deliveries aimed at a node's declaration subject (probe)", () => {
