@@ -46,6 +46,7 @@ const main = async (): Promise<void> => {
   const controller = new Controller(nc, view, new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry, writer }), {
     names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
     actor: 'controller',
+    controllerKey: key,
     logger: pino({ level: 'silent' }),
   });
   await controller.start();
@@ -56,6 +57,7 @@ const main = async (): Promise<void> => {
     node: 'alpha',
     natsUrl: url,
     stateDir,
+    controllerKey: key.publicKey,
     wire: { prefix: names.prefix, nodesStream: names.nodesStream },
     timings: { resyncMs: 30_000, stopGraceMs: 2_000 },
     logger: pino({ level: 'silent' }),

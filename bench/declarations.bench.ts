@@ -66,6 +66,7 @@ const main = async (): Promise<void> => {
       const controller = new Controller(nc, view, new JetStreamEventLog(nc, { stream: names.logStream, subjectPrefix: names.logPrefix, registry: meshEventRegistry(), writer }), {
         names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix },
         actor: 'controller',
+        controllerKey: key,
         logger: pino({ level: 'silent' }),
         onPass: (pass) => passes.push(pass),
       });

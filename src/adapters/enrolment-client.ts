@@ -14,7 +14,9 @@ import { newKeyPair } from './sealing.js';
 // The agent's half of joining. It makes two key pairs and keeps their secret halves on the
 // machine (mode 0600, never sent anywhere): one the mesh seals secrets to, one that is the node's
 // identity on the bus. It reaches the bus as the token's identity — the one user a live token
-// has — spends the token once, and from then on connects as itself.
+// has — spends the token once, and from then on connects as itself. The answer names the
+// controller's public key: kept with the enrolment (0600), it is the key every declaration the
+// node applies must be signed with (trust on enrolment, docs/decisions.md).
 
 interface SealingKey {
   publicKey: string;
@@ -33,7 +35,12 @@ export const nodeIdentity = (stateDir: string): SealingKey => {
 /** The node's identity on the bus: made once, at its first start. */
 export const hostKey = (stateDir: string): Identity => ensureIdentityFile<Identity>(join(stateDir, 'host.key')).identity;
 
-const enrolmentRecordSchema = z.strictObject({ node: z.string(), seq: z.number().int() });
+const enrolmentRecordSchema = z.strictObject({
+  node: z.string(),
+  seq: z.number().int(),
+  /** the controller's public key, as the enrolment answer named it; absent when the node enrolled before declarations were signed */
+  controllerKey: z.string().regex(/^[A-Za-z0-9+/]{43}=$/).optional(),
+});
 export type EnrolmentRecord = z.infer<typeof enrolmentRecordSchema>;
 
 /** What this machine kept of its enrolment, when it has enrolled. */
@@ -64,7 +71,7 @@ export const enrol = async (nc: NatsConnection, options: { node: string; token: 
   }
   const answer = enrolAnswerSchema.parse(JSON.parse(reply.string()));
   if (!answer.ok) throw new Refusal(`enrolling node ${options.node}`, answer.refused);
-  const record = { node: answer.node, seq: answer.seq };
+  const record: EnrolmentRecord = { node: answer.node, seq: answer.seq, ...(answer.controllerKey ? { controllerKey: answer.controllerKey } : {}) };
   writePrivateJson(join(options.stateDir, 'enrolment.json'), record);
   return record;
 };

@@ -2,7 +2,8 @@ import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
 import { askBusIdentity } from '../adapters/bus-identity-client.js';
-import { hostKey, nodeIdentity } from '../adapters/enrolment-client.js';
+import { declarationSignatureProblem } from '../adapters/declaration-signature.js';
+import { hostKey, nodeIdentity, storedEnrolment } from '../adapters/enrolment-client.js';
 import { fetchSecret } from '../adapters/vault-client.js';
 import { connectNats } from '../adapters/nats/connect.js';
 import type { ModuleBusIdentity } from '../domain/bus/module-identity.js';
@@ -12,7 +13,7 @@ import { declarationSubject, type Declaration } from '../domain/declarations/dec
 import { aliveSubject, reportSubject, type Report } from '../domain/reports/report.js';
 import { UnavailableError } from '../errors.js';
 import { judgeDeclaration } from './acceptance.js';
-import { followDeclarations } from './declaration-feed.js';
+import { followDeclarations, type DeclarationMessage } from './declaration-feed.js';
 import { DockerEngine } from './docker.js';
 import { busIdentityDriver } from './drivers/bus-identity.js';
 import { containerDriver } from './drivers/container.js';
@@ -40,6 +41,9 @@ import { RecordStore, StateFolder } from './state-folder.js';
 // first and the bus second — it reconciles the declaration it accepted last before it has even
 // connected, and nothing it runs depends on NATS, PostgreSQL or the control plane being up.
 
+const NO_CONTROLLER_KEY =
+  "no controller key to check declarations against: this node enrolled before declarations were signed. Pass the controller's public key: `mesh agent --controller-key KEY|FILE` (KEY: the controller's ed25519 public key in base64, the publicKey of its key file and the key the log's first commit names; FILE: that key file)";
+
 export interface EnrolRequest {
   node: string;
   token: string | undefined;
@@ -56,6 +60,12 @@ export interface AgentOptions {
   logger?: Logger;
   /** passed to `enrol` as it is */
   token?: string;
+  /**
+   * the controller's ed25519 public key (base64): the agent applies only declarations signed with
+   * it. Wins over the one its enrolment answer named; needed when the node enrolled before
+   * declarations were signed, else it applies nothing from the bus.
+   */
+  controllerKey?: string;
   /** joins the mesh before the agent connects as the node (enrolment); nothing by default */
   enrol?: (request: EnrolRequest) => Promise<void>;
   /**
@@ -102,6 +112,8 @@ export class Agent {
   private passes = 0;
   private timers: NodeJS.Timeout[] = [];
   private following: Promise<void> | undefined;
+  /** the key every declaration must be signed with: given, else kept from the enrolment */
+  private controllerKey: string | undefined;
 
   constructor(private readonly options: AgentOptions) {
     this.node = options.node;
@@ -142,6 +154,8 @@ export class Agent {
       );
       // What this agent started before its restart keeps running and is watched, not started again.
       this.processes.adoptAll();
+      this.controllerKey = this.options.controllerKey ?? storedEnrolment(this.folder.dir)?.controllerKey;
+      if (!this.controllerKey) this.logger.error({ stateDir: this.folder.dir }, NO_CONTROLLER_KEY);
       this.declaration = this.folder.loadDeclaration();
       this.announce = this.declaration;
     } catch (error) {
@@ -190,7 +204,25 @@ export class Agent {
     }
   }
 
-  private receive(payload: unknown): void {
+  /**
+   * A message on the node's subject. Its signature is checked before its body is read: NODES
+   * also stores what anyone aims at the subject (docs/decisions.md), and what the controller did
+   * not sign for this node is not applied, not reported on (it is nobody's declaration), and said
+   * once at warn — the feed hands each message of NODES over once. The node keeps what it runs.
+   */
+  private receive(message: DeclarationMessage): void {
+    const ignore = (why: string, more: Record<string, unknown> = {}): void => this.logger.warn({ streamSeq: message.streamSeq, why, ...more }, `declaration not applied: ${why}`);
+    if (!this.controllerKey) return ignore(NO_CONTROLLER_KEY);
+    const unsigned = declarationSignatureProblem(this.controllerKey, message.data, message.signature);
+    if (unsigned) return ignore(unsigned);
+    let payload: unknown;
+    try {
+      payload = JSON.parse(new TextDecoder().decode(message.data));
+    } catch {
+      payload = undefined;
+    }
+    const named = (payload as { node?: unknown } | undefined)?.node;
+    if (typeof named === 'string' && named !== this.node) return ignore(`signed for node ${named}`, { sequence: (payload as { sequence?: unknown }).sequence });
     const judgement = judgeDeclaration(this.node, payload, this.declaration);
     if (!judgement.accepted) {
       this.logger.warn({ sequence: judgement.sequence, refusal: judgement.refusal }, 'declaration refused');

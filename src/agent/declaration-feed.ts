@@ -1,5 +1,6 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
+import { DECLARATION_SIGNATURE_HEADER } from '../adapters/declaration-signature.js';
 import { pause, unlessAborted } from './pause.js';
 import { backoff } from './settings.js';
 
@@ -12,13 +13,26 @@ import { backoff } from './settings.js';
 // under way when the connection drops may never be answered: a reconnect stops waiting for it (and
 // ends a wait before a retry) and reads again at once, rather than leaving the node on an old
 // declaration for the request's timeout and a backoff while it is connected again.
+//
+// What is delivered is the stored message as it is — its bytes and its signature header — for the
+// agent to verify before it reads a byte of it (declaration-signature.ts): NODES also takes what
+// anyone aims at the subject.
+
+/** One message of the node's subject, as NODES stored it. */
+export interface DeclarationMessage {
+  /** its sequence in NODES: each is delivered once */
+  streamSeq: number;
+  data: Uint8Array;
+  /** the controller's signature header, when it carries one */
+  signature: string | undefined;
+}
 
 export const directGetSubject = (stream: string, subject: string): string => `$JS.API.DIRECT.GET.${stream}.${subject}`;
 
 export const followDeclarations = async (
   nc: NatsConnection,
   where: { stream: string; subject: string },
-  deliver: (payload: unknown) => void,
+  deliver: (message: DeclarationMessage) => void,
   signal: AbortSignal,
   logger: Logger,
   resyncMs = 30_000,
@@ -61,13 +75,7 @@ export const followDeclarations = async (
         const seq = Number(reply.headers?.get('Nats-Sequence'));
         if (!Number.isInteger(seq) || seq <= delivered) continue;
         delivered = seq;
-        let payload: unknown;
-        try {
-          payload = reply.json();
-        } catch {
-          payload = undefined;
-        }
-        deliver(payload);
+        deliver({ streamSeq: seq, data: reply.data, signature: reply.headers?.get(DECLARATION_SIGNATURE_HEADER) || undefined });
       } catch (error) {
         wanted = true;
         if (relinked.aborted) continue; // read again at once, over the new connection

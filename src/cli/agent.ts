@@ -22,6 +22,7 @@ interface AgentFlags {
   state?: string;
   token?: string;
   tokenFile?: string;
+  controllerKey?: string;
   json?: true;
 }
 
@@ -36,6 +37,7 @@ export const agentCommand = async (values: AgentFlags, hooks: Pick<AgentOptions,
   const token = tokenFile !== undefined ? readFileSync(tokenFile, 'utf8').trim() : process.env.MESH_ENROL_TOKEN?.trim() || undefined;
   const node = values.node;
   if (!NODE_NAME.test(node)) throw new ValidationError(`--node must be letters, digits, - or _ (it is a subject token), not "${node}"`, { field: '--node' });
+  const controllerKey = values.controllerKey === undefined ? undefined : controllerKeyOf(values.controllerKey);
   const out = output(values.json ?? false);
   const config = loadConfig();
   const wire = agentWire();
@@ -48,6 +50,7 @@ export const agentCommand = async (values: AgentFlags, hooks: Pick<AgentOptions,
     wire,
     logger,
     ...(token === undefined ? {} : { token }),
+    ...(controllerKey === undefined ? {} : { controllerKey }),
     // Joining: a machine with a token that has not enrolled yet spends the token once, as the
     // token's own bus identity; one already enrolled goes on as itself.
     enrol: async (request) => {
@@ -85,6 +88,28 @@ export const agentCommand = async (values: AgentFlags, hooks: Pick<AgentOptions,
   });
   await agent.stop();
   return 0;
+};
+
+const ED25519_PUBLIC_KEY = /^[A-Za-z0-9+/]{43}=$/;
+
+/**
+ * --controller-key: a public key, or a file holding one — the key itself as text, or a key file
+ * whose publicKey is read (the controller's own, as `mesh vault` takes it; a copy of its public
+ * half is enough, and the better thing to put on a node).
+ */
+const controllerKeyOf = (flag: string): string => {
+  if (ED25519_PUBLIC_KEY.test(flag)) return flag;
+  if (!existsSync(flag)) throw new ValidationError(`--controller-key "${flag}" is neither an ed25519 public key (base64) nor a file`, { field: '--controller-key' });
+  const text = readFileSync(flag, 'utf8').trim();
+  if (ED25519_PUBLIC_KEY.test(text)) return text;
+  let publicKey: unknown;
+  try {
+    publicKey = (JSON.parse(text) as { publicKey?: unknown }).publicKey;
+  } catch {
+    publicKey = undefined;
+  }
+  if (typeof publicKey === 'string' && ED25519_PUBLIC_KEY.test(publicKey)) return publicKey;
+  throw new ValidationError(`--controller-key ${flag} holds no ed25519 public key: give the key (base64), a file of it, or a key file with a publicKey`, { field: '--controller-key' });
 };
 
 const printReport = (out: Output, report: Report): void => {

@@ -192,6 +192,7 @@ export const controllerCommand = async (values: { pidFile?: string }): Promise<n
     const controller = new Controller(nc, view, log, {
       names: { nodesStream: config.nodesStream, controlStream: config.controlStream, prefix: config.subjectPrefix, replicas: config.replicas },
       actor: 'controller',
+      controllerKey,
       logger,
       mesh,
       onPass: (pass) => metrics.declarationPass(pass),
@@ -202,6 +203,7 @@ export const controllerCommand = async (values: { pidFile?: string }): Promise<n
     const enrolment = new EnrolmentService(nc, mesh, {
       prefix: config.subjectPrefix,
       natsUrl: config.natsUrl,
+      controllerKey: controllerKey.publicKey,
       logger: logger.child({ component: 'enrolment' }),
       metrics,
     });
@@ -273,7 +275,7 @@ export const controllerCommand = async (values: { pidFile?: string }): Promise<n
   const projectionBuilds = () => projectionsStatus(pool, schemasFromEnv(), commits, meshProjections());
   const overviewOfMesh = overviewSource({
     mesh,
-    publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix }),
+    publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix, controllerKey: controllerKey.publicKey }),
     pool,
     statusSchema: statusSchemaFromEnv(),
     heartbeatThresholdMs: heartbeatThresholdMs(),
@@ -299,7 +301,7 @@ export const controllerCommand = async (values: { pidFile?: string }): Promise<n
   const pages = consoleSource({
     pool,
     readSchema: schemasFromEnv().read,
-    publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix }),
+    publisher: new DeclarationPublisher(nc, { nodesStream: config.nodesStream, prefix: config.subjectPrefix, controllerKey: controllerKey.publicKey }),
     statusSchema: statusSchemaFromEnv(),
     heartbeatThresholdMs: heartbeatThresholdMs(),
     prefix: config.subjectPrefix,

@@ -1,6 +1,7 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
+import type { Identity } from '../adapters/identity.js';
 import type { EventLog } from '../adapters/eventlog/event-log.js';
 import { assertControlStreams } from '../adapters/nats/control-streams.js';
 import { sha256Digest } from '../domain/canonical.js';
@@ -36,6 +37,8 @@ export interface ControllerNames {
 export interface ControllerOptions {
   names: ControllerNames;
   actor: string;
+  /** the controller's key (the one that signs the log's commits): every declaration is signed with it, and a node applies no other */
+  controllerKey: Identity;
   logger: Logger;
   /** called after each pass over the nodes; tests and benchmarks watch it */
   onPass?: (pass: DeclarationPass) => void;
@@ -84,7 +87,7 @@ export class Controller {
     private readonly log: EventLog<MeshEvent>,
     private readonly options: ControllerOptions,
   ) {
-    this.publisher = new DeclarationPublisher(nc, { nodesStream: options.names.nodesStream, prefix: options.names.prefix });
+    this.publisher = new DeclarationPublisher(nc, { nodesStream: options.names.nodesStream, prefix: options.names.prefix, signer: options.controllerKey });
   }
 
   /** The mesh as this process's view has folded it so far. */

@@ -12,7 +12,9 @@ import { describeSpeaker, refuseImpersonation, speakerOfReply, type Impersonatio
 // The mesh-controller seat's `enrol` tool. An agent presents its token and two public keys; the
 // token is spent through the log (exactly once, whatever races), and the node's host key becomes
 // its user on the bus when the control plane next composes the list. Nothing secret is made or
-// sent back: a lost answer is answered again by a retry with the same token and keys.
+// sent back: a lost answer is answered again by a retry with the same token and keys. The answer
+// names the controller's public key, which the node then trusts to sign its declarations (trust
+// on enrolment: the token's secret is what makes the answer the mesh's).
 //
 // Who asks: a joining machine connects as its token's own bus identity (users.ts enrolmentUser),
 // and every live token's identity may publish on this subject, so the subject does not say which.
@@ -26,6 +28,8 @@ export interface EnrolmentServiceOptions {
   prefix: string;
   /** the bus address an enrolled node is told to use */
   natsUrl: string;
+  /** the controller's public key (base64): the enrolled node applies only declarations signed with it */
+  controllerKey: string;
   logger: Logger;
   now?: () => Date;
   /** counts a request refused for presenting another token than the one the caller connected as */
@@ -76,7 +80,7 @@ export class EnrolmentService {
         }
       }
       this.options.logger.info({ node: request.node, tokenId, seq: result.seq }, 'node enrolled');
-      return { ok: true, node: request.node, seq: result.seq };
+      return { ok: true, node: request.node, seq: result.seq, controllerKey: this.options.controllerKey };
     } catch (error) {
       if (error instanceof Refusal) return { ok: false, refused: [...error.problems] };
       this.options.logger.error({ err: error, node: request.node }, 'enrolment failed');

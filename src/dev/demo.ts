@@ -30,6 +30,8 @@ export interface DemoOptions {
   natsPort: number;
   subjectPrefix: string;
   operatorKeyFile: string;
+  /** the controller's public key: its agents apply only declarations signed with it */
+  controllerKey: string;
   ports: { greeter: number; caller: number; postgres: number };
   env: Record<string, string>;
   say: (line: string) => void;
@@ -49,7 +51,9 @@ export const raiseDemo = async (options: DemoOptions): Promise<{ greeterUrl: str
     const state = await reads.current();
     if (!nodeNamed(state.nodes, node)) await run({ type: 'add-node', node, root: join(options.dir, 'nodes', node), address: '127.0.0.1' });
     const enrolled = Boolean(nodeNamed((await reads.current()).nodes, node)?.publicKey);
-    const args = ['agent', '--node', node, '--state', agentState(options.dir, node)];
+    // The controller's public key, also to an agent that enrolled before declarations were signed
+    // (its enrolment kept none): it is the stack's own, so nothing is taken on trust here.
+    const args = ['agent', '--node', node, '--state', agentState(options.dir, node), '--controller-key', options.controllerKey];
     if (!enrolled && !existsSync(join(agentState(options.dir, node), 'enrolment.json'))) {
       const { tokenId, token, verifier, publicKey } = newEnrolmentToken();
       await run({ type: 'issue-enrolment-token', tokenId, verifier, publicKey, node, expiresAt: new Date(Date.now() + 10 * 60_000).toISOString() });

@@ -330,6 +330,7 @@ export const stackUp = async (
         natsPort: options.ports.nats,
         subjectPrefix: 'mesh',
         operatorKeyFile: operator.file,
+        controllerKey: controllerKey.identity.publicKey,
         ports: { greeter: options.demo.greeterPort, caller: options.demo.callerPort, postgres: options.demo.postgresPort },
         env,
         say,

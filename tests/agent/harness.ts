@@ -4,6 +4,8 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
+import { declarationHeaders } from '../../src/adapters/declaration-signature.js';
+import { newIdentity, type Identity } from '../../src/adapters/identity.js';
 import { connectNats } from '../../src/adapters/nats/connect.js';
 import { assertControlStreams, eventsStreamName, nodesStreamConfig, type ControlStreamNames } from '../../src/adapters/nats/control-streams.js';
 import { Agent } from '../../src/agent/agent.js';
@@ -97,6 +99,8 @@ export interface AgentTest {
   root: string;
   url: string;
   nc: NatsConnection;
+  /** the key the test's declarations are signed with, as the controller's would be; the agents are given its public half */
+  controllerKey: Identity;
   js: JetStreamClient;
   jsm: JetStreamManager;
   declaration(sequence: number, assignments: DeclaredAssignment[]): Declaration;
@@ -132,6 +136,7 @@ export const openAgentTest = async (options: { url?: string; timings?: Partial<A
   if (options.withoutControl) await jsm.streams.add(nodesStreamConfig(names));
   else await assertControlStreams(jsm, names);
   const js = jetstream(nc);
+  const controllerKey = newIdentity();
   const agents: Agent[] = [];
   const cliAgents: AgentProcess[] = [];
   const stateDirs = new Set([join(root, 'state')]);
@@ -159,6 +164,7 @@ export const openAgentTest = async (options: { url?: string; timings?: Partial<A
     nc,
     js,
     jsm,
+    controllerKey,
     stateDir: join(root, 'state'),
     declaration: (sequence, assignments) => ({
       node,
@@ -169,21 +175,22 @@ export const openAgentTest = async (options: { url?: string; timings?: Partial<A
     }),
     // Retried: right after a server restart the test's own connection may still be reconnecting.
     publish: (declaration) =>
-      waitFor(`declaration ${declaration.sequence} published`, () =>
-        js
-          .publish(declarationSubject(node, names.prefix), JSON.stringify(declaration), { timeout: 5_000 })
+      waitFor(`declaration ${declaration.sequence} published`, () => {
+        const body = new TextEncoder().encode(JSON.stringify(declaration));
+        return js
+          .publish(declarationSubject(node, names.prefix), body, { headers: declarationHeaders(controllerKey, body), timeout: 5_000 })
           .then(() => true as const)
-          .catch(() => undefined),
-      ).then(() => undefined),
+          .catch(() => undefined);
+      }).then(() => undefined),
     startAgent: async ({ stateDir = join(root, 'state') } = {}) => {
       stateDirs.add(stateDir);
-      const agent = new Agent({ node, natsUrl: url, stateDir, wire: { prefix: names.prefix, nodesStream: names.nodes }, timings: { ...FAST, ...options.timings } });
+      const agent = new Agent({ node, natsUrl: url, stateDir, controllerKey: controllerKey.publicKey, wire: { prefix: names.prefix, nodesStream: names.nodes }, timings: { ...FAST, ...options.timings } });
       agents.push(agent);
       await agent.start();
       return agent;
     },
     runAgentCli: () => {
-      const child = spawn(process.execPath, [join(projectRoot, 'bin', 'mesh.js'), 'agent', '--node', node, '--state', join(root, 'state')], {
+      const child = spawn(process.execPath, [join(projectRoot, 'bin', 'mesh.js'), 'agent', '--node', node, '--state', join(root, 'state'), '--controller-key', controllerKey.publicKey], {
         cwd: projectRoot,
         env: { ...process.env, MESH_NATS_URL: url, MESH_SUBJECT_PREFIX: names.prefix, MESH_NODES_STREAM: names.nodes },
         stdio: ['ignore', 'pipe', 'pipe'],

@@ -90,7 +90,7 @@ describe('the controller starts from a snapshot of its fold', () => {
     await expectWholeLog(resumed.state);
 
     // The controller on a view that started from a snapshot composes every node once it has caught up.
-    const controller = new Controller(t.nc, second.view, t.newLog(), { names: { nodesStream: t.names.nodesStream, controlStream: t.names.controlStream, prefix: t.names.prefix }, actor: 'controller', logger });
+    const controller = new Controller(t.nc, second.view, t.newLog(), { names: { nodesStream: t.names.nodesStream, controlStream: t.names.controlStream, prefix: t.names.prefix }, actor: 'controller', controllerKey: t.controllerKey, logger });
     await controller.start();
     try {
       for (const node of ['alpha', 'beta', 'gamma']) await waitFor(`${node}'s declaration`, () => t.declarationOf(node));

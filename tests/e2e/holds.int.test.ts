@@ -75,7 +75,7 @@ describe('a hold is stated once as a fact, kept in node_holds, shown, and cleare
     await t.run({ type: 'add-node', node: 'alpha', root: nodeRoot, address: '127.0.0.1' });
     await t.run({ type: 'assign', module: 'stand-in-vault', node: 'alpha', hold: ['mesh-vault'], pins: {}, values: {}, placements: {} });
     await enrolAgentNode(t, 'alpha', join(root, 'agent'));
-    agent = new Agent({ node: 'alpha', natsUrl: testNatsUrl(), stateDir: join(root, 'agent'), wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 500 }, logger: pino({ level: 'silent' }) });
+    agent = new Agent({ node: 'alpha', natsUrl: testNatsUrl(), stateDir: join(root, 'agent'), controllerKey: t.controllerKey.publicKey, wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 500 }, logger: pino({ level: 'silent' }) });
     await agent.start();
   });
   afterAll(async () => {

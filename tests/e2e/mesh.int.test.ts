@@ -44,6 +44,7 @@ describe('a mesh on this machine: command → declaration → agent → running 
       node,
       natsUrl: testNatsUrl(),
       stateDir: join(root, 'agents', node),
+      controllerKey: t.controllerKey.publicKey,
       wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream },
       timings: { ...FAST, crashLoopAfter: 3 },
       logger: pino({ level: 'silent' }),

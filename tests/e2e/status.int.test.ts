@@ -54,7 +54,7 @@ describe('mesh status tells what machines are doing, and never claims health fro
     await t.run({ type: 'register-module', manifest: { name: 'flaky', resources: { processes: [{ name: 'worker', run: ['sh', '-c', 'echo "cannot open /data" >&2; exit 1'] }] } } });
     await t.run({ type: 'add-node', node: 'alpha', root: join(root, 'nodes', 'alpha'), address: '127.0.0.1' });
     await enrolAgentNode(t, 'alpha', join(root, 'agent'));
-    agent = new Agent({ node: 'alpha', natsUrl: testNatsUrl(), stateDir: join(root, 'agent'), wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 500 }, logger: pino({ level: 'silent' }) });
+    agent = new Agent({ node: 'alpha', natsUrl: testNatsUrl(), stateDir: join(root, 'agent'), controllerKey: t.controllerKey.publicKey, wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 500 }, logger: pino({ level: 'silent' }) });
     await agent.start();
   });
   afterAll(async () => {

@@ -97,6 +97,7 @@ describe('an agent whose connection is cut and restored while its declaration ch
       node: test.node,
       natsUrl: proxy.url,
       stateDir: test.stateDir,
+      controllerKey: test.controllerKey.publicKey,
       wire: { prefix: test.names.prefix, nodesStream: test.names.nodes },
       timings: FAST,
       logger: pino({ level: 'info' }, logLines),

@@ -171,6 +171,7 @@ describe('the whole control plane down while agents run', () => {
           node: node.name,
           natsUrl: relay.url,
           stateDir: node.stateDir,
+          controllerKey: t.controllerKey.publicKey,
           wire,
           timings: TIMINGS,
           logger: pino({ level: 'info' }, { write: (line: string) => noteSaid(node.said, line) }),

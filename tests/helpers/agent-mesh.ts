@@ -57,7 +57,7 @@ export const openAgentMesh = async (): Promise<AgentMesh> => {
       if (!enrolled.has(node) && !options.enrol) await enrolAgentNode(t, node, options.stateDir ?? stateDir);
       enrolled.add(node);
       stateDirs.add(stateDir);
-      const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir, wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 300 }, logger: pino({ level: 'silent' }), ...options });
+      const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir, controllerKey: t.controllerKey.publicKey, wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 300 }, logger: pino({ level: 'silent' }), ...options });
       await agent.start();
       agents.add(agent);
       return agent;

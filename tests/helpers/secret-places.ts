@@ -45,8 +45,8 @@ export const enrolNode = async (t: Pick<TestMesh, 'run'>, node: string, stateDir
 };
 
 /** The agent of an enrolled `node`, on the test's bus, its state in `stateDir`, started. */
-export const startNodeAgent = async (t: Pick<TestMesh, 'names'>, node: string, stateDir: string): Promise<Agent> => {
-  const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir, wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 500 }, logger: pino({ level: 'silent' }) });
+export const startNodeAgent = async (t: Pick<TestMesh, 'names' | 'controllerKey'>, node: string, stateDir: string): Promise<Agent> => {
+  const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir, controllerKey: t.controllerKey.publicKey, wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: { ...FAST, heartbeatMs: 500 }, logger: pino({ level: 'silent' }) });
   await agent.start();
   return agent;
 };
@@ -58,7 +58,7 @@ export const enrolAndStartAgent = async (t: TestMesh, node: string, stateDir: st
 };
 
 /** A test's node agents by name, each with its state in `stateOf(node)`: enrolled once, stopped and started again as the test needs. */
-export const nodeAgents = (t: Pick<TestMesh, 'run' | 'names'>, stateOf: (node: string) => string) => {
+export const nodeAgents = (t: Pick<TestMesh, 'run' | 'names' | 'controllerKey'>, stateOf: (node: string) => string) => {
   const running = new Map<string, Agent>();
   const stop = async (node: string): Promise<void> => {
     await running.get(node)?.stop();

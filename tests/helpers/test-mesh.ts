@@ -150,6 +150,7 @@ export const openTestMesh = async (
         mesh: controllerMesh,
         names: { nodesStream: names.nodesStream, controlStream: names.controlStream, prefix: names.prefix, replicas },
         actor: 'controller',
+        controllerKey,
         logger: pino({ level: 'silent' }),
         onPass: (pass) => {
           passes.push(pass);
@@ -167,7 +168,7 @@ export const openTestMesh = async (
 
   /** The mesh-controller seat's enrol tool, answering on this mesh's prefix. */
   const startEnrolment = (now?: () => Date): EnrolmentService => {
-    const service = new EnrolmentService(nc, new MeshService(newLog()), { prefix: names.prefix, natsUrl: options.url ?? testNatsUrl(), logger: pino({ level: 'silent' }), ...(now ? { now } : {}), ...findings });
+    const service = new EnrolmentService(nc, new MeshService(newLog()), { prefix: names.prefix, natsUrl: options.url ?? testNatsUrl(), controllerKey: controllerKey.publicKey, logger: pino({ level: 'silent' }), ...(now ? { now } : {}), ...findings });
     service.start();
     services.push(service);
     return service;

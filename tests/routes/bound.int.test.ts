@@ -62,7 +62,7 @@ describe('a provider’s derived values reach the consumer (${bound:…})', () =
     await t.run({ type: 'assign', module: 'store', node: 'core', hold: [], pins: {}, values: {}, placements: {} });
     await t.run({ type: 'assign', module: consumer, node, hold: [], pins: {}, values: {}, placements: {} });
     await enrolAgentNode(t, node, join(root, 'agents', node));
-    const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir: join(root, 'agents', node), wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: FAST, logger: pino({ level: 'silent' }) });
+    const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir: join(root, 'agents', node), controllerKey: t.controllerKey.publicKey, wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: FAST, logger: pino({ level: 'silent' }) });
     await agent.start();
     agents.push(agent);
   });

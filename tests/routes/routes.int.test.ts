@@ -99,7 +99,7 @@ describe('routes on real agents: the routes file, a module’s own URL, a domain
   const startAgent = async (node: string): Promise<void> => {
     if (!enrolled.has(node)) await enrolAgentNode(t, node, join(root, 'agents', node));
     enrolled.add(node);
-    const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir: join(root, 'agents', node), wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: FAST, logger: pino({ level: 'silent' }) });
+    const agent = new Agent({ node, natsUrl: testNatsUrl(), stateDir: join(root, 'agents', node), controllerKey: t.controllerKey.publicKey, wire: { prefix: t.names.prefix, nodesStream: t.names.nodesStream }, timings: FAST, logger: pino({ level: 'silent' }) });
     await agent.start();
     agents.push(agent);
   };

@@ -87,9 +87,9 @@ describe('the bus, enforced by the server from the composed user list', () => {
     authority = new BusAuthority({ file: { file: usersFile, serverPidFile: natsPidFile(dir), system: { urls: url, keyFile: natsSystemKeyFile(server) } }, wire: WIRE, controller: controllerKey, logger: pino({ level: 'silent' }) });
     view = new MeshView(log(), { logger: pino({ level: 'silent' }) });
     view.start();
-    controller = new Controller(controllerNc, view, log(), { names: { nodesStream: WIRE.nodesStream, controlStream: WIRE.controlStream, prefix: WIRE.prefix }, actor: 'controller', logger: pino({ level: 'silent' }), busAuthority: authority });
+    controller = new Controller(controllerNc, view, log(), { names: { nodesStream: WIRE.nodesStream, controlStream: WIRE.controlStream, prefix: WIRE.prefix }, actor: 'controller', controllerKey, logger: pino({ level: 'silent' }), busAuthority: authority });
     await controller.start();
-    enrolment = new EnrolmentService(controllerNc, new MeshService(log()), { prefix: WIRE.prefix, natsUrl: url, logger: pino({ level: 'silent' }) });
+    enrolment = new EnrolmentService(controllerNc, new MeshService(log()), { prefix: WIRE.prefix, natsUrl: url, controllerKey: controllerKey.publicKey, logger: pino({ level: 'silent' }) });
     enrolment.start();
     await waitFor('the operator on the bus', knows(operatorKey.publicKey));
   });

@@ -81,7 +81,7 @@ describe('answers and deliveries aimed at subjects the asker may not publish on'
 
   it('publishes the next declaration over an answer aimed at the subject, at a sequence the node takes', async () => {
     const node = uniqueName('gamma');
-    const first = await new DeclarationPublisher(bus.t.nc, { nodesStream: names.nodesStream, prefix: names.prefix }).publish({ node, assignments: [], digest: digest('a') }, 1);
+    const first = await new DeclarationPublisher(bus.t.nc, { nodesStream: names.nodesStream, prefix: names.prefix, signer: bus.t.controllerKey }).publish({ node, assignments: [], digest: digest('a') }, 1);
     if (!first.published) throw new Error('the first declaration was not published');
     // the attack for real: the JetStream API answers the operator's request on the node's subject
     const before = await bus.t.nodesHead();
@@ -90,7 +90,7 @@ describe('answers and deliveries aimed at subjects the asker may not publish on'
     await waitFor('the answer stored on the subject', async () => (await bus.t.nodesHead()) > before, 10_000);
     await expect(bus.t.declarationOf(node)).rejects.toThrow(); // no declaration: the API's answer
     // a controller that never saw the first (restarted) publishes over it
-    const next = await new DeclarationPublisher(bus.t.nc, { nodesStream: names.nodesStream, prefix: names.prefix }).publish({ node, assignments: [], digest: digest('b') }, 2);
+    const next = await new DeclarationPublisher(bus.t.nc, { nodesStream: names.nodesStream, prefix: names.prefix, signer: bus.t.controllerKey }).publish({ node, assignments: [], digest: digest('b') }, 2);
     if (!next.published) throw new Error('the next declaration was not published');
     expect(next.declaration.sequence).toBeGreaterThan(first.declaration.sequence);
     expect(judgeDeclaration(node, next.declaration, first.declaration)).toMatchObject({ accepted: true });

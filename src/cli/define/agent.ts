@@ -10,6 +10,7 @@ export const defineAgent = (mesh: CommandUnknownOpts): void => {
     .requiredOption('--node <name>', 'the node this machine is')
     .option('--state <dir>', 'where its keys and what it applied are kept (default: under the mesh home)')
     .option('--token-file <file>', 'an enrolment token from `mesh node token`, read once and removed when spent')
+    .option('--controller-key <key-or-file>', "the controller's public key (base64) or key file: only declarations it signed are applied (default: the key the enrolment answer named; needed for a node enrolled before declarations were signed)")
     .addOption(new Option('--token <token>', 'refused: a token on the command line is visible to every user (ps)').hideHelp())
     .action(lazy(async () => (await import('../agent.js')).agentVerb));
 };

@@ -7,6 +7,8 @@ import { z } from 'zod';
 
 export const enrolToolSubject = (prefix = 'mesh'): string => `${prefix}.seat.mesh-controller.tool.enrol`;
 
+const ED25519_PUBLIC_KEY = z.string().regex(/^[A-Za-z0-9+/]{43}=$/, 'a 32-byte ed25519 public key in base64');
+
 export const enrolRequestSchema = z.strictObject({
   node: z.string().min(1),
   /** `<tokenId>.<secret>` as the operator was given it */
@@ -18,7 +20,13 @@ export const enrolRequestSchema = z.strictObject({
 });
 
 export const enrolAnswerSchema = z.union([
-  z.strictObject({ ok: z.literal(true), node: z.string(), seq: z.number().int() }),
+  z.strictObject({
+    ok: z.literal(true),
+    node: z.string(),
+    seq: z.number().int(),
+    /** the controller's ed25519 public key, base64: the node applies only declarations signed with it (absent from a controller older than signed declarations) */
+    controllerKey: ED25519_PUBLIC_KEY.optional(),
+  }),
   z.strictObject({ ok: z.literal(false), refused: z.array(z.strictObject({ what: z.string(), why: z.string(), remedy: z.string() })) }),
 ]);
 
