@@ -10,6 +10,7 @@ import { devStackDir } from '../src/config.js';
 import { DEFAULT_FACT_INTERVAL_MS } from '../src/controller/fact-budget.js';
 import { stackPorts } from '../src/dev/stack.js';
 import { probeDatabase } from '../src/dev/database-probe.js';
+import { probeAimedReport } from '../src/dev/probes/aimed-report.js';
 import { probeBusReads } from '../src/dev/probes/bus-reads.js';
 import { probeCommandReplay } from '../src/dev/probes/command-replay.js';
 import { probeConsole } from '../src/dev/probes/console.js';
@@ -54,6 +55,7 @@ const families: [string, () => Promise<AttackOutcome[]>][] = [
   ['one identity speaking for another', () => probeImpersonation({ ...targets, ...(beta ? { host: { node: 'beta', key: beta, otherNode: 'alpha' } } : {}), httpUrl: consoleUrl })],
   ['signed commands out of their time or purpose, and replayed', () => probeCommandReplay({ url, wire: targets.wire, operator: targets.operator! })],
   ["paths that leave a module's place", () => probePaths({ url, wire: targets.wire, operator: targets.operator! })],
+  ["a report aimed at a node's subject by someone else", () => probeAimedReport({ ...targets, httpUrl: consoleUrl, node: 'alpha' })],
   ['a node growing the log', () => probeLogGrowth({ url, wire: targets.wire, ...(beta ? { host: { node: 'beta', key: beta } } : {}), operator: targets.operator!, intervalMs })],
   ['reading the bus without a reason', () => probeBusReads({ url, wire: targets.wire, operator: targets.operator!, victimNode: 'beta' })],
   ['the console and API under abuse', () => probeConsole({ consoleUrl, operator: targets.operator! })],
