@@ -115,8 +115,10 @@ export const exitCodeFor = (error: unknown): number => {
     case 'unknown_event':
       return 7;
     default: {
-      const unreachable: never = error.code;
-      return unreachable;
+      // A code from another process's answer this version does not know (a controller's `internal`): a failure, not a refusal.
+      const unexpected: never = error.code;
+      void unexpected;
+      return 1;
     }
   }
 };

@@ -66,11 +66,14 @@ export class RefusedCommandStore implements SpentCommandIds {
   }
 
   async spent(commandId: string): Promise<RefusedCommand | undefined> {
-    const message = await (await this.jsm).streams.getMessage(this.stream, { last_by_subj: refusedCommandSubject(this.options.prefix, commandId) }).catch((error: unknown) => {
-      // 10037: nothing kept for it; 10059: nothing was ever refused here (the stream is made on the first refusal)
-      if (error instanceof JetStreamApiError && (error.code === 10037 || error.code === 10059)) return null;
-      throw error;
-    });
+    const jsm = await this.jsm;
+    const message = await throughReloads(() =>
+      jsm.streams.getMessage(this.stream, { last_by_subj: refusedCommandSubject(this.options.prefix, commandId) }).catch((error: unknown) => {
+        // 10037: nothing kept for it; 10059: nothing was ever refused here (the stream is made on the first refusal)
+        if (error instanceof JetStreamApiError && (error.code === 10037 || error.code === 10059)) return null;
+        throw error;
+      }),
+    );
     if (!message) return undefined;
     const parsed = refusedCommandSchema.safeParse(message.json());
     // Only the controller writes here; what does not read is still a refusal of that id.
@@ -79,7 +82,8 @@ export class RefusedCommandStore implements SpentCommandIds {
 
   async record(refused: RefusedCommand): Promise<void> {
     await this.assert();
-    await jetstream(this.nc).publish(refusedCommandSubject(this.options.prefix, refused.commandId), JSON.stringify(refusedCommandSchema.parse(refused)));
+    const body = JSON.stringify(refusedCommandSchema.parse(refused));
+    await throughReloads(() => jetstream(this.nc).publish(refusedCommandSubject(this.options.prefix, refused.commandId), body));
   }
 
   private assert(): Promise<void> {
@@ -103,3 +107,20 @@ export class RefusedCommandStore implements SpentCommandIds {
     return asserting;
   }
 }
+
+/**
+ * nats-server answers "no responders" (or 503) to JetStream API requests for a moment while it
+ * reloads its configuration, which the controller has it do on every change of the bus user list:
+ * tried again a few times over about a second before it counts as the server being away.
+ */
+const throughReloads = async <T>(work: () => Promise<T>): Promise<T> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      const passing = /no responders|jetstream is not enabled|temporarily unavailable/i.test((error as Error).message);
+      if (!passing || attempt >= 6) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    }
+  }
+};
