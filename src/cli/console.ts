@@ -1,4 +1,4 @@
-import { loadOperatorKey, signConsoleNonce } from '../adapters/operator-keys.js';
+import { loadOperatorKey, signConsoleNonce, type OperatorKey } from '../adapters/operator-keys.js';
 import { loadConfig, type MeshConfig } from '../config.js';
 import { consoleChallengeSchema, consoleSessionAnswerSchema } from '../domain/operators/console-session.js';
 import { RefusedError, UnavailableError, ValidationError } from '../errors.js';
@@ -51,17 +51,22 @@ const ask = async (url: URL, init: RequestInit, what: string): Promise<unknown> 
   throw new UnavailableError(`the console answered ${what} with ${response.status}: ${said}`, { url: url.origin, status: response.status });
 };
 
-export const consoleOpen = async (values: { json?: true; url?: string }): Promise<number> => {
-  const out = output(values.json ?? false);
-  const config = loadConfig();
-  const base = consoleUrl(config, values.url);
-  const key = loadOperatorKey(config.operatorKeyFile);
+/** Opens a console session as the operator whose key this is: the bearer token, and the one-time address a browser opens. */
+export const openConsoleSession = async (base: URL, key: OperatorKey): Promise<{ operator: string; token: string; open: string; expiresAt: string }> => {
   const challenge = consoleChallengeSchema.safeParse(await ask(new URL('/api/session/challenge', base), { method: 'GET' }, 'a nonce'));
   if (!challenge.success) throw new UnavailableError(`the console at ${base.origin} gave a nonce this CLI cannot read: is it a mesh controller of this version?`, { url: base.origin });
   const body = { operator: key.operator, nonce: challenge.data.nonce, signature: signConsoleNonce(key, challenge.data.nonce) };
   const answer = consoleSessionAnswerSchema.safeParse(await ask(new URL('/api/session', base), { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }, `a session for ${key.operator}`));
   if (!answer.success) throw new UnavailableError(`the console at ${base.origin} opened a session this CLI cannot read: is it a mesh controller of this version?`, { url: base.origin });
-  const open = new URL(answer.data.open, base).toString();
+  return { operator: answer.data.operator, token: answer.data.token, open: new URL(answer.data.open, base).toString(), expiresAt: answer.data.expiresAt };
+};
+
+export const consoleOpen = async (values: { json?: true; url?: string }): Promise<number> => {
+  const out = output(values.json ?? false);
+  const config = loadConfig();
+  const base = consoleUrl(config, values.url);
+  const answer = { data: await openConsoleSession(base, loadOperatorKey(config.operatorKeyFile)) };
+  const open = answer.data.open;
   if (out.json) out.data({ ok: true, operator: answer.data.operator, url: open, token: answer.data.token, expiresAt: answer.data.expiresAt });
   else {
     out.line(open);

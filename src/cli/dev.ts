@@ -1,4 +1,7 @@
+import { join } from 'node:path';
+import { loadOperatorKey } from '../adapters/operator-keys.js';
 import { devStackDir, loadConfig } from '../config.js';
+import { openConsoleSession } from './console.js';
 import { ValidationError } from '../errors.js';
 import { portFromEnv, recordedClusterSize, stackDown, stackPorts, stackStatus, stackUp, type StackStatus } from '../dev/stack.js';
 import { DEMO_NODES } from '../dev/demo.js';
@@ -25,7 +28,7 @@ const devCommand = async (sub: 'up' | 'down' | 'status', values: { json?: true; 
       const demo = values.demo ? { greeterPort: portFromEnv('MESH_DEMO_GREETER_PORT') ?? 18081, callerPort: portFromEnv('MESH_DEMO_CALLER_PORT') ?? 18082, postgresPort: portFromEnv('MESH_DEMO_POSTGRES_PORT') ?? 15532 } : undefined;
       const status = await stackUp({ ...options, ...(demo ? { demo } : {}) });
       const pageUrl = `http://127.0.0.1:${options.ports.http}/`;
-      const health = demo ? await waitForHealth(pageUrl, out.json ? () => undefined : say) : undefined;
+      const health = demo ? await waitForHealth(pageUrl, out.json ? () => undefined : say, join(dir, 'operator.key')) : undefined;
       if (out.json) out.data({ ...status, page: pageUrl, ...(health ? { healthy: health.healthy, problems: health.problems } : {}) });
       else {
         printStatus(status);
@@ -73,13 +76,21 @@ const clusterFlag = (raw: string | undefined): number | undefined => {
 };
 
 /** Waits, showing progress, until the controller's overview says the mesh does what it was told (or a minute passes). */
-const waitForHealth = async (pageUrl: string, say: (line: string) => void): Promise<{ healthy: boolean; problems: string[] }> => {
+const waitForHealth = async (pageUrl: string, say: (line: string) => void, operatorKeyFile?: string): Promise<{ healthy: boolean; problems: string[] }> => {
   const deadline = Date.now() + 60_000;
   let last = '';
+  let session: string | undefined;
   for (;;) {
     let overview: { healthy: boolean; problems: string[] } = { healthy: false, problems: ['the controller does not answer yet'] };
     try {
-      overview = (await (await fetch(`${pageUrl}api/overview`)).json()) as { healthy: boolean; problems: string[] };
+      let response = await fetch(`${pageUrl}api/overview`, { headers: session ? { authorization: `Bearer ${session}` } : {} });
+      // The console asks for an operator's session (MESH_CONSOLE_AUTH=required): the stack's first operator opens one.
+      if (response.status === 401 && operatorKeyFile) {
+        session = (await openConsoleSession(new URL(pageUrl), loadOperatorKey(operatorKeyFile))).token;
+        response = await fetch(`${pageUrl}api/overview`, { headers: { authorization: `Bearer ${session}` } });
+      }
+      const read = (await response.json()) as Partial<{ healthy: boolean; problems: string[] }>;
+      if (Array.isArray(read.problems)) overview = { healthy: read.healthy === true, problems: read.problems };
     } catch {
       // not listening yet
     }

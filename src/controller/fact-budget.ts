@@ -138,7 +138,7 @@ export class FactBudget {
   takeNotes(): BudgetNote[] {
     const notes = [...this.changed].flatMap((node) => {
       const excess = this.excess.get(node);
-      return excess ? [this.noteOf(node, excess)] : [];
+      return excess && overBudget(excess) ? [this.noteOf(node, excess)] : [];
     });
     this.changed.clear();
     return notes;
@@ -201,3 +201,13 @@ export class FactBudget {
     return { node, line: parts.join('; '), since: new Date(excess.since), at: new Date(excess.at), until: new Date(excess.at + this.namedForMs) };
   }
 }
+
+/**
+ * A node changing its mind a few times is ordinary (a hold that ends once its secret arrives, a
+ * process that restarts while it starts): a value dropped now and then is not stated, and the node is
+ * not named for it. More than this many dropped while it is named, or any message refused, is a node
+ * saying more than its budget.
+ */
+export const TOLERATED_DROPS = 3;
+
+const overBudget = (excess: Excess): boolean => excess.refused > 0 || [...excess.dropped.values()].reduce((sum, n) => sum + n, 0) > TOLERATED_DROPS;
