@@ -65,7 +65,7 @@ export const probePaths = async (targets: PathProbeTargets): Promise<AttackOutco
   try {
     for (const { attack, path, command, plan } of attacks) {
       // Signing reads the operator's name and secret key alone.
-      const signed = signCommand({ operator: name, publicKey: '', secretKey: key.secretKey }, `probe-paths-${suffix}-${outcomes.length}`, command, new Date());
+      const signed = signCommand({ operator: name, publicKey: '', secretKey: key.secretKey }, `probe-paths-${suffix}-${outcomes.length}`, command, new Date(), plan ? 'plan' : 'carry-out');
       try {
         const reply = plan
           ? await nc.request(planToolSubject(command.type, targets.wire.prefix), JSON.stringify({ commands: [signed] }), { timeout: TIMEOUT_MS })
