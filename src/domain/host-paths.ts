@@ -81,7 +81,7 @@ const SYSTEM_TREES: readonly (readonly [string, string])[] = [
 ];
 
 /** Folders the machine shares: a module's folder may be made inside one, but is never the folder itself. */
-const SHARED_FOLDERS = new Set(['/', '/home', '/var', '/var/lib', '/var/log', '/var/cache', '/var/spool', '/var/mail', '/var/tmp', '/var/backups', '/var/opt', '/var/local', '/tmp', '/srv', '/opt', '/mnt', '/media', MESH_HOME]);
+const SHARED_FOLDERS = new Set(['/', '/home', '/var', '/var/lib', '/var/log', '/var/cache', '/var/spool', '/var/mail', '/var/tmp', '/var/backups', '/var/opt', '/var/local', '/tmp', '/dev/shm', '/srv', '/opt', '/mnt', '/media', MESH_HOME]);
 
 /**
  * In /etc, a region may go into a file the machine shares with other software (hosts, dhcpcd.conf
@@ -104,6 +104,8 @@ export const systemFolderProblem = (path: string, use: HostPathUse): PathProblem
   if (/^lib(\d+|x32)?$|^lib\./.test(lib)) return `falls in /${lib} (${PROGRAMS})`;
   for (const [tree, whose] of SYSTEM_TREES) {
     if (!isWithin(path, tree)) continue;
+    // /dev/shm is the machine's shared memory folder, open to everyone as /tmp is: shared, not the kernel's
+    if (tree === '/dev' && isWithin(path, '/dev/shm')) break;
     if (use === 'region' && tree === '/etc') {
       const name = path.split('/')[2] ?? '';
       if (path !== '/etc' && !ETC_GUARDED.has(name) && !/^rc[0-6S]\.d$/.test(name)) continue;

@@ -105,6 +105,10 @@ describe('host paths (--place, --root, regions)', () => {
     expect(hostPathProblem('/var/lib/mesh', 'root')).toBeUndefined();
     expect(hostPathProblem('/', 'root')).toContain('is /');
     expect(hostPathProblem('/etc/mesh', 'root')).toContain('falls in /etc');
+    // the machine's shared memory folder is shared as /tmp is; the rest of /dev is the kernel's
+    expect(hostPathProblem('/dev/shm/nodes/lab1', 'root')).toBeUndefined();
+    expect(hostPathProblem('/dev/shm', 'place')).toContain('is /dev/shm itself');
+    expect(hostPathProblem('/dev/sda', 'root')).toContain("falls in /dev (the kernel's)");
   });
 
   it('keeps a placed directory out of the node root but for its own module\'s folder', () => {

@@ -67,6 +67,7 @@ const ENTRY_SOURCES = new Set([
   'src/projections/runtime.ts',
   'src/projections/names.ts',
   'src/domain/builds/rollout-policies.ts',
+  'src/domain/operators/command-window-bounds.ts',
 ]);
 
 describe('what mesh loads before a verb runs', () => {

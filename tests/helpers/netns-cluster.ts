@@ -4,7 +4,7 @@ import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { meshHome } from '../../src/config.js';
 import { waitFor } from '../../src/dev/ports.js';
-import { systemAccountConfig, systemHealthy } from '../../src/adapters/nats/system-account.js';
+import { openHealthy } from '../../src/adapters/nats/system-account.js';
 import { uniqueName } from './names.js';
 
 // Three nats-servers forming one JetStream cluster, each in a network namespace of its own joined
@@ -61,8 +61,7 @@ export const netnsCluster = async (size = 3) => {
         [
           `server_name: ${m.ns}`,
           `listen: ${m.address}:4222`,
-          // no HTTP monitor: health is asked of the system account, as the stack does
-          ...systemAccountConfig(join(dir, 'system.key')),
+          // no HTTP monitor and no users: health is asked of the JetStream API, as a scratch bus's is
           `jetstream { store_dir: "${join(home, 'jetstream')}" }`,
           `cluster {`,
           `  name: partition${id}`,
@@ -76,7 +75,7 @@ export const netnsCluster = async (size = 3) => {
       children.push(spawn('ip', ['netns', 'exec', m.ns, 'nats-server', '-c', config], { stdio: ['ignore', log, log] }));
       closeSync(log);
     }
-    const healthy = (m: (typeof members)[number]): Promise<boolean> => systemHealthy(`nats://${m.address}:4222`, join(dir, 'system.key'));
+    const healthy = (m: (typeof members)[number]): Promise<boolean> => openHealthy(`nats://${m.address}:4222`);
     const healthOf = async (m: (typeof members)[number]): Promise<string> => `${m.ns}: ${(await healthy(m)) ? 'ok' : 'not current with the cluster, or not answering'}`;
     const ready = async (): Promise<void> => {
       try {

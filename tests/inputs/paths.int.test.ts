@@ -59,7 +59,8 @@ describe('no path leaves the module\'s place, from the command line', () => {
       url: testNatsUrl(),
       wire: { prefix: m.t.names.prefix },
       operator: { name: key.operator, key },
-      place: { ...(placed ?? { module: 'none', node: 'none' }), requirement: 'data' },
+      // a module of the probe's own, registered in the same plan, placed on the test's node
+      place: { node: placed?.node ?? 'none', requirement: 'data' },
       ...(harness ? { connectAs: harness } : {}),
     });
     expect(outcomes).toHaveLength(5);

@@ -1,5 +1,5 @@
 import type { CommandUnknownOpts } from '@commander-js/extra-typings';
-import { COMMAND_WINDOW_BOUNDS } from '../../domain/operators/command-window.js';
+import { COMMAND_WINDOW_BOUNDS } from '../../domain/operators/command-window-bounds.js';
 import { group, lazy, verb, PLAN_OPTION, WIDE_OPTION } from '../verbs.js';
 
 export const defineOperator = (mesh: CommandUnknownOpts): void => {

@@ -20,7 +20,8 @@ export interface PathProbeTargets {
   /** the operator whose key signs the commands (`<stack dir>/operator.key`) */
   operator?: { name: string; key: Pick<Identity, 'secretKey'> };
   /** a registered module with a host directory requirement, and a node it is not assigned to; the demo's greeter and beta by default */
-  place?: { module: string; node: string; requirement: string };
+  /** the assignment to plan; without a module, one of the probe's own, registered in the same plan */
+  place?: { module?: string; node: string; requirement: string };
   /** who connects to the bus, when not the operator itself (a test's harness principal) */
   connectAs?: { key: Pick<Identity, 'secretKey'>; inbox: string };
 }
@@ -39,9 +40,13 @@ const sudoersRegion = (name: string) => ({
 });
 
 export const probePaths = async (targets: PathProbeTargets): Promise<AttackOutcome[]> => {
-  const place = targets.place ?? { module: 'greeter', node: 'beta', requirement: 'data' };
   const suffix = Date.now().toString(36);
-  const attacks: { attack: string; path: string; command: MeshCommand; plan: boolean }[] = [
+  // Unless told which assignment to plan, a module of the probe's own, registered in the same plan
+  // (nothing is appended): one the mesh already runs on the node would be refused for that instead.
+  const requirement = targets.place?.requirement ?? 'data';
+  const own = targets.place?.module ? undefined : { name: `probe-place-${suffix}`, requires: [{ name: requirement, contract: 'directory', provider: 'host', mode: '0750' }] };
+  const place = { module: targets.place?.module ?? own!.name, node: targets.place?.node ?? 'beta', requirement };
+  const attacks: { attack: string; path: string; command: MeshCommand; plan: boolean; before?: MeshCommand }[] = [
     { attack: 'an operator registers a manifest whose file climbs out of its directory (files[].as "../../../../tmp/victim/x")', path: '../../../../tmp/victim/x', command: { type: 'register-module', manifest: escapingFile(`probe-escape-${suffix}`) }, plan: false },
     { attack: 'an operator registers a manifest whose region writes into /etc/sudoers', path: '/etc/sudoers', command: { type: 'register-module', manifest: sudoersRegion(`probe-sudoers-${suffix}`) }, plan: false },
     ...['/etc', '/', '/var/lib/mesh/.mesh'].map((path) => ({
@@ -49,6 +54,7 @@ export const probePaths = async (targets: PathProbeTargets): Promise<AttackOutco
       path,
       command: { type: 'assign', module: place.module, node: place.node, hold: [], pins: {}, values: {}, placements: { [place.requirement]: path } } satisfies MeshCommand,
       plan: true,
+      ...(own ? { before: { type: 'register-module', manifest: own } satisfies MeshCommand } : {}),
     })),
   ];
   if (!targets.operator) return attacks.map(({ attack }) => ({ attack, refused: false, untried: true, detail: 'no operator key to sign the command with, so the attack was not tried' }));
@@ -63,12 +69,14 @@ export const probePaths = async (targets: PathProbeTargets): Promise<AttackOutco
   }
   const outcomes: AttackOutcome[] = [];
   try {
-    for (const { attack, path, command, plan } of attacks) {
+    for (const { attack, path, command, plan, before } of attacks) {
       // Signing reads the operator's name and secret key alone.
-      const signed = signCommand({ operator: name, publicKey: '', secretKey: key.secretKey }, `probe-paths-${suffix}-${outcomes.length}`, command, new Date(), plan ? 'plan' : 'carry-out');
+      const sign = (what: MeshCommand, id: string) => signCommand({ operator: name, publicKey: '', secretKey: key.secretKey }, id, what, new Date(), plan ? 'plan' : 'carry-out');
+      const signed = sign(command, `probe-paths-${suffix}-${outcomes.length}`);
+      const first = before ? [sign(before, `probe-paths-${suffix}-${outcomes.length}-register`)] : [];
       try {
         const reply = plan
-          ? await nc.request(planToolSubject(command.type, targets.wire.prefix), JSON.stringify({ commands: [signed] }), { timeout: TIMEOUT_MS })
+          ? await nc.request(planToolSubject(command.type, targets.wire.prefix), JSON.stringify({ commands: [...first, signed] }), { timeout: TIMEOUT_MS })
           : await nc.request(toolSubject(command.type, targets.wire.prefix), JSON.stringify(signed), { timeout: TIMEOUT_MS });
         const answer = JSON.parse(reply.string()) as ToolAnswer | PlanAnswer;
         if (answer.ok) {

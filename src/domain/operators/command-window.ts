@@ -3,6 +3,7 @@ import type { Decision } from '../decision.js';
 import { defineEvent } from '../events/registry.js';
 import type { MeshState } from '../mesh/state.js';
 import { refuseIfAny, type Problem } from '../refusal.js';
+import { COMMAND_WINDOW_BOUNDS } from './command-window-bounds.js';
 
 // How long an operator's signed command stays good: the controller refuses one signed further
 // from its own clock than this, either way (entry-checks.ts). It is the mesh's, not a process's:
@@ -21,7 +22,7 @@ export const DEFAULT_COMMAND_WINDOW_SECONDS = 5 * 60;
  * too long, and a refused command's id must be remembered as spent for twice the window
  * (refused-commands.ts keeps them for twice the largest window).
  */
-export const COMMAND_WINDOW_BOUNDS = { minSeconds: 30, maxSeconds: 60 * 60, written: '30s to 1h' } as const;
+export { COMMAND_WINDOW_BOUNDS };
 
 export const CommandWindowSet = defineEvent({
   type: 'operators.command-window-set',
