@@ -4,6 +4,9 @@ import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { meshHome } from '../../src/config.js';
 import { waitFor } from '../../src/dev/ports.js';
+import { jetstreamManager, StorageType } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { connect } from '@nats-io/transport-node';
 import { openHealthy } from '../../src/adapters/nats/system-account.js';
 import { uniqueName } from './names.js';
 
@@ -80,6 +83,9 @@ export const netnsCluster = async (size = 3) => {
     const ready = async (): Promise<void> => {
       try {
         await waitFor('every member current with the cluster', async () => (await Promise.all(members.map(healthy))).every(Boolean), 60_000);
+        // An answer from the JetStream API says a meta leader exists, not that every peer has joined:
+        // ready once a stream of `size` replicas can be placed.
+        await waitFor(`a stream of ${size} replicas placed`, () => placesReplicas(`nats://${members[0]!.address}:4222`, size), 60_000);
       } catch (error) {
         throw new Error(`${(error as Error).message}: ${(await Promise.all(members.map(healthOf))).join("; ")}`, { cause: error });
       }
@@ -101,5 +107,22 @@ export const netnsCluster = async (size = 3) => {
   } catch (error) {
     await remove();
     throw error;
+  }
+};
+
+/** Whether the cluster places a stream of `replicas` now: one is made in memory and removed. */
+const placesReplicas = async (url: string, replicas: number): Promise<boolean> => {
+  let nc: NatsConnection | undefined;
+  try {
+    nc = await connect({ servers: url, name: 'netns-ready', maxReconnectAttempts: 0, reconnect: false, timeout: 2_000 });
+    const jsm = await jetstreamManager(nc);
+    const name = `READY_${randomInt(1_000_000_000)}`;
+    await jsm.streams.add({ name, subjects: [`ready.${name}`], num_replicas: replicas, storage: StorageType.Memory });
+    await jsm.streams.delete(name).catch(() => undefined);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await nc?.close().catch(() => undefined);
   }
 };
