@@ -38,8 +38,9 @@ describe('a mesh on this machine: command → declaration → agent → running 
 
   const enrolled = new Set<string>();
   const startAgent = async (node: string): Promise<Agent> => {
-    if (!enrolled.has(node)) await enrolAgentNode(t, node, join(root, 'agents', node));
-    enrolled.add(node);
+    // Each test has a mesh of its own: a node is enrolled once in each.
+    if (!enrolled.has(`${t.names.prefix}/${node}`)) await enrolAgentNode(t, node, join(root, 'agents', node));
+    enrolled.add(`${t.names.prefix}/${node}`);
     const agent = new Agent({
       node,
       natsUrl: testNatsUrl(),
