@@ -181,7 +181,9 @@ export class LogWriter {
       const seq = head.seq + 1;
       if (seq > 1) await this.verifyRoot();
       const { hash, headers } = sealHeaders(this.options.key, head.hash, request.subject, seq, request.payload, Math.min(this.since, seq));
-      const published = this.publish(this.js, request.subject, request.payload, {
+      // Asked again when the answer is lost (a server reloading its configuration drops it for a
+      // moment): both expectations and the message id make a second copy impossible.
+      const published = this.publishOnce(request.subject, request.payload, {
         msgID: request.msgID,
         expect: { lastSequence: head.seq, ...(head.msgID !== undefined ? { lastMsgID: head.msgID } : {}) },
         timeout: this.options.timeoutMs ?? 5_000,
@@ -191,6 +193,9 @@ export class LogWriter {
       settle(
         published.then(
           (ack): WriteOutcome => {
+            // A duplicate at the very sequence this commit was issued at is this commit, stored by a
+            // first try whose answer was lost.
+            if (ack.duplicate && ack.seq === seq) return this.stored(seq);
             if (ack.duplicate || ack.seq !== seq) {
               // Nothing was stored where this writer said it would be: the head is read again.
               this.forgetHead();
