@@ -2,7 +2,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { WRITER_PARTS_RUNNING, WRITER_SERVING } from '../controller/writer-lines.js';
 import { hostname } from 'node:os';
 import pg from 'pg';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { loadConfig } from '../config.js';
 import { foldSnapshotWriterIdentity, loadIdentityFile } from '../adapters/identity.js';
 import { eventsStreamName } from '../adapters/nats/control-streams.js';
@@ -109,7 +109,7 @@ export const controllerCommand = async (values: { pidFile?: string }): Promise<n
   const writer = new LogWriter(nc, { stream: config.logStream, key: controllerKey, keySource: config.controllerKeyFile, onStored: () => metrics.commitAppended() });
   const newLog = () => new JetStreamEventLog(nc, { ...settings, registry: meshEventRegistry(), writer });
   const log = newLog();
-  const begun = await beginLog(nc, log, { ...settings, meshName: config.meshName, actor: 'controller', controllerKey: controllerKey.publicKey });
+  const begun = await whileJetStreamSettles(logger, () => beginLog(nc, log, { ...settings, meshName: config.meshName, actor: 'controller', controllerKey: controllerKey.publicKey }));
   // Snapshots of the view's fold, in an object store bucket beside the log, written as an identity
   // derived from the controller's that may write that bucket alone (docs/decisions.md, "Snapshots of the fold").
   let snapshotBus: Promise<NatsConnection> | undefined;
@@ -356,4 +356,23 @@ export const controllerCommand = async (values: { pidFile?: string }): Promise<n
   await nc.close();
   if (pidFile) rmSync(pidFile, { force: true });
   return leaseLost ? 6 : 0;
+};
+
+/**
+ * A cluster that has just healed, or a server reloading its user list, answers the JetStream API
+ * "temporarily unavailable" (or not at all) for a moment: the log is begun once it answers, for up
+ * to a minute, saying so, rather than the controller exiting at its start.
+ */
+const whileJetStreamSettles = async <T>(logger: Logger, work: () => Promise<T>): Promise<T> => {
+  const deadline = Date.now() + 60_000;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      const passing = /temporarily unavailable|no responders|jetstream is not enabled|timeout/i.test((error as Error).message);
+      if (!passing || Date.now() > deadline) throw error;
+      logger.warn({ err: (error as Error).message, attempt }, 'JetStream does not answer yet; beginning the log again shortly');
+      await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 250 * attempt)));
+    }
+  }
 };
