@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { newEnrolmentToken } from '../adapters/enrolment-tokens.js';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { sendSignedCommand } from '../adapters/command-client.js';
+import { UnavailableError } from '../errors.js';
 import { projectRoot } from '../config.js';
 import type { MeshService } from '../controller/mesh-service.js';
 import type { MeshCommand } from '../domain/mesh/commands.js';
@@ -45,7 +46,20 @@ export const demoAgentsStatus = (dir: string) =>
 
 export const raiseDemo = async (options: DemoOptions): Promise<{ greeterUrl: string; callerUrl: string; postgres: string }> => {
   const reads = options.mesh;
-  const run = (command: MeshCommand) => sendSignedCommand(options.nc, options, command, randomUUID());
+  // The controller was just started: until it serves its tools nobody answers, and the command,
+  // never received, is sent again under the same id (for up to a minute).
+  const run = async (command: MeshCommand) => {
+    const commandId = randomUUID();
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      try {
+        return await sendSignedCommand(options.nc, options, command, commandId);
+      } catch (error) {
+        if (!(error instanceof UnavailableError && /^no controller answers/.test(error.message)) || Date.now() > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+  };
 
   for (const node of DEMO_NODES) {
     const state = await reads.current();
