@@ -2,6 +2,7 @@ import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { pino, type Logger } from 'pino';
 import { askBusIdentity } from '../adapters/bus-identity-client.js';
+import type { Identity } from '../adapters/identity.js';
 import { declarationSignatureProblem } from '../adapters/declaration-signature.js';
 import { hostKey, nodeIdentity, storedEnrolment } from '../adapters/enrolment-client.js';
 import { fetchSecret } from '../adapters/vault-client.js';
@@ -108,6 +109,8 @@ export class Agent {
   private announce: Declaration | undefined;
   private lastReport: Report | undefined;
   private nc: NatsConnection | undefined;
+  /** the host key, read from the state folder once: every report and heartbeat is signed with it */
+  private signingKey: Identity | undefined;
   private connected = false;
   private passes = 0;
   private timers: NodeJS.Timeout[] = [];
@@ -255,18 +258,22 @@ export class Agent {
     return fetchSecret(this.nc, { node: this.node, secret, ...(version === undefined ? {} : { version }), prefix: this.wire.prefix, hostKey: hostKey(this.folder.dir), sealingSecretKey: nodeIdentity(this.folder.dir).secretKey });
   }
 
+  private hostKey(): Identity {
+    return (this.signingKey ??= hostKey(this.folder.dir));
+  }
+
   private async publishReport(report: Report): Promise<void> {
     if (!this.nc || !this.connected) throw new Error('not connected to NATS');
     const body = JSON.stringify(report);
     // Signed with the host key over the bytes published: the controller acts on nothing else (report-signature.ts).
-    const signed = signedMessage('report', hostKey(this.folder.dir), body);
+    const signed = signedMessage('report', this.hostKey(), body);
     await jetstream(this.nc).publish(reportSubject(this.node, this.wire.prefix), signed.body, { msgID: `${this.node}:${sha256(body)}`, timeout: 5_000, headers: signed.headers });
   }
 
   private heartbeat(): void {
     if (!this.nc || !this.connected) return;
     const body = { node: this.node, at: new Date().toISOString(), sequence: this.declaration?.sequence ?? null, digest: this.declaration?.digest ?? null, capabilities: this.options.capabilities ?? CAPABILITY_KINDS };
-    const signed = signedMessage('heartbeat', hostKey(this.folder.dir), JSON.stringify(body));
+    const signed = signedMessage('heartbeat', this.hostKey(), JSON.stringify(body));
     this.nc.publish(aliveSubject(this.node, this.wire.prefix), signed.body, { headers: signed.headers });
   }
 

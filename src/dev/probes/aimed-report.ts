@@ -7,6 +7,7 @@ import { personInbox } from '../../domain/bus/users.js';
 import { declarationSubject } from '../../domain/declarations/declaration.js';
 import { factAggregate } from '../../domain/facts/events.js';
 import { reportSubject } from '../../domain/reports/report.js';
+import { refusedCount } from './impersonation.js';
 import type { AttackOutcome, ProbeTargets } from '../security-probe.js';
 
 // The aimed delivery, tried against a running mesh: nats-server 2.9 does not check where a
@@ -27,17 +28,6 @@ export interface AimedReportProbeTargets extends ProbeTargets {
 const CONNECT_TIMEOUT_MS = 15_000;
 /** How long the controller is given to read what was aimed at it and count its refusal. */
 const SETTLE_MS = 10_000;
-
-const refusedCount = async (httpUrl: string | undefined, identity: string): Promise<number | undefined> => {
-  if (!httpUrl) return undefined;
-  try {
-    const text = await (await fetch(`${httpUrl}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
-    const line = text.split('\n').find((l) => l.startsWith(`mesh_impersonation_refused_total{entry="report",identity="${identity}"}`));
-    return line ? Number(line.split(' ').at(-1)) : 0;
-  } catch {
-    return undefined;
-  }
-};
 
 /** The newest fact commit about `node` in the log, read as the operator: its seq, or 0 when none. */
 const newestFact = async (nc: NatsConnection, targets: ProbeTargets, node: string): Promise<number> => {
@@ -64,7 +54,7 @@ export const probeAimedReport = async (targets: AimedReportProbeTargets): Promis
   const jsm = await jetstreamManager(nc);
   try {
     const factBefore = await newestFact(nc, targets, node);
-    const countBefore = await refusedCount(targets.httpUrl, identity);
+    const countBefore = await refusedCount(targets.httpUrl, 'report', identity);
     try {
       await jsm.consumers.add(targets.wire.nodesStream, {
         name: consumer,
@@ -84,7 +74,7 @@ export const probeAimedReport = async (targets: AimedReportProbeTargets): Promis
     const deadline = Date.now() + SETTLE_MS;
     let countAfter = countBefore;
     while (Date.now() < deadline) {
-      countAfter = await refusedCount(targets.httpUrl, identity);
+      countAfter = await refusedCount(targets.httpUrl, 'report', identity);
       if (countAfter === undefined || countBefore === undefined || countAfter > countBefore) break;
       await new Promise((r) => setTimeout(r, 250));
     }

@@ -31,7 +31,7 @@ const connectAs = (url: string, key: Pick<Identity, 'secretKey'>, inbox: string,
   connect({ servers: url, name, maxReconnectAttempts: 0, timeout: CONNECT_TIMEOUT_MS, authenticator: busAuthenticator(key), inboxPrefix: inbox });
 
 /** `mesh_impersonation_refused_total{entry,identity}` as /metrics says it now; undefined when it cannot be read. */
-const refusedCount = async (httpUrl: string | undefined, entry: string, identity: string): Promise<number | undefined> => {
+export const refusedCount = async (httpUrl: string | undefined, entry: string, identity: string): Promise<number | undefined> => {
   if (!httpUrl) return undefined;
   try {
     const text = await (await fetch(`${httpUrl}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
