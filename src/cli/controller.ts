@@ -37,6 +37,7 @@ import { ReportIngester } from '../controller/report-ingester.js';
 import { factIntervalFromEnv } from '../controller/fact-budget.js';
 import { CommandDispatcher } from '../controller/command-dispatcher.js';
 import { RefusedCommandStore } from '../adapters/nats/refused-commands.js';
+import { isTransientJetStreamError } from '../adapters/nats/transient.js';
 import { outcomeOf } from '../adapters/command-client.js';
 import type { CommandResult } from '../controller/mesh-service.js';
 import { sourceProbe } from '../controller/source-probe.js';
@@ -369,8 +370,7 @@ const whileJetStreamSettles = async <T>(logger: Logger, work: () => Promise<T>):
     try {
       return await work();
     } catch (error) {
-      const passing = /temporarily unavailable|no responders|jetstream is not enabled|timeout/i.test((error as Error).message);
-      if (!passing || Date.now() > deadline) throw error;
+      if (!isTransientJetStreamError(error) || Date.now() > deadline) throw error;
       logger.warn({ err: (error as Error).message, attempt }, 'JetStream does not answer yet; beginning the log again shortly');
       await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 250 * attempt)));
     }

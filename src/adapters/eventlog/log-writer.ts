@@ -1,3 +1,4 @@
+import { isTransientJetStreamError } from '../nats/transient.js';
 import { JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck } from '@nats-io/jetstream';
 import { errors as natsErrors, type MsgHdrs, type NatsConnection } from '@nats-io/nats-core';
 import type { Identity } from '../identity.js';
@@ -275,8 +276,7 @@ export class LogWriter {
       try {
         return await this.publish(this.js, subject, payload, options);
       } catch (error) {
-        const retryable = error instanceof natsErrors.TimeoutError || (error instanceof natsErrors.RequestError && error.isNoResponders());
-        if (!retryable || attempt >= attempts) throw error;
+        if (!isTransientJetStreamError(error) || attempt >= attempts) throw error;
         await new Promise((r) => setTimeout(r, 100 * attempt));
       }
     }

@@ -4,6 +4,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { z } from 'zod';
 import { COMMAND_WINDOW_BOUNDS } from '../../domain/operators/command-window.js';
 import { assertStream } from './assert-stream.js';
+import { isTransientJetStreamError } from './transient.js';
 
 // The command ids the controller refused, kept as spent for as long as the command they came with
 // could still be fresh: a refused command replayed later (an `assign` refused while its node was
@@ -118,8 +119,7 @@ const throughReloads = async <T>(work: () => Promise<T>): Promise<T> => {
     try {
       return await work();
     } catch (error) {
-      const passing = /no responders|jetstream is not enabled|temporarily unavailable/i.test((error as Error).message);
-      if (!passing || attempt >= 6) throw error;
+      if (!isTransientJetStreamError(error) || attempt >= 6) throw error;
       await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
     }
   }
